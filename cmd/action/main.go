@@ -1,0 +1,17 @@
+// Command action runs prodigy-action: a MapReduce runner for agents in git
+// worktrees with retries and a dead letter queue. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv).Execute(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

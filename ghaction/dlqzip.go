@@ -1,0 +1,88 @@
+package ghaction
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// DLQArrayFile is the name of the combined array of records in a DLQ zip.
+const DLQArrayFile = "dlq.json"
+
+// BuildDLQZip zips a job's DLQ folder (dir holds items/*.json and
+// index.json) and adds dlq.json, a JSON array of every record in item file
+// name order. Every file's bytes pass through redact (nil keeps them) so no
+// secret reaches the artifact. It returns the zip bytes and the number of
+// records; a folder with no records yields count 0 (callers skip the upload).
+func BuildDLQZip(dir string, redact func([]byte) []byte) ([]byte, int, error) {
+	if redact == nil {
+		redact = func(b []byte) []byte { return b }
+	}
+	itemsDir := filepath.Join(dir, "items")
+	entries, err := os.ReadDir(itemsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("read DLQ items %s: %w", itemsDir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	records := make([]json.RawMessage, 0, len(names))
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(itemsDir, n))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read DLQ record %s: %w", n, err)
+		}
+		data = redact(data)
+		if !json.Valid(data) {
+			return nil, 0, fmt.Errorf("DLQ record %s is not valid JSON", n)
+		}
+		records = append(records, json.RawMessage(data))
+		if err := addZipFile(zw, path.Join("items", n), data); err != nil {
+			return nil, 0, err
+		}
+	}
+	if idx, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
+		if err := addZipFile(zw, "index.json", redact(idx)); err != nil {
+			return nil, 0, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("read DLQ index: %w", err)
+	}
+	arr, err := json.MarshalIndent(records, "", "  ")
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode %s: %w", DLQArrayFile, err)
+	}
+	if err := addZipFile(zw, DLQArrayFile, arr); err != nil {
+		return nil, 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, 0, fmt.Errorf("close DLQ zip: %w", err)
+	}
+	return buf.Bytes(), len(records), nil
+}
+
+func addZipFile(zw *zip.Writer, name string, data []byte) error {
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+	if err != nil {
+		return fmt.Errorf("add %s to zip: %w", name, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("write %s to zip: %w", name, err)
+	}
+	return nil
+}

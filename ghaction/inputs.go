@@ -1,0 +1,127 @@
+package ghaction
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+)
+
+// CommentMode says when the sticky PR comment is posted.
+type CommentMode string
+
+// Comment modes (the `comment` input).
+const (
+	CommentAlways    CommentMode = "always"
+	CommentOnFailure CommentMode = "on-failure"
+	CommentNever     CommentMode = "never"
+)
+
+// Inputs are the action's inputs (action.yml), parsed and validated.
+type Inputs struct {
+	Workflow              string
+	Command               string // "run" or "retry"
+	RetryFromRun          int64  // run id whose DLQ artifact is redriven (command retry)
+	RetryFilter           string
+	RetryForce            bool
+	MaxParallel           int // 0 keeps the workflow's max_parallel
+	GitHubToken           string
+	Comment               CommentMode
+	PRNumber              string // raw; resolved with PullRequestNumber
+	ArtifactName          string // prefix of the DLQ artifact name
+	ArtifactRetentionDays int    // 0 keeps the repository default
+	Push                  bool
+	FailOnDLQ             bool
+	ClaudeCommand         string
+	ClaudeArgs            []string
+}
+
+// ReadInputs reads every input through a (INPUT_* variables, already
+// defaulted by the runner from action.yml) and validates them; all
+// problems are reported together. Empty inputs take the action.yml defaults
+// so tests and local runs need not set them.
+func ReadInputs(a *githubactions.Action) (Inputs, error) {
+	in := Inputs{
+		Workflow:      a.GetInput("workflow"),
+		Command:       strings.ToLower(a.GetInput("command")),
+		RetryFilter:   a.GetInput("retry-filter"),
+		GitHubToken:   a.GetInput("github-token"),
+		Comment:       CommentMode(strings.ToLower(a.GetInput("comment"))),
+		PRNumber:      a.GetInput("pr-number"),
+		ArtifactName:  a.GetInput("artifact-name"),
+		ClaudeCommand: a.GetInput("claude-command"),
+		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
+	}
+	var errs []error
+	if in.Command == "" {
+		in.Command = "run"
+	}
+	if in.Comment == "" {
+		in.Comment = CommentAlways
+	}
+	if in.ArtifactName == "" {
+		in.ArtifactName = "prodigy-dlq"
+	}
+	if in.Command != "run" && in.Command != "retry" {
+		errs = append(errs, fmt.Errorf("input command: %q is not run or retry", in.Command))
+	}
+	switch in.Comment {
+	case CommentAlways, CommentOnFailure, CommentNever:
+	default:
+		errs = append(errs, fmt.Errorf("input comment: %q is not always, on-failure or never", in.Comment))
+	}
+	if in.Command == "run" && in.Workflow == "" {
+		errs = append(errs, errors.New("input workflow is required for command run"))
+	}
+	if err := ValidateArtifactName(in.ArtifactName); err != nil {
+		errs = append(errs, fmt.Errorf("input artifact-name: %w", err))
+	}
+	var err error
+	if in.RetryFromRun, err = parseInt64(a.GetInput("retry-from-run")); err != nil {
+		errs = append(errs, fmt.Errorf("input retry-from-run: %w", err))
+	} else if in.Command == "retry" && in.RetryFromRun <= 0 {
+		errs = append(errs, errors.New("input retry-from-run is required for command retry"))
+	}
+	n, err := parseInt64(a.GetInput("max-parallel"))
+	in.MaxParallel = int(n)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("input max-parallel: %w", err))
+	}
+	n, err = parseInt64(a.GetInput("artifact-retention-days"))
+	in.ArtifactRetentionDays = int(n)
+	if err != nil || n > 90 {
+		errs = append(errs, fmt.Errorf("input artifact-retention-days: want 1-90 (or empty), got %q", a.GetInput("artifact-retention-days")))
+	}
+	for name, dst := range map[string]*bool{"retry-force": &in.RetryForce, "push": &in.Push, "fail-on-dlq": &in.FailOnDLQ} {
+		if *dst, err = parseBool(a.GetInput(name)); err != nil {
+			errs = append(errs, fmt.Errorf("input %s: %w", name, err))
+		}
+	}
+	return in, errors.Join(errs...)
+}
+
+// parseInt64 parses a non-negative integer; "" is 0.
+func parseInt64(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	return n, nil
+}
+
+// parseBool accepts the YAML 1.2 core booleans the runner passes ("true",
+// "True", "TRUE", "false", …); "" is false.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", s)
+}

@@ -1,0 +1,195 @@
+package ghaction
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildDLQZipRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "items", "b.json"), `{"item_id":"b","failure_count":2,"error_message":"token ghs_SECRET leaked"}`)
+	writeFile(t, filepath.Join(dir, "items", "a.json"), `{"item_id":"a","failure_count":1}`)
+	writeFile(t, filepath.Join(dir, "items", "notes.txt"), `ignored`)
+	writeFile(t, filepath.Join(dir, "index.json"), `{"job_id":"j","item_count":2,"item_ids":["a","b"]}`)
+	r := NewRedactor(nil)
+	r.Add("ghs_SECRET")
+
+	data, n, err := BuildDLQZip(dir, r.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("count = %d, want 2", n)
+	}
+	out := t.TempDir()
+	if err := ExtractZip(data, out, ExtractLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	var arr []map[string]any
+	raw, err := os.ReadFile(filepath.Join(out, DLQArrayFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &arr); err != nil {
+		t.Fatal(err)
+	}
+	if len(arr) != 2 || arr[0]["item_id"] != "a" || arr[1]["item_id"] != "b" {
+		t.Errorf("dlq.json = %s", raw)
+	}
+	for _, f := range []string{"items/a.json", "items/b.json", "index.json", "dlq.json"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+		if bytes.Contains(b, []byte("ghs_SECRET")) {
+			t.Errorf("%s contains the secret", f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "items", "notes.txt")); err == nil {
+		t.Error("non-JSON file was zipped")
+	}
+}
+
+func TestBuildDLQZipEmpty(t *testing.T) {
+	t.Parallel()
+	_, n, err := BuildDLQZip(filepath.Join(t.TempDir(), "missing"), nil)
+	if err != nil || n != 0 {
+		t.Fatalf("missing dir: n=%d err=%v, want 0, nil", n, err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "items", "bad.json"), `{not json`)
+	if _, _, err := BuildDLQZip(dir, nil); err == nil {
+		t.Error("invalid record accepted")
+	}
+}
+
+type zipEntry struct {
+	name string
+	mode os.FileMode
+	body string
+}
+
+func makeZip(t *testing.T, entries ...zipEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		if e.mode != 0 {
+			h.SetMode(e.mode)
+		}
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(e.body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestExtractZipRefusesUnsafeArchives(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		zip     []byte
+		lim     ExtractLimits
+		wantErr bool
+	}{
+		{"ok", makeZip(t, zipEntry{name: "items/a.json", body: "{}"}, zipEntry{name: "dir/", mode: os.ModeDir | 0o755}), ExtractLimits{}, false},
+		{"dotdot", makeZip(t, zipEntry{name: "../evil.txt", body: "x"}), ExtractLimits{}, true},
+		{"nested dotdot", makeZip(t, zipEntry{name: "items/../../evil.txt", body: "x"}), ExtractLimits{}, true},
+		{"absolute", makeZip(t, zipEntry{name: "/tmp/evil.txt", body: "x"}), ExtractLimits{}, true},
+		{"backslash", makeZip(t, zipEntry{name: `..\evil.txt`, body: "x"}), ExtractLimits{}, true},
+		{"symlink", makeZip(t, zipEntry{name: "link", mode: os.ModeSymlink | 0o777, body: "/etc/passwd"}), ExtractLimits{}, true},
+		{"file too big", makeZip(t, zipEntry{name: "big", body: strings.Repeat("a", 1000)}), ExtractLimits{MaxFileBytes: 999}, true},
+		{"total too big", makeZip(t, zipEntry{name: "a", body: "12345"}, zipEntry{name: "b", body: "12345"}), ExtractLimits{MaxTotalBytes: 9}, true},
+		{"too many files", makeZip(t, zipEntry{name: "a"}, zipEntry{name: "b"}), ExtractLimits{MaxFiles: 1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parent := t.TempDir()
+			dest := filepath.Join(parent, "out")
+			err := ExtractZip(tt.zip, dest, tt.lim)
+			if tt.wantErr != (err != nil) {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.wantErr && !errors.Is(err, ErrUnsafeZip) {
+				t.Errorf("err = %v, want ErrUnsafeZip", err)
+			}
+			if _, err := os.Stat(filepath.Join(parent, "evil.txt")); err == nil {
+				t.Error("a file escaped the destination")
+			}
+		})
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	t.Parallel()
+	var masked []string
+	r := NewRedactor(func(s string) { masked = append(masked, s) })
+	r.Add("", "abc", "p@ss\"word", "tok-123456")
+	if got := r.String(`token tok-123456 and json "p@ss\"word" and abc`); got != `token *** and json "***" and abc` {
+		t.Errorf("String = %q", got)
+	}
+	if len(masked) != 2 {
+		t.Errorf("masked %q, want the two real secrets", masked)
+	}
+	var nilR *Redactor
+	if nilR.String("x") != "x" {
+		t.Error("nil Redactor changed text")
+	}
+}
+
+func TestPullRequestNumber(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, event, input string
+		payload            string
+		want               int
+		wantErr            bool
+	}{
+		{"pull_request", "pull_request", "", `{"number":7,"pull_request":{"number":7}}`, 7, false},
+		{"pull_request_target", "pull_request_target", "", `{"pull_request":{"number":9}}`, 9, false},
+		{"issue_comment on PR", "issue_comment", "", `{"issue":{"number":3,"pull_request":{"url":"x"}}}`, 3, false},
+		{"issue_comment on issue", "issue_comment", "", `{"issue":{"number":3}}`, 0, false},
+		{"push", "push", "", `{"ref":"refs/heads/main"}`, 0, false},
+		{"input wins", "pull_request", "#15", `{"pull_request":{"number":7}}`, 15, false},
+		{"dispatch input", "workflow_dispatch", "21", `{"inputs":{}}`, 21, false},
+		{"bad input", "workflow_dispatch", "abc", `{}`, 0, true},
+		{"negative input", "workflow_dispatch", "-3", `{}`, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(tt.payload), &ev); err != nil {
+				t.Fatal(err)
+			}
+			got, err := PullRequestNumber(tt.event, ev, tt.input)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("got %d, %v; want %d, err %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Worktree is one entry of `git worktree list`.
+type Worktree struct {
+	// Path is the absolute path of the work tree.
+	Path string
+	// Head is the commit checked out ("" for an unborn branch).
+	Head string
+	// Branch is the short branch name, "" if detached or bare.
+	Branch string
+	// Detached, Bare, Locked and Prunable mirror git's porcelain flags.
+	Detached, Bare, Locked, Prunable bool
+}
+
+// WorktreeAdd creates a linked worktree at path on a new branch created at
+// startPoint (`git worktree add --no-track -b branch path startPoint`). It
+// fails if the branch or the path already exists. Serialised per repository.
+func (c *Client) WorktreeAdd(ctx context.Context, path, branch, startPoint string) error {
+	if !validRefName(branchRef(branch)) {
+		return fmt.Errorf("add worktree %s: invalid branch name %q", path, branch)
+	}
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "add", "--quiet", "--no-track",
+		"-b", branch, "--", path, startPoint); err != nil {
+		return fmt.Errorf("add worktree %s on new branch %s: %w", path, branch, err)
+	}
+	return nil
+}
+
+// WorktreeAddExisting creates a linked worktree at path that checks out the
+// existing branch (used on resume). Serialised per repository.
+func (c *Client) WorktreeAddExisting(ctx context.Context, path, branch string) error {
+	if !validRefName(branchRef(branch)) {
+		return fmt.Errorf("add worktree %s: invalid branch name %q", path, branch)
+	}
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "add", "--quiet", "--", path, branch); err != nil {
+		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
+	}
+	return nil
+}
+
+// WorktreeRemove removes the linked worktree at path, discarding any changes
+// in it (`git worktree remove --force --force`, which also removes locked
+// worktrees). If git does not know path as a worktree (already removed, or
+// its directory was deleted), that is not an error. If the directory
+// survives git, it is removed with os.RemoveAll and the stale administrative
+// entry pruned. The error, if any, says why the directory could not be
+// deleted. Serialised per repository.
+func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	_, gitErr := c.run(ctx, c.top, []string{"LC_ALL=C"}, nil, "worktree", "remove", "--force", "--force", "--", abs)
+	if gitErr == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, gitErr)
+	}
+	if _, statErr := os.Lstat(abs); errors.Is(statErr, os.ErrNotExist) {
+		// Directory gone: drop the stale entry if git still lists it.
+		if _, err := c.run(ctx, c.top, nil, nil, "worktree", "prune"); err != nil {
+			return fmt.Errorf("remove worktree %s: prune: %w", path, err)
+		}
+		return nil
+	}
+	if rmErr := removeAll(abs); rmErr != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, errors.Join(gitErr, rmErr))
+	}
+	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "prune"); err != nil {
+		return fmt.Errorf("remove worktree %s: prune: %w", path, err)
+	}
+	return nil
+}
+
+// removeAll is os.RemoveAll, made writable first so read-only directories
+// (chmod 0555) do not stop it.
+func removeAll(path string) error {
+	if err := os.RemoveAll(path); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
+// WorktreePrune removes administrative entries of worktrees whose
+// directories no longer exist (`git worktree prune`). Serialised per
+// repository.
+func (c *Client) WorktreePrune(ctx context.Context) error {
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "prune"); err != nil {
+		return fmt.Errorf("prune worktrees: %w", err)
+	}
+	return nil
+}
+
+// Worktrees lists the repository's worktrees, the main one first
+// (`git worktree list --porcelain -z`).
+func (c *Client) Worktrees(ctx context.Context) ([]Worktree, error) {
+	out, err := c.run(ctx, c.top, nil, nil, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list worktrees: %w", err)
+	}
+	return parseWorktrees(out), nil
+}
+
+func parseWorktrees(out string) []Worktree {
+	var list []Worktree
+	var cur *Worktree
+	for _, field := range strings.Split(out, "\x00") {
+		key, val, _ := strings.Cut(field, " ")
+		switch key {
+		case "":
+			cur = nil // an empty field ends a record
+		case "worktree":
+			list = append(list, Worktree{Path: val})
+			cur = &list[len(list)-1]
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			if strings.Trim(val, "0") != "" {
+				cur.Head = val
+			}
+		case "branch":
+			cur.Branch = strings.TrimPrefix(val, "refs/heads/")
+		case "detached":
+			cur.Detached = true
+		case "bare":
+			cur.Bare = true
+		case "locked":
+			cur.Locked = true
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return list
+}
+
+// ResetWorktree reuses an existing worktree dir for a new item: it checks out
+// a new or reset branch at commit (`git checkout --force -B branch commit`),
+// discarding local changes, then deletes every untracked and ignored file
+// (`git clean -ffdx`). Only files that differ are rewritten, so this is much
+// cheaper than removing and re-adding a worktree. branch must not be checked
+// out in another worktree (checked in-process before git runs, because git
+// before 2.44 would silently reset it). Not serialised: it touches only dir and one
+// branch ref.
+func (c *Client) ResetWorktree(ctx context.Context, dir, branch, commit string) error {
+	if !validRefName(branchRef(branch)) {
+		return fmt.Errorf("reset worktree %s: invalid branch name %q", dir, branch)
+	}
+	// git < 2.44 lets `checkout -B` reset a branch checked out in another
+	// worktree (the user's main branch, say); refuse that here.
+	if other, err := c.checkedOutElsewhere(dir, branchRef(branch)); err != nil {
+		return fmt.Errorf("reset worktree %s: %w", dir, err)
+	} else if other != "" {
+		return fmt.Errorf("reset worktree %s: branch %s is checked out in %s", dir, branch, other)
+	}
+	if _, err := c.run(ctx, dir, nil, nil, "checkout", "--quiet", "--force", "--no-track", "-B", branch, commit, "--"); err != nil {
+		return fmt.Errorf("reset worktree %s to %s on %s: %w", dir, commit, branch, err)
+	}
+	if _, err := c.run(ctx, dir, nil, nil, "clean", "-ffdxq"); err != nil {
+		return fmt.Errorf("reset worktree %s: clean: %w", dir, err)
+	}
+	return nil
+}
+
+// checkedOutElsewhere returns the git dir of a worktree other than dir's
+// whose HEAD is ref, or "". It reads the HEAD files in-process.
+func (c *Client) checkedOutElsewhere(dir, ref string) (string, error) {
+	own, ok := refStoreFor(dir)
+	if !ok {
+		return "", fmt.Errorf("%s is not the top of a worktree", dir)
+	}
+	return c.checkedOut(own.gitDir, ref)
+}
+
+// checkedOut returns the git dir of a worktree, other than the one with git
+// dir except, whose HEAD is the symbolic ref ref, or "".
+func (c *Client) checkedOut(except, ref string) (string, error) {
+	gitDirs := []string{c.commonDir}
+	entries, err := os.ReadDir(filepath.Join(c.commonDir, "worktrees"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	for _, e := range entries {
+		gitDirs = append(gitDirs, filepath.Join(c.commonDir, "worktrees", e.Name()))
+	}
+	for _, gd := range gitDirs {
+		if gd == except {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+		if err != nil {
+			continue // a half-created or pruned entry
+		}
+		if strings.TrimSpace(string(b)) == "ref: "+ref {
+			return gd, nil
+		}
+	}
+	return "", nil
+}
+
+// SyncWorktree brings dir's index and files up to the commit its HEAD now
+// names, after [Client.MergeTree] moved the checked-out branch underneath
+// it. It is a two-tree `git read-tree -m -u <index tree> HEAD`: only paths
+// that changed are rewritten, and local modifications of other paths are
+// kept. It fails, changing nothing, if a path it must update has unstaged
+// changes or an untracked file is in the way; staged-but-uncommitted changes
+// are treated as part of the old state and may be replaced, so keep the
+// index clean between merges. A dir already in sync is left as is.
+func (c *Client) SyncWorktree(ctx context.Context, dir string) error {
+	out, err := c.run(ctx, dir, nil, nil, "write-tree")
+	if err != nil {
+		return fmt.Errorf("sync worktree %s: read index: %w", dir, err)
+	}
+	indexTree := strings.TrimSpace(out)
+	if _, err := c.run(ctx, dir, nil, nil, "read-tree", "-m", "-u", indexTree, "HEAD"); err != nil {
+		return fmt.Errorf("sync worktree %s to HEAD: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// itemRun is the execution of one item in this process: all its attempts.
+type itemRun struct {
+	it      *CheckpointItem
+	data    any
+	agentID string
+	branch  string
+	// base is the number of attempts made by earlier runs of the job (or
+	// failure_count of a redriven record), so attempt numbers continue.
+	base     int
+	attempts int
+	failures []dlq.Failure
+	tree     *agentTree
+	log      *tailBuffer
+	commits  int
+	lastLog  string
+	// artifacts of the last failed attempt
+	uncommitted, errorLogs string
+}
+
+// processItem runs one item to a final state (merged, skipped, dlq) or
+// back to pending when the job is interrupted.
+func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
+	ir := j.newItemRun(it)
+	start := j.now()
+	_ = j.state.update(func(cp *Checkpoint) {
+		it.State = ItemRunning
+		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+	})
+	j.prog.started()
+	j.events.emit(evAgentStarted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + 1, "branch": ir.branch})
+
+	err := retry.Do(ctx, j.itemPolicy, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+		if a.Final {
+			return
+		}
+		j.release(ir, false)
+		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": errText(a.Err)})
+		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(errText(a.Err), 160), a.Delay)
+	}}, func(_ context.Context, attempt int) error {
+		ir.attempts = attempt
+		began := j.now()
+		f := j.attempt(ir, attempt)
+		if f == nil {
+			return nil
+		}
+		if f.Interrupted {
+			return retry.Permanent(errInterrupted)
+		}
+		ir.failures = append(ir.failures, j.failureOf(ir, attempt, f, j.now().Sub(began)))
+		if f.Permanent {
+			return retry.Permanent(f)
+		}
+		return f
+	})
+	duration := j.now().Sub(start)
+
+	switch {
+	case err == nil:
+		cs := j.release(ir, false)
+		j.clearFromDLQ(it.ItemID)
+		j.finishItem(ir, ItemMerged, "", "", duration)
+		j.events.emit(evAgentCompleted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "duration_ms": duration.Milliseconds(), "commits": ir.commits, "json_log_location": nilIfEmpty(ir.lastLog), "cleanup_status": cs, "attempts": ir.attempts})
+	case errors.Is(err, errInterrupted) || (len(ir.failures) < ir.attempts) || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
+		j.release(ir, false)
+		_ = j.state.update(func(*Checkpoint) { it.State = ItemPending })
+		j.prog.interrupted()
+		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
+	default:
+		j.itemFailed(ir, err, duration)
+	}
+}
+
+// agentSeq is stored on the job; see newItemRun.
+func (j *job) newItemRun(it *CheckpointItem) *itemRun {
+	n := j.agentSeq.Add(1)
+	agentID := fmt.Sprintf("agent-%d", n)
+	var data any
+	_ = json.Unmarshal(it.Data, &data)
+	return &itemRun{
+		it:      it,
+		data:    data,
+		agentID: agentID,
+		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
+		base:    it.Attempts,
+		log:     &tailBuffer{max: 256 << 10},
+	}
+}
+
+// attempt runs the agent template once in a clean worktree and merges the
+// agent's commits. A nil result means the attempt succeeded.
+func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
+	ctx := j.runCtx
+	if j.agentTO > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, j.agentTO, errAgentTimeout)
+		defer cancel()
+	}
+	n := ir.base + attempt
+	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	if err != nil {
+		return j.gitFailure(ctx, "resolve the results branch", err)
+	}
+	if ir.tree == nil {
+		t, err := j.trees.acquire(ctx, ir.agentID, ir.branch, head)
+		if err != nil {
+			return j.gitFailure(ctx, "prepare the agent worktree", err)
+		}
+		ir.tree = t
+	}
+	vars := j.itemVars(ir, n)
+	sc := &stepContext{
+		dir:        ir.tree.path,
+		vars:       vars,
+		env:        append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
+		log:        ir.log,
+		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
+	}
+	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
+		ir.lastLog = sc.transcript
+	}
+	if f := j.runSteps(ctx, j.wf.Map.AgentTemplate, sc); f != nil {
+		j.captureArtifacts(ir, f)
+		return f
+	}
+	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
+	if err != nil {
+		return j.gitFailure(ctx, "list the agent's commits", err)
+	}
+	ir.commits = len(commits)
+	if len(commits) == 0 {
+		fmt.Fprintf(ir.log, "no commits to merge\n")
+		return nil
+	}
+	if f := j.merge(ctx, ir); f != nil {
+		j.captureArtifacts(ir, f)
+		return f
+	}
+	return nil
+}
+
+// gitFailure classifies a git error during an attempt.
+func (j *job) gitFailure(ctx context.Context, what string, err error) *stepFailure {
+	if c := context.Cause(ctx); c != nil {
+		if errors.Is(c, errAgentTimeout) {
+			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.Timeout}, Message: what + ": agent timeout exceeded", Step: "agent"}
+		}
+		return &stepFailure{Message: "interrupted", Interrupted: true}
+	}
+	return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
+}
+
+// merge merges the agent branch into the results branch; one at a time.
+func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
+	j.mergeMu.Lock()
+	defer j.mergeMu.Unlock()
+	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
+	var err error
+	if j.mergeMode == MergeWorktree {
+		_, err = j.git.MergeNoFF(ctx, j.parentDir, ir.branch, msg)
+	} else {
+		_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ir.branch, msg)
+	}
+	if err == nil {
+		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
+		j.events.emit(evWorktreeMerged, map[string]any{"agent_id": ir.agentID, "item_id": ir.it.ItemID, "branch": ir.branch, "commits": ir.commits})
+		return nil
+	}
+	var mc *gitops.MergeConflictError
+	if errors.As(err, &mc) {
+		msg := fmt.Sprintf("merge conflict merging %s into %s", ir.branch, j.branch)
+		if len(mc.Files) > 0 {
+			msg += ": " + strings.Join(mc.Files, ", ")
+		}
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.MergeConflict}, Message: msg, Step: "merge", Tail: mc.Detail}
+	}
+	f := j.gitFailure(ctx, "merge "+ir.branch, err)
+	f.Step = "merge"
+	return f
+}
+
+// captureArtifacts records what the failed worktree looks like.
+func (j *job) captureArtifacts(ir *itemRun, f *stepFailure) {
+	ir.errorLogs = f.Tail
+	if ir.tree == nil || f.Interrupted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 30*time.Second)
+	defer cancel()
+	if s, err := j.git.StatusSummary(ctx, ir.tree.path); err == nil {
+		ir.uncommitted = s
+	}
+}
+
+// failureOf turns a failed attempt into a DLQ failure detail.
+func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Duration) dlq.Failure {
+	var t *dlq.ErrorType
+	if f.Type.Kind != "" {
+		tt := f.Type
+		t = &tt
+	}
+	path := ""
+	if ir.tree != nil {
+		path = ir.tree.path
+	}
+	ctx := []string{
+		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.ItemID),
+		fmt.Sprintf("Running step: %s", oneLine(orDash(f.Step), 200)),
+	}
+	if path != "" {
+		ctx = append(ctx, "In worktree: "+path)
+	}
+	return dlq.Failure{
+		Attempt:    ir.base + attempt,
+		At:         j.now().UTC(),
+		Type:       t,
+		Message:    f.Message,
+		Context:    ctx,
+		StackTrace: lastLines(f.Tail, 30),
+		AgentID:    ir.agentID,
+		Step:       orDash(f.Step),
+		Duration:   took,
+		LogPath:    f.LogPath,
+	}
+}
+
+// release cleans up the item's worktree (see worktrees.release).
+func (j *job) release(ir *itemRun, keep bool) CleanupStatus {
+	t := ir.tree
+	ir.tree = nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 2*time.Minute)
+	defer cancel()
+	return j.trees.release(ctx, t, ir.agentID, ir.it.ItemID, keep)
+}
+
+// itemFailed applies on_item_failure after the attempts are exhausted.
+func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
+	it := ir.it
+	path, branch := "", ir.branch
+	if ir.tree != nil {
+		path = ir.tree.path
+	}
+	keep := j.wf.PreserveFailedWorktrees && ir.tree != nil
+	last := ir.failures[len(ir.failures)-1]
+	lastType := dlq.Classify(last.Message)
+	if last.Type != nil {
+		lastType = *last.Type
+	}
+	if ir.tree != nil && !keep {
+		j.release(ir, false)
+	} else if keep {
+		j.release(ir, true)
+		j.logf("  preserved failed worktree of %s: %s (branch %s)", it.ItemID, path, branch)
+	}
+	if path == "" {
+		path = j.paths.AgentWorktree(ir.agentID)
+	}
+	j.events.emit(evAgentFailed, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "error": last.Message, "error_type": lastType, "attempts": ir.attempts, "json_log_location": nilIfEmpty(last.LogPath), "retry_eligible": dlq.ReprocessEligible(lastType, last.Message)})
+
+	policy := j.wf.ErrorPolicy.OnItemFailure
+	state := ItemDLQ
+	if policy == "skip" {
+		state = ItemSkipped
+	}
+	if policy == "custom" && j.runCustomHandler(ir, last, lastType) {
+		state = ItemSkipped
+	}
+	if state == ItemDLQ {
+		status := dlq.StatusFailed
+		if lastType.Kind == dlq.Timeout {
+			status = dlq.StatusTimeout
+		}
+		rec := dlq.FromAgentResult(dlq.AgentResult{
+			ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
+			WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted, ErrorLogs: lastLines(ir.errorLogs, 100),
+		})
+		j.dlqAdd(rec)
+	} else {
+		j.events.emit(evItemSkipped, map[string]any{"item_id": it.ItemID, "error": last.Message, "policy": policy})
+	}
+	j.finishItem(ir, state, last.Message, lastType.String(), duration)
+	if !keep {
+		j.retireBranch(branch)
+	}
+	j.checkThresholds(policy)
+}
+
+// dlqAdd writes a record; a failure is a warning, never a job failure.
+func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
+	if rec == nil {
+		return
+	}
+	merged, err := j.store.Add(*rec)
+	if err != nil {
+		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v", rec.ItemID, err))
+		return
+	}
+	j.events.emit(evDLQItemAdded, map[string]any{"item_id": merged.ItemID, "error_signature": merged.ErrorSignature, "failure_count": merged.FailureCount})
+}
+
+// finishItem records an item's final state and reports it.
+func (j *job) finishItem(ir *itemRun, state ItemState, errMsg, errType string, d time.Duration) {
+	it := ir.it
+	_ = j.state.update(func(*Checkpoint) {
+		it.State = state
+		it.Attempts = ir.base + ir.attempts
+		it.Error = errMsg
+		it.ErrorType = errType
+		it.Commits = ir.commits
+		it.DurationMS = d.Milliseconds()
+		it.LogLocation = ir.lastLog
+	})
+	j.finished.Add(1)
+	if state != ItemMerged {
+		j.failures.Add(1)
+	}
+	j.prog.finished(state)
+	switch state {
+	case ItemMerged:
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", it.ItemID, ir.commits, ir.attempts, d.Round(time.Millisecond))
+	case ItemSkipped:
+		j.logf("– %s skipped after %d attempt(s): %s", it.ItemID, ir.attempts, oneLine(errMsg, 200))
+	default:
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", it.ItemID, ir.attempts, errType, oneLine(errMsg, 200))
+	}
+	j.hooks.ItemFinished(it.ItemOutcome, ir.log.String())
+}
+
+// checkThresholds stops the job when the failure policy says so.
+func (j *job) checkThresholds(policy string) {
+	ep := j.wf.ErrorPolicy
+	failed := j.failures.Load()
+	done := j.finished.Load()
+	switch {
+	case policy == "stop":
+		j.stop("on_item_failure: stop")
+	case !ep.ContinueOnFailure:
+		j.stop("continue_on_failure: false")
+	case ep.MaxFailures > 0 && failed >= int64(ep.MaxFailures):
+		j.stop(fmt.Sprintf("max_failures (%d) reached", ep.MaxFailures))
+	case ep.FailureThreshold > 0 && done >= 10 && float64(failed)/float64(done) > ep.FailureThreshold:
+		j.stop(fmt.Sprintf("failure rate %.0f%% exceeds failure_threshold %.0f%%", 100*float64(failed)/float64(done), 100*ep.FailureThreshold))
+	}
+}
+
+// runCustomHandler runs on_item_failure: custom handler steps in the parent
+// worktree with the item and the error; true when it succeeded.
+func (j *job) runCustomHandler(ir *itemRun, last dlq.Failure, t dlq.ErrorType) bool {
+	steps := j.wf.ErrorPolicy.CustomHandler
+	if len(steps) == 0 {
+		return false
+	}
+	vars := j.itemVars(ir, ir.base+ir.attempts)
+	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
+	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
+	j.mergeMu.Lock() // the parent worktree is shared with merges
+	defer j.mergeMu.Unlock()
+	if f := j.runSteps(j.runCtx, steps, sc); f != nil {
+		j.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
+		return false
+	}
+	return true
+}
+
+// itemVars is the interpolation scope of an agent.
+func (j *job) itemVars(ir *itemRun, attempt int) Vars {
+	v := j.baseVars()
+	v["item"] = ir.data
+	v["item_id"] = ir.it.ItemID
+	v["item_index"] = ir.it.Index
+	v["item_total"] = j.total()
+	v["attempt"] = attempt
+	return v
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

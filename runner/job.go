@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// job is one execution (run, resume or redrive) of a job.
+type job struct {
+	id      string
+	paths   Paths
+	wf      *config.Workflow
+	git     *gitops.Client
+	state   *jobState
+	events  *eventLog
+	store   *dlq.Store
+	orphans *orphanRegistry
+	trees   *worktrees
+	prog    *progress
+
+	branch      string // results branch
+	parentDir   string
+	maxParallel int
+	isolation   Isolation
+	mergeMode   MergeMode
+	itemPolicy  retry.Policy
+	agentTO     time.Duration
+
+	bash       string
+	claudeCmd  string
+	claudeArgs []string
+	grace      time.Duration
+	baseEnv    []string
+
+	clock  retry.Clock
+	rand   func() float64
+	stderr io.Writer
+	hooks  Hooks
+	getenv func(string) string
+
+	// runCtx runs agents; it outlives a signal by a bounded grace period.
+	runCtx context.Context
+
+	mergeMu  sync.Mutex
+	logMu    sync.Mutex
+	stopping atomic.Bool
+	stopWhy  atomic.Value      // string
+	failures atomic.Int64      // items that ended failed in this execution
+	agentSeq atomic.Int64      // last agent number handed out
+	nItems   int               // item_total
+	vars     map[string]string // workflow env + setup captures
+
+	environ       []string
+	graceOverride time.Duration
+	parentStale   bool
+	inDLQ         map[string]bool // items with a DLQ record when the job started
+	finished      atomic.Int64    // items that ended (any state) in this execution
+	started       time.Time
+
+	deadMu       sync.Mutex
+	deadBranches []string // agent branches to delete when the job ends
+}
+
+// defaults fills the zero values of o.
+func (o *Options) defaults() {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Clock == nil {
+		o.Clock = retry.SystemClock
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Hooks == nil {
+		o.Hooks = nopHooks{}
+	}
+	if o.Isolation == "" {
+		o.Isolation = IsolationPool
+	}
+	if o.Merge == "" {
+		o.Merge = MergeTree
+	}
+	if o.ClaudeCommand == "" {
+		o.ClaudeCommand = o.Getenv("PRODIGY_CLAUDE_COMMAND")
+	}
+	if o.ClaudeCommand == "" {
+		o.ClaudeCommand = "claude"
+	}
+}
+
+type nopHooks struct{}
+
+func (nopHooks) ItemFinished(ItemOutcome, string) {}
+func (nopHooks) Warning(string)                   {}
+
+// logf prints a human log line to stderr.
+func (j *job) logf(format string, args ...any) {
+	j.logMu.Lock()
+	defer j.logMu.Unlock()
+	j.prog.clearLine()
+	fmt.Fprintf(j.stderr, format+"\n", args...)
+	j.prog.redraw()
+}
+
+// warn logs a warning (WARN level), forwards it to the hooks and never fails the job.
+func (j *job) warn(msg string) {
+	j.logf("WARN %s", msg)
+	j.hooks.Warning(msg)
+}
+
+func (j *job) now() time.Time { return j.clock.Now() }
+
+// stop asks the map phase to start no new items.
+func (j *job) stop(why string) {
+	if j.stopping.CompareAndSwap(false, true) {
+		j.stopWhy.Store(why)
+		j.logf("stopping: %s (running agents finish, the rest stay pending)", why)
+	}
+}
+
+func (j *job) stopReason() string {
+	if v, ok := j.stopWhy.Load().(string); ok {
+		return v
+	}
+	return ""
+}
+
+// lookTools resolves bash and, when the workflow uses claude steps, the
+// Claude command.
+func lookTools(wf *config.Workflow, claude string) (bash, claudePath string, err error) {
+	bash, err = exec.LookPath("bash")
+	if err != nil {
+		return "", "", fmt.Errorf("bash not found on PATH: %w", err)
+	}
+	if !usesClaude(wf) {
+		return bash, claude, nil
+	}
+	claudePath, err = exec.LookPath(claude)
+	if err != nil {
+		return "", "", fmt.Errorf("the workflow has claude steps but the Claude command %q was not found (set PRODIGY_CLAUDE_COMMAND): %w", claude, err)
+	}
+	if !filepath.IsAbs(claudePath) {
+		if abs, err := filepath.Abs(claudePath); err == nil {
+			claudePath = abs
+		}
+	}
+	return bash, claudePath, nil
+}
+
+func usesClaude(wf *config.Workflow) bool {
+	var walk func([]config.Step) bool
+	walk = func(steps []config.Step) bool {
+		for _, s := range steps {
+			if s.Claude != "" || walk(s.OnFailure) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(wf.Setup) || walk(wf.Map.AgentTemplate) || walk(wf.Reduce) || walk(wf.ErrorPolicy.CustomHandler)
+}

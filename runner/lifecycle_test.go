@@ -1,0 +1,219 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// chattrImmutable makes path immutable, or skips the test when the
+// filesystem or user cannot (cleanup failures need a file nobody can delete).
+func chattrImmutable(t *testing.T) {
+	t.Helper()
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chattr", "+i", probe).CombinedOutput(); err != nil {
+		t.Skipf("cannot make files immutable here (need root and chattr on ext4): %v %s", err, out)
+	}
+	_ = exec.Command("chattr", "-i", probe).Run()
+}
+
+func TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan(t *testing.T) {
+	chattrImmutable(t)
+	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
+		t.Run(string(iso), func(t *testing.T) {
+			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
+			wf := r.workflow(`
+name: cleanup
+mode: mapreduce
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        echo done > done.txt && git add done.txt && git commit -qm done
+        mkdir -p junk && echo x > junk/locked && chattr +i junk/locked
+`)
+			o, _, stderr, hooks := r.options(wf)
+			o.Isolation = iso
+			t.Cleanup(func() {
+				matches, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "junk", "locked"))
+				for _, m := range matches {
+					_ = exec.Command("chattr", "-i", m).Run()
+				}
+			})
+			res, err := r.run(o)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			if res.Successful != 1 || res.Failed != 0 || res.Status != runner.StatusCompleted {
+				t.Fatalf("result = %+v", res)
+			}
+			if len(res.OrphanedWorktrees) != 1 {
+				t.Fatalf("orphans = %+v", res.OrphanedWorktrees)
+			}
+			orphan := res.OrphanedWorktrees[0]
+			if orphan.ItemID != "item_0" || orphan.AgentID == "" || orphan.Error == "" {
+				t.Errorf("orphan = %+v", orphan)
+			}
+			if !strings.Contains(stderr.String(), "WARN cleanup failed for agent") || len(hooks.warnings) == 0 {
+				t.Errorf("no cleanup warning logged:\n%s", stderr)
+			}
+			events, _ := os.ReadFile(filepath.Join(r.home, "events", "repo", "job-1", "events.jsonl"))
+			if !strings.Contains(string(events), `"cleanup_status":{"Failed":`) {
+				t.Errorf("agent_completed lacks cleanup_status Failed:\n%s", events)
+			}
+			if len(r.dlqRecords("job-1")) != 0 {
+				t.Errorf("cleanup failure put the item in the DLQ")
+			}
+			if !strings.Contains(strings.Join(r.files(res.ResultsBranch), " "), "done.txt") {
+				t.Errorf("work was not merged")
+			}
+			sets, err := runner.FindOrphans(r.home, "job-1")
+			if err != nil || len(sets) != 1 {
+				t.Fatalf("FindOrphans = %v, %v", sets, err)
+			}
+			// While the cause persists, cleaning fails and the orphan stays.
+			if _, failed, _ := runner.CleanOrphans(context.Background(), sets[0]); len(failed) != 1 {
+				t.Fatalf("clean with the cause present: failed = %v", failed)
+			}
+			_ = exec.Command("chattr", "-i", filepath.Join(orphan.Path, "junk", "locked")).Run()
+			sets, _ = runner.FindOrphans(r.home, "job-1")
+			removed, failed, err := runner.CleanOrphans(context.Background(), sets[0])
+			if err != nil || len(failed) != 0 || len(removed) != 1 {
+				t.Fatalf("clean: removed %v failed %v err %v", removed, failed, err)
+			}
+			if _, err := os.Stat(orphan.Path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("orphan still on disk: %v", err)
+			}
+			if sets, _ := runner.FindOrphans(r.home, ""); len(sets) != 0 {
+				t.Errorf("registry not emptied: %+v", sets)
+			}
+			if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+				t.Errorf("worktrees left:\n%s", wt)
+			}
+		})
+	}
+}
+
+func TestInterruptCheckpointsAndResumeFinishesExactlyOnce(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(12)})
+	wf := r.workflow(`
+name: interrupt
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        sleep 0.1
+        echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+reduce:
+  - shell: echo "reduce saw ${map.successful} of ${map.total}"
+`)
+	o, _, stderr, hooks := r.options(wf)
+	ctx, cancel := context.WithCancel(context.Background())
+	hooks.onItem = func(n int) {
+		if n == 3 {
+			cancel()
+		}
+	}
+	o.InterruptGrace = 20 * time.Second
+	res, err := runner.Run(ctx, o)
+	if !errors.Is(err, runner.ErrInterrupted) {
+		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
+	}
+	if res.Status != runner.StatusInterrupted || res.Pending == 0 || res.Successful < 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	st, err := runner.Status(r.home, "job-1")
+	if err != nil || st.Status != runner.StatusInterrupted || st.Pending != res.Pending {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	o2, _, stderr2, _ := r.options(nil)
+	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr2)
+	}
+	if res2.Status != runner.StatusCompleted || res2.Successful != 12 || res2.Pending != 0 {
+		t.Fatalf("resumed result = %+v", res2)
+	}
+	if merges := r.git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "12" {
+		t.Errorf("%s merges, want 12 (each item exactly once)", merges)
+	}
+	if !strings.Contains(stderr2.String(), "reduce saw 12 of 12") {
+		t.Errorf("reduce did not run with the full counts:\n%s", stderr2)
+	}
+}
+
+func TestDLQRetryRedrivesThroughTheRealWorkflow(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"id": "a", "priority": 1}, {"id": "b", "priority": 5}, {"id": "c", "priority": 7}]`})
+	fixed := filepath.Join(t.TempDir(), "fixed")
+	wf := r.workflow(fmt.Sprintf(`
+name: redrive
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 3
+  agent_template:
+    - shell: |
+        if [ "${item.id}" != a ] && [ ! -e %[1]s-${item.id} ]; then echo "service unavailable: network timeout" >&2; exit 1; fi
+        echo "${item.id}" > "out-${item.id}.txt" && git add . && git commit -qm "item ${item.id}"
+  error_policy:
+    retry_config:
+      attempts: 2
+      backoff: exponential
+      initial_delay: 1s
+reduce:
+  - shell: echo "reduce total ${map.successful}"
+`, fixed))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 1 || res.Failed != 2 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	// Dry run changes nothing.
+	o2, _, _, _ := r.options(nil)
+	dry, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", DryRun: true, Filter: "item.priority >= 5", Run: o2})
+	if err != nil || len(dry.Items) != 2 {
+		t.Fatalf("dry run: %v %+v", err, dry)
+	}
+	// Fix the cause for c only, then redrive items with priority >= 5.
+	if err := os.WriteFile(fixed+"-c", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o3, _, stderr3, _ := r.options(nil)
+	res3, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Filter: "item.priority >= 5", MaxRetries: 2, Run: o3})
+	if err != nil {
+		t.Fatalf("retry: %v\n%s", err, stderr3)
+	}
+	recs := r.dlqRecords("job-1")
+	if _, ok := recs["item_2"]; ok {
+		t.Errorf("c succeeded but is still in the DLQ")
+	}
+	b, ok := recs["item_1"]
+	if !ok || b.FailureCount != 4 || len(b.FailureHistory) != 4 || b.FailureHistory[3].AttemptNumber != 4 {
+		t.Fatalf("b should have 4 failures (2 per run): %s", mustJSON(t, b))
+	}
+	files := strings.Join(r.files(res3.ResultsBranch), " ")
+	if !strings.Contains(files, "out-c.txt") || !strings.Contains(files, "out-a.txt") || strings.Contains(files, "out-b.txt") {
+		t.Errorf("results branch files: %s", files)
+	}
+	if res3.Successful != 2 || res3.Failed != 1 || res3.DLQCount != 1 {
+		t.Errorf("redrive result = %+v", res3)
+	}
+	if !strings.Contains(stderr3.String(), "reduce total 2") {
+		t.Errorf("reduce did not re-run:\n%s", stderr3)
+	}
+}

@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// mapPhase runs every pending item, at most maxParallel at once. It stops
+// starting items when ctx ends (interrupt) or a failure policy says stop;
+// items not started stay pending in the checkpoint.
+func (j *job) mapPhase(ctx context.Context) error {
+	var pending []*CheckpointItem
+	err := j.state.update(func(cp *Checkpoint) {
+		cp.Phase = phaseMap
+		for _, it := range cp.Items {
+			if it.State == ItemPending || it.State == ItemRunning {
+				it.State = ItemPending
+				pending = append(pending, it)
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrJobFailed, err)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	j.events.emit(evPhaseStarted, map[string]any{"phase": "map", "items": len(pending)})
+	j.prog.begin(len(pending))
+	var g errgroup.Group
+	g.SetLimit(min(j.maxParallel, len(pending)))
+	for _, it := range pending {
+		if ctx.Err() != nil || j.stopping.Load() {
+			break
+		}
+		g.Go(func() error {
+			if ctx.Err() != nil || j.stopping.Load() {
+				return nil
+			}
+			j.processItem(ctx, it)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	j.events.emit(evPhaseCompleted, map[string]any{"phase": "map"})
+	var left int
+	j.state.read(func(cp *Checkpoint) { left = cp.counts().pending })
+	switch {
+	case ctx.Err() != nil && left > 0:
+		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)
+	case j.stopping.Load():
+		return fmt.Errorf("%w: %s; %d item(s) left pending", ErrJobFailed, j.stopReason(), left)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package runner
+
+import (
+	"io"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// Options configures Run. Zero values mean the documented defaults.
+type Options struct {
+	// Workflow is the parsed workflow (config.Load).
+	Workflow *config.Workflow
+	// RepoDir is any directory inside the user's git checkout.
+	RepoDir string
+	// Home is the state directory ($PRODIGY_HOME or ~/.prodigy).
+	Home string
+	// JobID names the job; "" generates mapreduce-<UTC timestamp>-<random>.
+	JobID string
+	// Branch is the results branch; "" means prodigy/<job_id>.
+	Branch string
+	// MaxParallel overrides map.max_parallel when > 0.
+	MaxParallel int
+	// ClaudeCommand is the Claude Code executable; "" means $PRODIGY_CLAUDE_COMMAND or "claude".
+	ClaudeCommand string
+	// ClaudeArgs are extra arguments passed before the fixed
+	// `--print --output-format stream-json --verbose` flags and the prompt.
+	ClaudeArgs []string
+	// Stderr receives human logs and progress; nil discards them.
+	Stderr io.Writer
+	// Hooks receive lifecycle callbacks (GitHub log groups, annotations); nil ignores them.
+	Hooks Hooks
+	// Getenv reads the process environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Environ is the base environment of child processes; nil means os.Environ().
+	Environ []string
+	// Clock drives backoff sleeps and timestamps; nil means retry.SystemClock.
+	Clock retry.Clock
+	// Rand returns uniform values in [0,1) for jitter; nil means math/rand.
+	Rand func() float64
+	// Isolation selects how agent worktrees are provided: IsolationPool
+	// (default) reuses max_parallel worktrees, IsolationFresh creates and
+	// removes one worktree per item.
+	Isolation Isolation
+	// Merge selects how agent branches are merged: MergeTree (default)
+	// merges without touching a working tree, MergeWorktree runs
+	// `git merge --no-ff` in the parent worktree.
+	Merge MergeMode
+	// InterruptGrace is how long running agents may take to finish after
+	// an interrupt before they are killed; 0 means 30s.
+	InterruptGrace time.Duration
+	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
+	ProgressInterval time.Duration
+}
+
+// Isolation is the agent worktree strategy.
+type Isolation string
+
+// Isolation strategies.
+const (
+	IsolationPool  Isolation = "pool"
+	IsolationFresh Isolation = "fresh"
+)
+
+// MergeMode is the merge strategy of the merge worker.
+type MergeMode string
+
+// Merge modes.
+const (
+	MergeTree     MergeMode = "tree"
+	MergeWorktree MergeMode = "worktree"
+)
+
+// Hooks receives lifecycle callbacks; every method may be called from
+// several goroutines at once. The GitHub Action uses them for log groups
+// per agent and error/warning annotations.
+type Hooks interface {
+	// ItemFinished is called once per item when it reaches a final state.
+	ItemFinished(item ItemOutcome, log string)
+	// Warning reports a non-fatal problem (cleanup failure, DLQ write failure).
+	Warning(msg string)
+}
+
+// RetryOptions configures RetryDLQ (`dlq retry`).
+type RetryOptions struct {
+	// Home is the state directory.
+	Home string
+	// JobID is the job whose DLQ is redriven.
+	JobID string
+	// Filter is an expression over item.* (record fields merged with item_data); "" selects all.
+	Filter string
+	// MaxRetries is the number of attempts per item; 0 means 3.
+	MaxRetries int
+	// Parallel is the number of concurrent agents; 0 means 10.
+	Parallel int
+	// Force includes records that are not reprocess_eligible.
+	Force bool
+	// DryRun lists what would run and changes nothing.
+	DryRun bool
+	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
+	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.
+	Run Options
+}

@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Paths is the on-disk layout of one job under the state directory
+// (DESIGN.md "State on disk").
+type Paths struct {
+	Home  string
+	Repo  string
+	JobID string
+}
+
+// JobStateDir holds checkpoint.json, the workflow copy and the job lock.
+func (p Paths) JobStateDir() string { return filepath.Join(p.Home, "state", p.Repo, "jobs", p.JobID) }
+
+// Checkpoint is the resumable job state.
+func (p Paths) Checkpoint() string { return filepath.Join(p.JobStateDir(), "checkpoint.json") }
+
+// WorkflowCopy is the workflow file as it was when the job started.
+func (p Paths) WorkflowCopy() string { return filepath.Join(p.JobStateDir(), "workflow.yml") }
+
+// Lock serialises processes working on the same job.
+func (p Paths) Lock() string { return filepath.Join(p.JobStateDir(), "job.lock") }
+
+// Events is the job's event log (one JSON object per line).
+func (p Paths) Events() string {
+	return filepath.Join(p.Home, "events", p.Repo, p.JobID, "events.jsonl")
+}
+
+// Session is the session file of the seeds.
+func (p Paths) Session() string { return filepath.Join(p.Home, "sessions", sessionID(p.JobID)+".json") }
+
+// WorktreeRoot holds the parent and agent worktrees of the job.
+func (p Paths) WorktreeRoot() string { return filepath.Join(p.Home, "worktrees", p.Repo, p.JobID) }
+
+// ParentWorktree is where setup and reduce run.
+func (p Paths) ParentWorktree() string { return filepath.Join(p.WorktreeRoot(), "parent") }
+
+// AgentWorktree is the worktree of one agent slot or agent.
+func (p Paths) AgentWorktree(name string) string { return filepath.Join(p.WorktreeRoot(), name) }
+
+// Orphans is the registry of worktrees cleanup could not remove.
+func (p Paths) Orphans() string {
+	return filepath.Join(p.Home, "orphaned_worktrees", p.Repo, p.JobID+".json")
+}
+
+// Logs is the directory of one item's claude transcripts.
+func (p Paths) Logs(itemID string) string {
+	return filepath.Join(p.Home, "logs", p.Repo, p.JobID, safeName(itemID))
+}
+
+func sessionID(jobID string) string { return "session-" + jobID }
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// safeName maps any string to a single path element that cannot escape its
+// directory: readable when the input is tame, hashed when it is not.
+func safeName(s string) string {
+	clean := unsafeChars.ReplaceAllString(s, "_")
+	clean = strings.Trim(clean, ".")
+	if clean == s && clean != "" && len(clean) <= 100 {
+		return clean
+	}
+	sum := sha256.Sum256([]byte(s))
+	if len(clean) > 60 {
+		clean = clean[:60]
+	}
+	if clean == "" {
+		clean = "item"
+	}
+	return fmt.Sprintf("%s-%s", clean, hex.EncodeToString(sum[:6]))
+}
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidJobID reports whether id is usable as a job id: it becomes a path
+// element and part of a git branch name.
+func ValidJobID(id string) error {
+	if !jobIDPattern.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
+		return fmt.Errorf("invalid job id %q: use letters, digits, '.', '_' and '-' (at most 128, no '..')", id)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progress prints done/failed/running/ETA to stderr: a live line on a
+// terminal, periodic lines otherwise (CI logs).
+type progress struct {
+	j        *job
+	w        io.Writer
+	tty      bool
+	interval time.Duration
+
+	mu                           sync.Mutex
+	total, done, failed, running int
+	began                        time.Time
+	live                         bool // a live line is on screen
+	stopCh                       chan struct{}
+	stopOnce                     sync.Once
+}
+
+func newProgress(j *job, w io.Writer, interval time.Duration) *progress {
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	p := &progress{j: j, w: w, interval: interval}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+			p.interval = time.Second
+		}
+	}
+	return p
+}
+
+// start launches the ticker; stop ends it.
+func (p *progress) start() {
+	p.stopCh = make(chan struct{})
+	go func() {
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stopCh:
+				return
+			case <-t.C:
+				p.tick()
+			}
+		}
+	}()
+}
+
+func (p *progress) stop() {
+	if p.stopCh == nil {
+		return
+	}
+	p.stopOnce.Do(func() { close(p.stopCh) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.live = false
+	}
+}
+
+func (p *progress) begin(total int) {
+	p.mu.Lock()
+	p.total, p.done, p.failed, p.running = total, 0, 0, 0
+	p.began = time.Now()
+	p.mu.Unlock()
+}
+
+func (p *progress) started() { p.mu.Lock(); p.running++; p.mu.Unlock() }
+
+func (p *progress) interrupted() { p.mu.Lock(); p.running--; p.mu.Unlock() }
+
+func (p *progress) finished(s ItemState) {
+	p.mu.Lock()
+	p.running--
+	p.done++
+	if s != ItemMerged {
+		p.failed++
+	}
+	p.mu.Unlock()
+}
+
+func (p *progress) tick() {
+	p.j.logMu.Lock()
+	defer p.j.logMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.total == 0 {
+		return
+	}
+	line := p.lineLocked()
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.live = true
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// clearLine and redraw bracket a log line on a terminal; callers hold j.logMu.
+func (p *progress) clearLine() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.live = false
+	}
+}
+
+func (p *progress) redraw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.total > 0 && p.stopCh != nil {
+		select {
+		case <-p.stopCh:
+			return
+		default:
+		}
+		fmt.Fprintf(p.w, "\r\033[K%s", p.lineLocked())
+		p.live = true
+	}
+}
+
+func (p *progress) lineLocked() string {
+	elapsed := time.Since(p.began)
+	eta := "?"
+	if p.done > 0 && p.done < p.total {
+		left := time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done))
+		eta = left.Round(time.Second).String()
+	} else if p.done >= p.total {
+		eta = "0s"
+	}
+	pct := 100 * p.done / max(p.total, 1)
+	bar := strings.Repeat("#", pct/5) + strings.Repeat(".", 20-pct/5)
+	return fmt.Sprintf("[%s] %d/%d done (%d failed), %d running, elapsed %s, ETA %s",
+		bar, p.done, p.total, p.failed, p.running, elapsed.Round(time.Second), eta)
+}

@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/items"
+)
+
+// RetryDLQ (`dlq retry`) re-runs the selected DLQ records' item_data through
+// the job's real workflow in its results branch: agent template, merge,
+// cleanup, then reduce. Successes leave the DLQ; failures stay with their
+// history extended. An interrupted redrive loses no record (records are
+// only removed after success) and a second call continues.
+func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
+	o := ro.Run
+	o.Home = ro.Home
+	if ro.Parallel > 0 {
+		o.MaxParallel = ro.Parallel
+	} else if o.MaxParallel <= 0 {
+		o.MaxParallel = 10
+	}
+	o.defaults()
+	var filter *items.Filter
+	if ro.Filter != "" {
+		f, err := items.CompileFilter(ro.Filter)
+		if err != nil {
+			return nil, usage(fmt.Errorf("--filter: %w", err))
+		}
+		filter = f
+	}
+	j, cp, unlock, err := reopen(ctx, &o, ro.JobID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	attempts := ro.MaxRetries
+	if attempts <= 0 {
+		attempts = 3
+	}
+	if j.itemPolicy.Backoff == nil || j.wf.ErrorPolicy.Retry == nil {
+		pol, err := RetryPolicy(ptr(DefaultRetryConfig()))
+		if err != nil {
+			return nil, err
+		}
+		j.itemPolicy = pol
+	}
+	j.itemPolicy.Attempts = attempts
+	sel, err := j.selectDLQ(filter, ro.Force)
+	if err != nil {
+		return nil, err
+	}
+	if ro.DryRun {
+		res := cp.result()
+		res.Items = make([]ItemOutcome, 0, len(sel))
+		for _, it := range sel {
+			res.Items = append(res.Items, it.ItemOutcome)
+		}
+		res.Pending = len(sel)
+		res.OrphanedWorktrees = orEmpty(nil)
+		if n, err := countDLQ(j.paths); err == nil {
+			res.DLQCount = n
+		}
+		return res, nil
+	}
+	if len(sel) == 0 {
+		j.logf("no DLQ records of job %s match (eligible only unless --force)", j.id)
+	}
+	if err := j.recover(ctx, cp); err != nil {
+		return nil, err
+	}
+	if err := j.open(ctx, cp, evJobResumed); err != nil {
+		return nil, err
+	}
+	defer j.events.close()
+	_ = j.state.update(func(cp *Checkpoint) {
+		cp.ReduceCompleted = false
+		cp.MaxParallel = j.maxParallel
+	})
+	j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
+	return j.execute(ctx, sel)
+}
+
+// selectDLQ streams the job's DLQ and returns the records to re-run as
+// pending items: reprocess-eligible ones (all with force) that match the
+// filter. Item attempts continue from the record's failure_count.
+func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*CheckpointItem, error) {
+	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
+	if err != nil {
+		return nil, err
+	}
+	var sel []*CheckpointItem
+	err = store.Each(func(r dlq.DeadLetteredItem) error {
+		if !force && !r.ReprocessEligible {
+			return nil
+		}
+		if filter != nil {
+			ok, err := filter.Match(map[string]any{"item": recordEnv(r)})
+			if err != nil {
+				return usage(fmt.Errorf("--filter on %s: %w", r.ItemID, err))
+			}
+			if !ok {
+				return nil
+			}
+		}
+		sel = append(sel, &CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
+		return nil
+	})
+	return sel, err
+}
+
+// recordEnv is what `--filter` sees as item.*: the item_data fields and the
+// record's own fields (the record wins on a name clash).
+func recordEnv(r dlq.DeadLetteredItem) map[string]any {
+	env := map[string]any{}
+	var data any
+	if json.Unmarshal(r.ItemData, &data) == nil {
+		if m, ok := data.(map[string]any); ok {
+			for k, v := range m {
+				env[k] = v
+			}
+		}
+	}
+	env["item_data"] = data
+	env["item_id"] = r.ItemID
+	env["failure_count"] = float64(r.FailureCount)
+	env["error_signature"] = r.ErrorSignature
+	env["reprocess_eligible"] = r.ReprocessEligible
+	env["manual_review_required"] = r.ManualReviewRequired
+	env["first_attempt"] = r.FirstAttempt
+	env["last_attempt"] = r.LastAttempt
+	if n := len(r.FailureHistory); n > 0 {
+		last := r.FailureHistory[n-1]
+		env["error_type"] = last.ErrorType.String()
+		env["error_message"] = last.ErrorMessage
+	}
+	return env
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// clearFromDLQ removes a succeeded item's record, if it has one.
+func (j *job) clearFromDLQ(itemID string) {
+	if !j.inDLQ[itemID] {
+		return
+	}
+	if err := j.store.Remove(itemID); err != nil {
+		j.warn(fmt.Sprintf("item %s succeeded but its DLQ record could not be removed: %v", itemID, err))
+		return
+	}
+	j.events.emit(evDLQItemRemoved, map[string]any{"item_id": itemID})
+}
+
+// loadDLQIDs remembers which items have a DLQ record when the job starts.
+func (j *job) loadDLQIDs(ctx context.Context) {
+	j.inDLQ = map[string]bool{}
+	idx, err := j.store.Index()
+	if err != nil {
+		return
+	}
+	for _, id := range idx.ItemIDs {
+		j.inDLQ[id] = true
+	}
+}

@@ -1,0 +1,248 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+)
+
+// ResumeOptions configures Resume.
+type ResumeOptions struct {
+	Home  string
+	JobID string
+	// IncludeDLQ adds the job's reprocess-eligible DLQ items to the pending
+	// items (de-duplicated by item id).
+	IncludeDLQ bool
+	// Run carries the remaining settings (Stderr, Hooks, Clock, …); the
+	// workflow, repository, branch and parallelism come from the checkpoint.
+	Run Options
+}
+
+// Resume finishes an interrupted or failed job: items not yet done run
+// (none twice: items whose merge reached the results branch before a crash
+// are recognised by their merge commits), stale worktrees from a crash are
+// removed, then reduce runs.
+func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
+	o := ro.Run
+	o.Home = ro.Home
+	o.defaults()
+	j, cp, unlock, err := reopen(ctx, &o, ro.JobID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
+		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
+		res := cp.result()
+		res.OrphanedWorktrees = orEmpty(nil)
+		if n, err := countDLQ(j.paths); err == nil {
+			res.DLQCount = n
+		}
+		return res, nil
+	}
+	if err := j.recover(ctx, cp); err != nil {
+		return nil, err
+	}
+	var extra []*CheckpointItem
+	if ro.IncludeDLQ {
+		extra, err = j.selectDLQ(nil, false)
+		if err != nil {
+			return nil, err
+		}
+		j.logf("resume: adding %d eligible DLQ item(s)", len(extra))
+	}
+	if err := j.open(ctx, cp, evJobResumed); err != nil {
+		return nil, err
+	}
+	defer j.events.close()
+	if len(extra) > 0 {
+		_ = j.state.update(func(cp *Checkpoint) { cp.ReduceCompleted = false })
+	}
+	return j.execute(ctx, extra)
+}
+
+// reopen loads a job's checkpoint and workflow and locks the job.
+func reopen(ctx context.Context, o *Options, jobID string) (*job, *Checkpoint, func(), error) {
+	p, err := FindJob(o.Home, jobID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cp, err := loadCheckpoint(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wf, err := loadJobWorkflow(cp, p)
+	if err != nil {
+		return nil, nil, nil, usage(err)
+	}
+	git, err := gitops.New(cp.RepoDir, gitops.Options{})
+	if err != nil {
+		return nil, nil, nil, usage(fmt.Errorf("job %s: %w", cp.JobID, err))
+	}
+	o.Workflow = wf
+	o.JobID = cp.JobID
+	o.Isolation, o.Merge = cp.Isolation, cp.Merge
+	if o.ClaudeCommand == "" || o.ClaudeCommand == "claude" {
+		if cp.ClaudeCommand != "" {
+			o.ClaudeCommand = cp.ClaudeCommand
+		}
+	}
+	if o.ClaudeArgs == nil {
+		o.ClaudeArgs = cp.ClaudeArgs
+	}
+	maxPar := cp.MaxParallel
+	if o.MaxParallel > 0 {
+		maxPar = o.MaxParallel
+	}
+	j, err := newJob(o, wf, git, p, cp.ResultsBranch, maxPar)
+	if err != nil {
+		return nil, nil, nil, usage(err)
+	}
+	unlock, err := lockJob(p)
+	if err != nil {
+		return nil, nil, nil, usage(err)
+	}
+	return j, cp, unlock, nil
+}
+
+// loadJobWorkflow reads the workflow from its original path (so fixes made
+// since the run apply), falling back to the copy taken when the job started.
+func loadJobWorkflow(cp *Checkpoint, p Paths) (*config.Workflow, error) {
+	if cp.WorkflowPath != "" {
+		if _, err := os.Stat(cp.WorkflowPath); err == nil {
+			return config.Load(cp.WorkflowPath)
+		}
+	}
+	if _, err := os.Stat(p.WorkflowCopy()); err != nil {
+		return nil, fmt.Errorf("job %s: workflow %s is gone and no copy was kept", cp.JobID, cp.WorkflowPath)
+	}
+	return config.Load(p.WorkflowCopy())
+}
+
+// recover makes the job's worktrees consistent after a crash: the parent
+// worktree matches the results branch, stale agent worktrees and branches
+// are removed, and items already merged are marked so.
+func (j *job) recover(ctx context.Context, cp *Checkpoint) error {
+	if _, err := os.Stat(j.parentDir); errors.Is(err, fs.ErrNotExist) {
+		_ = j.git.WorktreePrune(ctx)
+		if err := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); err != nil {
+			return fmt.Errorf("recreate the parent worktree: %w", err)
+		}
+	} else if !cp.SetupCompleted {
+		if _, err := j.git.Run(ctx, j.parentDir, "reset", "--quiet", "--hard", cp.BaseCommit); err != nil {
+			return fmt.Errorf("reset the parent worktree for setup: %w", err)
+		}
+	} else if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
+		return fmt.Errorf("update the parent worktree: %w", err)
+	}
+	preserved := j.preservedWorktrees()
+	entries, _ := os.ReadDir(j.paths.WorktreeRoot())
+	for _, e := range entries {
+		path := filepath.Join(j.paths.WorktreeRoot(), e.Name())
+		if path == j.parentDir || preserved[path] {
+			continue
+		}
+		if err := j.git.WorktreeRemove(ctx, path); err != nil {
+			j.warn(fmt.Sprintf("could not remove stale worktree %s: %v", path, err))
+		} else {
+			j.logf("removed stale worktree %s", path)
+		}
+	}
+	_ = j.git.WorktreePrune(ctx)
+	if out, err := j.git.Run(ctx, j.parentDir, "for-each-ref", "--format=%(refname:short)", "refs/heads/prodigy-agent/"+j.id+"/"); err == nil {
+		var stale []string
+		for _, b := range strings.Fields(out) {
+			if !preservedBranch(preserved, b) {
+				stale = append(stale, b)
+			}
+		}
+		if len(stale) > 0 {
+			_ = j.git.DeleteBranches(ctx, stale)
+		}
+	}
+	merged, err := j.mergedItems(ctx, cp)
+	if err != nil {
+		return err
+	}
+	for _, it := range cp.Items {
+		if it.State == ItemRunning {
+			it.State = ItemPending
+		}
+		if it.State == ItemPending && merged[it.ItemID] {
+			it.State = ItemMerged
+			it.Commits = max(it.Commits, 1)
+			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
+		}
+	}
+	if cp.Status != StatusCompleted {
+		cp.Error = ""
+	}
+	return nil
+}
+
+// mergedItems reads the Prodigy-Item trailers of the merge commits on the
+// results branch since the job's base commit.
+func (j *job) mergedItems(ctx context.Context, cp *Checkpoint) (map[string]bool, error) {
+	out, err := j.git.Run(ctx, j.parentDir, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", cp.BaseCommit+".."+"refs/heads/"+j.branch)
+	if err != nil {
+		return nil, fmt.Errorf("read merged items: %w", err)
+	}
+	merged := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if id, err := strconv.Unquote(line); err == nil {
+			merged[id] = true
+		}
+	}
+	return merged, nil
+}
+
+// preservedWorktrees are failed worktrees kept for debugging
+// (preserve_failed_worktrees), read from the job's DLQ records.
+func (j *job) preservedWorktrees() map[string]bool {
+	out := map[string]bool{}
+	if !j.wf.PreserveFailedWorktrees {
+		return out
+	}
+	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{})
+	if err != nil {
+		return out
+	}
+	_ = store.Each(func(r dlq.DeadLetteredItem) error {
+		if a := r.WorktreeArtifacts; a != nil && a.WorktreePath != "" {
+			out[a.WorktreePath] = true
+			out["branch:"+a.BranchName] = true
+		}
+		return nil
+	})
+	return out
+}
+
+func preservedBranch(p map[string]bool, b string) bool { return p["branch:"+b] }
+
+func orEmpty(o []OrphanedWorktree) []OrphanedWorktree {
+	if o == nil {
+		return []OrphanedWorktree{}
+	}
+	return o
+}
+
+func countDLQ(p Paths) (int, error) {
+	store, err := dlq.Open(p.Home, p.Repo, p.JobID, dlq.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return store.Count()
+}

@@ -1,0 +1,570 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// Run executes a workflow as a new job: setup in a parent worktree on the
+// results branch, every item in its own agent worktree with retries, merges
+// into the results branch, failures into the DLQ, then reduce. The user's
+// checkout is never modified.
+//
+// It returns the job's Result and nil when the job completed (items in the
+// DLQ do not fail it); a *UsageError when nothing was run; an error wrapping
+// ErrJobFailed or ErrInterrupted (with a Result) otherwise.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.defaults()
+	j, head, err := prepare(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockJob(j.paths)
+	if err != nil {
+		return nil, usage(err)
+	}
+	defer unlock()
+	if err := j.create(ctx, &o, head); err != nil {
+		j.rollback()
+		return nil, err
+	}
+	defer j.events.close()
+	return j.execute(ctx, nil)
+}
+
+// prepare validates everything that can be checked before state exists.
+func prepare(ctx context.Context, o *Options) (*job, string, error) {
+	wf := o.Workflow
+	if wf == nil {
+		return nil, "", usage(errors.New("no workflow given"))
+	}
+	if o.Home == "" {
+		return nil, "", usage(errors.New("no state directory given"))
+	}
+	git, err := gitops.New(o.RepoDir, gitops.Options{})
+	if err != nil {
+		return nil, "", usage(err)
+	}
+	head, err := git.Head(ctx, git.TopLevel())
+	if err != nil {
+		return nil, "", usage(fmt.Errorf("repository %s has no commit to start from: %w", git.TopLevel(), err))
+	}
+	if o.JobID == "" {
+		o.JobID = newJobID(o.Clock.Now())
+	}
+	if err := ValidJobID(o.JobID); err != nil {
+		return nil, "", usage(err)
+	}
+	paths := Paths{Home: o.Home, Repo: filepath.Base(git.TopLevel()), JobID: o.JobID}
+	if _, err := os.Stat(paths.Checkpoint()); err == nil {
+		return nil, "", usage(fmt.Errorf("job %s already exists; use `resume %s`", o.JobID, o.JobID))
+	}
+	branch := o.Branch
+	if branch == "" {
+		branch = "prodigy/" + o.JobID
+	}
+	if _, err := git.Run(ctx, git.TopLevel(), "check-ref-format", "--branch", branch); err != nil {
+		return nil, "", usage(fmt.Errorf("invalid results branch name %q", branch))
+	}
+	if ok, err := git.BranchExists(ctx, branch); err != nil {
+		return nil, "", usage(err)
+	} else if ok {
+		return nil, "", usage(fmt.Errorf("results branch %s already exists; pick another --branch or --job-id", branch))
+	}
+	maxPar := o.MaxParallel
+	if maxPar <= 0 {
+		if maxPar, err = wf.ResolveMaxParallel(o.Getenv); err != nil {
+			return nil, "", usage(err)
+		}
+	}
+	if err := items.Check(itemOptions(wf, "", nil)); err != nil {
+		return nil, "", usage(err)
+	}
+	j, err := newJob(o, wf, git, paths, branch, maxPar)
+	if err != nil {
+		return nil, "", usage(err)
+	}
+	return j, head, nil
+}
+
+// newJob builds the in-memory job (no state is written).
+func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
+	bash, claude, err := lookTools(wf, o.ClaudeCommand)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := itemPolicy(wf)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{
+		id: paths.JobID, paths: paths, wf: wf, git: git,
+		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
+		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
+		bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second,
+		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv,
+		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
+	}
+	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
+	j.trees = newWorktrees(j)
+	return j, nil
+}
+
+// itemPolicy is the retry policy of map items: the configured one, the
+// defaults for `on_item_failure: retry`, else a single attempt.
+func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
+	rc := wf.ErrorPolicy.Retry
+	if rc == nil && wf.ErrorPolicy.OnItemFailure == "retry" {
+		d := DefaultRetryConfig()
+		rc = &d
+	}
+	return RetryPolicy(rc)
+}
+
+// itemOptions maps the map phase to the items pipeline.
+func itemOptions(wf *config.Workflow, dir string, env []string) items.Options {
+	m := wf.Map
+	return items.Options{
+		Input: m.Input, JSONPath: m.JSONPath, Filter: m.Filter, SortBy: m.SortBy,
+		Distinct: m.Distinct, Offset: m.Offset, MaxItems: m.MaxItems, Dir: dir, Env: env,
+	}
+}
+
+// create writes the job's initial state: lock, parent worktree, checkpoint.
+func (j *job) create(ctx context.Context, o *Options, head string) error {
+	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, head); err != nil {
+		return fmt.Errorf("create the parent worktree: %w", err)
+	}
+	now := j.now().UTC()
+	cp := &Checkpoint{
+		FormatVersion: checkpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
+		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
+		ParentWorktree: j.parentDir, Isolation: j.isolation, Merge: j.mergeMode, MaxParallel: j.maxParallel,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs,
+		Status: StatusRunning, Phase: phaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*CheckpointItem{},
+	}
+	if data, err := os.ReadFile(j.wf.Path); err == nil {
+		if err := writeFileAtomic(j.paths.WorkflowCopy(), data); err != nil {
+			return err
+		}
+	}
+	return j.open(ctx, cp, evJobStarted)
+}
+
+// open attaches the job to its checkpoint and opens logs, DLQ and orphans.
+func (j *job) open(ctx context.Context, cp *Checkpoint, startEvent string) error {
+	j.state = &jobState{paths: j.paths, now: j.now, cp: cp}
+	j.events = openEventLog(j.paths.Events(), j.id, j.now, func(m string) { j.warn(m) })
+	j.agentSeq.Store(int64(cp.NextAgent))
+	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{
+		Now:  j.now,
+		Warn: func(m string) { j.warn("DLQ: " + m) },
+		OnEvict: func(ids []string) {
+			j.events.emit(evDLQItemsEvicted, map[string]any{"item_ids": ids, "count": len(ids)})
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("open the DLQ: %w", err)
+	}
+	j.store = store
+	j.loadDLQIDs(ctx)
+	if j.orphans, err = openOrphans(j.paths, cp.RepoDir); err != nil {
+		return fmt.Errorf("read the orphan registry: %w", err)
+	}
+	ident, err := j.git.IdentityEnv(ctx)
+	if err != nil {
+		return err
+	}
+	j.vars = map[string]string{}
+	for k, v := range j.wf.Env {
+		j.vars[k] = v
+	}
+	for k, v := range cp.Vars {
+		j.vars[k] = v
+	}
+	env := withEnv(filterEnv(j.envBase()), ident)
+	env = append(env, envMap(j.wf.Env)...)
+	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
+	j.baseEnv = env
+	if err := j.state.update(func(cp *Checkpoint) { cp.Status = StatusRunning }); err != nil {
+		return err
+	}
+	j.events.emit(startEvent, map[string]any{"workflow": j.wf.Name, "results_branch": j.branch, "max_parallel": j.maxParallel})
+	return nil
+}
+
+func (j *job) envBase() []string {
+	if j.environ != nil {
+		return j.environ
+	}
+	return os.Environ()
+}
+
+// filterEnv drops variables that would confuse child git processes run in
+// worktrees (a GIT_DIR inherited from a hook, for example).
+func filterEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// execute runs the remaining phases: setup (if not done), item loading,
+// map over the pending items (plus extra, for redrives), reduce.
+func (j *job) execute(ctx context.Context, extra []*CheckpointItem) (*Result, error) {
+	runCtx, stopGrace := j.graceContext(ctx)
+	defer stopGrace()
+	j.runCtx = runCtx
+	j.prog.start()
+	defer j.prog.stop()
+
+	var setupDone bool
+	j.state.read(func(cp *Checkpoint) { setupDone = cp.SetupCompleted })
+	if !setupDone {
+		if err := j.setup(ctx); err != nil {
+			return j.end(err)
+		}
+		if err := j.loadItems(ctx); err != nil {
+			j.rollback()
+			return nil, err
+		}
+	}
+	if len(extra) > 0 {
+		_ = j.state.update(func(cp *Checkpoint) { mergeItems(cp, extra) })
+	}
+	if err := j.mapPhase(ctx); err != nil {
+		return j.end(err)
+	}
+	if err := j.reduce(ctx); err != nil {
+		return j.end(err)
+	}
+	return j.end(nil)
+}
+
+// graceContext returns the context agents run under: when ctx ends
+// (Ctrl-C, SIGTERM) running agents get a bounded grace period to finish.
+func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace())
+		t := time.NewTimer(j.interruptGrace())
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			cancel(errInterrupted)
+		}
+	}()
+	return runCtx, func() { close(done); cancel(nil) }
+}
+
+func (j *job) interruptGrace() time.Duration {
+	if j.graceOverride > 0 {
+		return j.graceOverride
+	}
+	return 30 * time.Second
+}
+
+// setup runs the setup steps in the parent worktree.
+func (j *job) setup(ctx context.Context) error {
+	_ = j.state.update(func(cp *Checkpoint) { cp.Phase = phaseSetup })
+	if len(j.wf.Setup) > 0 {
+		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
+		j.events.emit(evPhaseStarted, map[string]any{"phase": "setup"})
+		vars := j.baseVars()
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl")}
+		if f := j.runSteps(j.runCtx, j.wf.Setup, sc); f != nil {
+			if f.Interrupted || ctx.Err() != nil {
+				return fmt.Errorf("%w during setup", ErrInterrupted)
+			}
+			return fmt.Errorf("%w: setup step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+		}
+		captured := map[string]string{}
+		for k, v := range vars {
+			if s, ok := v.(string); ok && j.vars[k] != s {
+				captured[k] = s
+			}
+		}
+		_ = j.state.update(func(cp *Checkpoint) {
+			for k, v := range captured {
+				cp.Vars[k] = v
+				j.vars[k] = v
+			}
+		})
+		j.events.emit(evPhaseCompleted, map[string]any{"phase": "setup"})
+	}
+	return nil
+}
+
+// loadItems runs the input pipeline in the parent worktree.
+func (j *job) loadItems(ctx context.Context) error {
+	opts := itemOptions(j.wf, j.parentDir, j.baseEnv)
+	opts.Input = j.resolveInput(opts.Input)
+	list, err := items.Load(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w while loading items", ErrInterrupted)
+		}
+		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
+	return j.state.update(func(cp *Checkpoint) {
+		cp.SetupCompleted = true
+		cp.Phase = phaseMap
+		cp.Items = make([]*CheckpointItem, 0, len(list))
+		for _, it := range list {
+			cp.Items = append(cp.Items, &CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
+		}
+	})
+}
+
+// resolveInput lets a relative input file that only exists in the user's
+// checkout (untracked, not in HEAD) still be found.
+func (j *job) resolveInput(in string) string {
+	if in == "" || filepath.IsAbs(in) || strings.ContainsAny(in, " \t|;&$<>()") {
+		return in
+	}
+	if _, err := os.Stat(filepath.Join(j.parentDir, in)); err == nil {
+		return in
+	}
+	alt := filepath.Join(j.git.TopLevel(), in)
+	if st, err := os.Stat(alt); err == nil && !st.IsDir() {
+		return alt
+	}
+	return in
+}
+
+// mergeItems adds redriven items to the checkpoint, replacing existing
+// entries with the same id.
+func mergeItems(cp *Checkpoint, extra []*CheckpointItem) {
+	byID := make(map[string]*CheckpointItem, len(cp.Items))
+	for _, it := range cp.Items {
+		byID[it.ItemID] = it
+	}
+	for _, e := range extra {
+		if cur, ok := byID[e.ItemID]; ok {
+			cur.State = ItemPending
+			cur.Data = e.Data
+			if e.Attempts > cur.Attempts {
+				cur.Attempts = e.Attempts
+			}
+			continue
+		}
+		e.Index = len(cp.Items)
+		cp.Items = append(cp.Items, e)
+		byID[e.ItemID] = e
+	}
+}
+
+// baseVars is the interpolation scope shared by every step: workflow env
+// and setup captures.
+func (j *job) baseVars() Vars {
+	v := make(Vars, len(j.vars)+8)
+	for k, s := range j.vars {
+		v[k] = s
+	}
+	return v
+}
+
+func (j *job) total() int {
+	var n int
+	j.state.read(func(cp *Checkpoint) { n = len(cp.Items) })
+	return n
+}
+
+// phaseLog returns a writer for setup/reduce output: streamed to stderr
+// with a prefix.
+func (j *job) phaseLog(phase string) *prefixWriter {
+	return &prefixWriter{j: j, prefix: "[" + phase + "] "}
+}
+
+// reduce runs the reduce steps in the parent worktree with ${map.*}.
+func (j *job) reduce(ctx context.Context) error {
+	var done bool
+	j.state.read(func(cp *Checkpoint) { done = cp.ReduceCompleted })
+	if done {
+		return nil
+	}
+	_ = j.state.update(func(cp *Checkpoint) { cp.Phase = phaseReduce })
+	if j.mergeMode == MergeTree || j.parentStale {
+		if err := j.git.SyncWorktree(j.runCtx, j.parentDir); err != nil {
+			return fmt.Errorf("%w: update the parent worktree before reduce: %v", ErrJobFailed, err)
+		}
+	}
+	if len(j.wf.Reduce) > 0 {
+		var res *Result
+		j.state.read(func(cp *Checkpoint) { res = cp.result() })
+		results, _ := json.Marshal(res.Items)
+		vars := j.baseVars()
+		vars["map.total"] = res.Total
+		vars["map.successful"] = res.Successful
+		vars["map.failed"] = res.Failed
+		vars["map.skipped"] = res.Skipped
+		vars["map.results"] = json.RawMessage(results)
+		env := append(append([]string{}, j.baseEnv...),
+			fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
+			fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
+		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", len(j.wf.Reduce), res.Successful, res.Failed, res.Skipped)
+		j.events.emit(evPhaseStarted, map[string]any{"phase": "reduce"})
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
+		if f := j.runSteps(j.runCtx, j.wf.Reduce, sc); f != nil {
+			if f.Interrupted || ctx.Err() != nil {
+				return fmt.Errorf("%w during reduce", ErrInterrupted)
+			}
+			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+		}
+		j.events.emit(evPhaseCompleted, map[string]any{"phase": "reduce"})
+	}
+	return j.state.update(func(cp *Checkpoint) { cp.ReduceCompleted = true; cp.Phase = phaseDone })
+}
+
+// end records the job's final status, cleans up worktrees and returns
+// the result.
+func (j *job) end(cause error) (*Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	status := StatusCompleted
+	switch {
+	case cause == nil:
+	case errors.Is(cause, ErrInterrupted):
+		status = StatusInterrupted
+	default:
+		status = StatusFailed
+	}
+	j.trees.close(ctx)
+	j.deadMu.Lock()
+	dead := j.deadBranches
+	j.deadBranches = nil
+	j.deadMu.Unlock()
+	if len(dead) > 0 {
+		if err := j.git.DeleteBranches(ctx, dead); err != nil {
+			j.warn(fmt.Sprintf("could not delete %d agent branch(es): %v", len(dead), err))
+		}
+	}
+	if status == StatusCompleted {
+		if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
+			j.orphan(j.parentDir, "", "", "", err)
+		}
+		_ = j.git.WorktreePrune(ctx)
+	} else if j.mergeMode == MergeTree {
+		// Keep the parent worktree for resume, consistent with its branch.
+		if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
+			j.warn(fmt.Sprintf("could not update the parent worktree: %v", err))
+		}
+	}
+	elapsed := j.now().Sub(j.started).Milliseconds()
+	werr := j.state.update(func(cp *Checkpoint) {
+		cp.Status = status
+		cp.ElapsedMS += elapsed
+		cp.Error = ""
+		if cause != nil {
+			cp.Error = cause.Error()
+		}
+	})
+	j.prog.stop()
+	var res *Result
+	j.state.read(func(cp *Checkpoint) { res = cp.result() })
+	res.OrphanedWorktrees = j.orphans.list()
+	if n, err := j.store.Count(); err == nil {
+		res.DLQCount = n
+	}
+	switch status {
+	case StatusCompleted:
+		j.events.emit(evJobCompleted, map[string]any{"successful": res.Successful, "failed": res.Failed, "skipped": res.Skipped, "duration_ms": res.DurationMS})
+	case StatusInterrupted:
+		j.events.emit(evJobInterrupted, map[string]any{"pending": res.Pending})
+	default:
+		j.events.emit(evJobFailed, map[string]any{"error": res.Error, "pending": res.Pending})
+	}
+	j.logf("%s", summaryLine(res))
+	if werr != nil && cause == nil {
+		cause = fmt.Errorf("%w: %v", ErrJobFailed, werr)
+	}
+	return res, cause
+}
+
+// rollback removes everything create wrote (an input error after setup:
+// nothing half-written is left behind).
+func (j *job) rollback() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if j.events != nil {
+		j.events.close()
+	}
+	if j.trees != nil {
+		j.trees.close(ctx)
+	}
+	_ = j.git.WorktreeRemove(ctx, j.parentDir)
+	_ = j.git.WorktreePrune(ctx)
+	_ = j.git.DeleteBranch(ctx, j.branch)
+	for _, p := range []string{j.paths.JobStateDir(), filepath.Dir(j.paths.Events()), j.paths.WorktreeRoot(),
+		filepath.Join(j.paths.Home, "logs", j.paths.Repo, j.id), dlq.JobDir(j.paths.Home, j.paths.Repo, j.id), j.paths.Orphans()} {
+		_ = os.RemoveAll(p)
+	}
+	_ = os.Remove(j.paths.Session())
+	_ = os.RemoveAll(filepath.Join(j.paths.Home, "dlq", j.paths.Repo, j.id))
+	// Remove the parent folders this job created, up to the state dir.
+	for _, p := range []string{j.paths.JobStateDir(), j.paths.Events(), j.paths.WorktreeRoot(), j.paths.Session(),
+		filepath.Join(j.paths.Home, "logs", j.paths.Repo, j.id), filepath.Join(j.paths.Home, "dlq", j.paths.Repo, j.id), j.paths.Orphans()} {
+		removeEmptyParents(filepath.Dir(p), j.paths.Home)
+	}
+}
+
+// removeEmptyParents removes dir and its parents while they are empty,
+// stopping at stop (exclusive).
+func removeEmptyParents(dir, stop string) {
+	for dir != stop && strings.HasPrefix(dir, stop+string(filepath.Separator)) {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func summaryLine(r *Result) string {
+	return fmt.Sprintf("job %s %s: %d total, %d succeeded, %d failed (DLQ %d), %d skipped, %d pending; results branch %s",
+		r.JobID, r.Status, r.Total, r.Successful, r.Failed, r.DLQCount, r.Skipped, r.Pending, r.ResultsBranch)
+}
+
+func newJobID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("mapreduce-%s-%s", now.UTC().Format("20060102_150405"), hex.EncodeToString(b[:]))
+}
+
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,222 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// agentTree is the worktree an agent attempt runs in.
+type agentTree struct {
+	path   string
+	branch string
+	slot   *poolSlot // nil in fresh mode
+}
+
+// poolSlot is a reusable agent worktree (pool isolation).
+type poolSlot struct {
+	name   string
+	path   string
+	branch string // branch currently checked out
+}
+
+// CleanupStatus is the cleanup_status of an agent_completed event:
+// "Success", "Skipped" or {"Failed": "<error>"} (spec 136).
+type CleanupStatus struct {
+	Err     error
+	Skipped bool
+}
+
+// MarshalJSON renders the seed's externally tagged enum.
+func (c CleanupStatus) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.Err != nil:
+		return json.Marshal(map[string]string{"Failed": c.Err.Error()})
+	case c.Skipped:
+		return []byte(`"Skipped"`), nil
+	}
+	return []byte(`"Success"`), nil
+}
+
+// worktrees provides agent worktrees: a pool of max_parallel reused
+// worktrees (reset per item, so only changed files are rewritten), or one
+// fresh worktree per agent attempt.
+type worktrees struct {
+	j    *job
+	mode Isolation
+
+	mu    sync.Mutex
+	free  []*poolSlot
+	all   map[*poolSlot]bool
+	nextN int
+}
+
+func newWorktrees(j *job) *worktrees {
+	return &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
+}
+
+// acquire returns a clean worktree on a new branch at head.
+func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (*agentTree, error) {
+	if w.mode == IsolationFresh {
+		path := w.j.paths.AgentWorktree(agentID)
+		if err := w.j.git.WorktreeAdd(ctx, path, branch, head); err != nil {
+			return nil, fmt.Errorf("create worktree %s: %w", path, err)
+		}
+		w.j.events.emit(evWorktreeCreated, map[string]any{"agent_id": agentID, "path": path, "branch": branch})
+		return &agentTree{path: path, branch: branch}, nil
+	}
+	w.mu.Lock()
+	var s *poolSlot
+	if n := len(w.free); n > 0 {
+		s = w.free[n-1]
+		w.free = w.free[:n-1]
+	}
+	w.mu.Unlock()
+	if s != nil {
+		old := s.branch
+		if _, err := w.j.git.Run(ctx, s.path, "checkout", "--quiet", "--force", "-B", branch, head); err == nil {
+			s.branch = branch
+			if old != branch {
+				w.j.retireBranch(old)
+			}
+			return &agentTree{path: s.path, branch: branch, slot: s}, nil
+		} else {
+			w.j.warn(fmt.Sprintf("pool worktree %s could not be reused (%v); replacing it", s.path, err))
+			w.retire(ctx, s, agentID, "", err)
+		}
+	}
+	w.mu.Lock()
+	w.nextN++
+	s = &poolSlot{name: "wt-" + agentID}
+	w.mu.Unlock()
+	s.path = w.j.paths.AgentWorktree(s.name)
+	if _, err := os.Stat(s.path); err == nil {
+		// Left over from a crashed run: remove before reuse.
+		_ = w.j.git.WorktreeRemove(ctx, s.path)
+	}
+	if err := w.j.git.WorktreeAdd(ctx, s.path, branch, head); err != nil {
+		return nil, fmt.Errorf("create worktree %s: %w", s.path, err)
+	}
+	s.branch = branch
+	w.mu.Lock()
+	w.all[s] = true
+	w.mu.Unlock()
+	w.j.events.emit(evWorktreeCreated, map[string]any{"agent_id": agentID, "path": s.path, "branch": branch})
+	return &agentTree{path: s.path, branch: branch, slot: s}, nil
+}
+
+// release cleans up after an agent attempt. keep preserves the worktree
+// and branch as they are (preserve_failed_worktrees). Cleanup failures are
+// warnings: the worktree is recorded as an orphan and the item's outcome
+// is not affected (spec 136).
+func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID string, keep bool) CleanupStatus {
+	if t == nil {
+		return CleanupStatus{Skipped: true}
+	}
+	if keep {
+		if t.slot != nil {
+			w.mu.Lock()
+			delete(w.all, t.slot)
+			w.mu.Unlock()
+		}
+		return CleanupStatus{Skipped: true}
+	}
+	err := w.j.cleanupRetry(ctx, func(ctx context.Context) error {
+		if t.slot != nil {
+			_, err := w.j.git.Run(ctx, t.path, "clean", "-ffdxq")
+			return err
+		}
+		if err := w.j.git.WorktreeRemove(ctx, t.path); err != nil {
+			return err
+		}
+		return w.j.git.DeleteBranch(ctx, t.branch)
+	})
+	if err == nil {
+		if t.slot != nil {
+			w.mu.Lock()
+			w.free = append(w.free, t.slot)
+			w.mu.Unlock()
+		}
+		w.j.events.emit(evWorktreeCleaned, map[string]any{"agent_id": agentID, "item_id": itemID, "path": t.path})
+		return CleanupStatus{}
+	}
+	if t.slot != nil {
+		w.retire(ctx, t.slot, agentID, itemID, err)
+	} else {
+		w.j.orphan(t.path, t.branch, agentID, itemID, err)
+	}
+	return CleanupStatus{Err: err}
+}
+
+// retire drops a broken pool slot: it is recorded as an orphan.
+func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID string, cause error) {
+	w.mu.Lock()
+	delete(w.all, s)
+	w.mu.Unlock()
+	if err := w.j.git.WorktreeRemove(ctx, s.path); err == nil {
+		w.j.retireBranch(s.branch)
+		return
+	}
+	w.j.orphan(s.path, s.branch, agentID, itemID, cause)
+}
+
+// close removes the pool's worktrees at the end of a job.
+func (w *worktrees) close(ctx context.Context) {
+	w.mu.Lock()
+	slots := make([]*poolSlot, 0, len(w.all))
+	for s := range w.all {
+		slots = append(slots, s)
+	}
+	w.all = map[*poolSlot]bool{}
+	w.free = nil
+	w.mu.Unlock()
+	for _, s := range slots {
+		err := w.j.cleanupRetry(ctx, func(ctx context.Context) error { return w.j.git.WorktreeRemove(ctx, s.path) })
+		if err != nil {
+			w.j.orphan(s.path, s.branch, "", "", err)
+			continue
+		}
+		w.j.retireBranch(s.branch)
+	}
+}
+
+// cleanupRetry retries a cleanup action briefly (spec 136: transient
+// "directory not empty" and similar).
+func (j *job) cleanupRetry(ctx context.Context, fn func(context.Context) error) error {
+	pol := retry.Policy{Attempts: 3, Backoff: retry.Exponential(100*time.Millisecond, 2), MaxDelay: time.Second}
+	return retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand}, func(ctx context.Context, _ int) error { return fn(ctx) })
+}
+
+// orphan records a worktree cleanup could not remove and warns about it
+// with the agent, item, path and error.
+func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
+	j.warn(fmt.Sprintf("cleanup failed for agent %s (item %s) at %s: %v — the item's outcome is unaffected; remove it later with `action worktree clean-orphaned %s`",
+		orDash(agentID), orDash(itemID), path, cause, j.id))
+	o := OrphanedWorktree{Path: path, Branch: branch, AgentID: agentID, ItemID: itemID, FailedAt: j.now().UTC(), Error: cause.Error()}
+	if err := j.orphans.add(o); err != nil {
+		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", path, err))
+	}
+	j.events.emit(evCleanupFailed, map[string]any{"agent_id": agentID, "item_id": itemID, "path": path, "error": cause.Error()})
+}
+
+// retireBranch schedules an agent branch for deletion when the job ends.
+func (j *job) retireBranch(b string) {
+	if b == "" {
+		return
+	}
+	j.deadMu.Lock()
+	j.deadBranches = append(j.deadBranches, b)
+	j.deadMu.Unlock()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
