@@ -46,7 +46,8 @@ func (d *decoder) steps(e entry, legacy bool) []Step {
 	return out
 }
 
-// step decodes one step mapping.
+// step decodes one step mapping; ok is false when it recorded a problem
+// in the step's own keys.
 func (d *decoder) step(e entry) (Step, bool) {
 	o := d.object(e.val, e.path)
 	if o == nil {
@@ -122,10 +123,8 @@ func (d *decoder) onFailure(e entry) []Step {
 		}
 		return out
 	case *ast.MappingNode:
-		if s, ok := d.step(e); ok {
-			return []Step{s}
-		}
-		return nil
+		s, _ := d.step(e) // problems are recorded; keep the step so counts stay right
+		return []Step{s}
 	case *ast.StringNode, *ast.LiteralNode, *ast.TagNode:
 		cmd, ok := d.nonEmpty(e)
 		if !ok {

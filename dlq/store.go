@@ -1,7 +1,6 @@
 package dlq
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,31 +47,31 @@ type Options struct {
 	// OnEvict is called with the evicted ids after an Add that evicted, once
 	// the store is unlocked (the runner emits dlq_items_evicted from it).
 	OnEvict func(ids []string)
+	// FlushDelay is how long index.json may lag behind an Add or Remove
+	// (the journal covers the gap); 0 means DefaultFlushDelay, negative
+	// rewrites index.json inside every Add and Remove.
+	FlushDelay time.Duration
 }
 
 // Store is the DLQ of one job. It is safe for concurrent use by many
 // goroutines, and by several processes on the same host: writers serialise
 // through an in-process mutex plus flock(2) on dlq.lock in the job
 // directory. Item files are written atomically (temporary file, fsync,
-// rename); index.json is derived from items/ and kept in agreement with it
-// after every operation; a crash between the two writes is repaired by the
-// next operation (see docs/dlq.md).
+// rename) before Add returns. index.json is derived from items/: every
+// membership change is appended to index.journal at once and index.json is
+// rewritten within FlushDelay (or by Flush/Close), so the index never
+// disagrees with items/ at rest; after a crash the next operation rebuilds
+// it from items/ (see docs/dlq.md). Call Close when done.
 type Store struct {
 	home, repo, jobID string
 	dir, itemsDir     string
 	opts              Options
 
-	mu  sync.Mutex
-	idx *indexState // nil until loaded under the lock
-}
-
-// indexState is the in-memory copy of index.json.
-type indexState struct {
-	gen       uint64
-	ids       []string
-	set       map[string]struct{}
-	body      []byte // the item_ids entries as written, joined by ",\n"
-	updatedAt time.Time
+	mu         sync.Mutex
+	idx        *indexState // nil until loaded under the lock
+	stale      bool        // index.json lags the journal
+	timer      *time.Timer
+	timerArmed bool
 }
 
 // JobDir returns the DLQ directory of a job:
@@ -104,6 +103,9 @@ func Open(home, repo, jobID string, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.FlushDelay == 0 {
+		o.FlushDelay = DefaultFlushDelay
+	}
 	if o.Warn == nil {
 		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "warning: "+msg) }
 	}
@@ -125,287 +127,15 @@ func (s *Store) ItemPath(itemID string) string {
 	return filepath.Join(s.itemsDir, ItemFileName(itemID))
 }
 
-// withLock runs fn holding the mutex and the file lock, after bringing the
-// in-memory index up to date. With create false and no job directory, fn is
-// not called and withLock returns false.
-func (s *Store) withLock(create bool, fn func(l *lockFile) error) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if create {
-		if err := os.MkdirAll(s.itemsDir, 0o755); err != nil {
-			return false, fmt.Errorf("create dlq directory: %w", err)
-		}
-	} else if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
-		s.idx = nil
-		return false, nil
-	}
-	l, err := openLock(s.dir)
-	if err != nil {
-		return false, err
-	}
-	defer l.release()
-	if err := s.refresh(l); err != nil {
-		return true, err
-	}
-	return true, fn(l)
-}
-
-// refresh loads or reloads the index when this store has not loaded it yet,
-// another store changed it, or a writer crashed mid-operation.
-func (s *Store) refresh(l *lockFile) error {
-	gen, dirty := l.state()
-	if s.idx != nil && !dirty && gen == s.idx.gen {
-		return nil
-	}
-	if s.idx != nil && !dirty {
-		if st, err := s.readIndex(); err == nil {
-			st.gen = gen
-			s.idx = st
-			return nil
-		}
-	}
-	return s.reconcile(l, gen)
-}
-
-type indexFile struct {
-	JobID     string    `json:"job_id"`
-	ItemCount int       `json:"item_count"`
-	ItemIDs   []string  `json:"item_ids"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-func (s *Store) readIndex() (*indexState, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, "index.json"))
-	if err != nil {
-		return nil, err
-	}
-	var f indexFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("parse index.json: %w", err)
-	}
-	if f.JobID != s.jobID || f.ItemCount != len(f.ItemIDs) {
-		return nil, fmt.Errorf("index.json is inconsistent")
-	}
-	st := newIndexState(f.ItemIDs)
-	if len(st.ids) != len(f.ItemIDs) {
-		return nil, fmt.Errorf("index.json lists duplicate ids")
-	}
-	st.updatedAt = f.UpdatedAt
-	return st, nil
-}
-
-func newIndexState(ids []string) *indexState {
-	st := &indexState{set: make(map[string]struct{}, len(ids))}
-	for _, id := range ids {
-		if _, dup := st.set[id]; dup {
-			continue
-		}
-		st.set[id] = struct{}{}
-		st.ids = append(st.ids, id)
-		st.appendBody(id)
-	}
-	return st
-}
-
-func (st *indexState) appendBody(id string) {
-	q, _ := json.Marshal(id)
-	if len(st.body) > 0 {
-		st.body = append(st.body, ",\n"...)
-	}
-	st.body = append(st.body, "    "...)
-	st.body = append(st.body, q...)
-}
-
-func (st *indexState) add(id string) {
-	st.set[id] = struct{}{}
-	st.ids = append(st.ids, id)
-	st.appendBody(id)
-}
-
-func (st *indexState) remove(ids map[string]bool) {
-	kept := st.ids[:0]
-	for _, id := range st.ids {
-		if ids[id] {
-			delete(st.set, id)
-			continue
-		}
-		kept = append(kept, id)
-	}
-	st.ids = kept
-	st.body = st.body[:0]
-	for _, id := range st.ids {
-		st.appendBody(id)
-	}
-}
-
-// reconcile rebuilds the in-memory index from items/ (the source of truth),
-// keeping index.json's order for ids it already listed and appending new
-// ones sorted, and rewrites index.json if it disagreed.
-func (s *Store) reconcile(l *lockFile, gen uint64) error {
-	onDisk, err := s.scanItemIDs()
-	if err != nil {
-		return err
-	}
-	old, oldErr := s.readIndex()
-	var order []string
-	if oldErr == nil {
-		for _, id := range old.ids {
-			if onDisk[id] {
-				order = append(order, id)
-			}
-		}
-	}
-	var extra []string
-	for id := range onDisk {
-		if old == nil || !contains(old.set, id) {
-			extra = append(extra, id)
-		}
-	}
-	sort.Strings(extra)
-	st := newIndexState(append(order, extra...))
-	st.gen = gen
-	agrees := oldErr == nil && len(old.ids) == len(st.ids) && len(extra) == 0
-	if agrees {
-		st.updatedAt = old.updatedAt
-		s.idx = st
-		if _, dirty := l.state(); dirty {
-			return s.commit(l)
-		}
-		return nil
-	}
-	s.idx = st
-	if oldErr != nil && errors.Is(oldErr, fs.ErrNotExist) && len(st.ids) == 0 {
-		return nil // nothing stored, nothing to repair
-	}
-	if oldErr == nil || !errors.Is(oldErr, fs.ErrNotExist) {
-		s.opts.Warn(fmt.Sprintf("dlq %s: index.json disagreed with items/ (%v); rebuilt with %d items", s.jobID, describe(oldErr), len(st.ids)))
-	}
-	return s.writeIndexAndCommit(l)
-}
-
-func describe(err error) string {
-	if err == nil {
-		return "different item ids"
-	}
-	return err.Error()
-}
-
-func contains(set map[string]struct{}, id string) bool {
-	_, ok := set[id]
-	return ok
-}
-
-// scanItemIDs lists the ids stored in items/, removing temporary files left
-// by crashed writers (every temporary file there is written under the lock).
-func (s *Store) scanItemIDs() (map[string]bool, error) {
-	names, err := readDirNames(s.itemsDir)
-	if err != nil {
-		return nil, err
-	}
-	ids := make(map[string]bool, len(names))
-	for _, name := range names {
-		if strings.HasPrefix(name, tmpPrefix) {
-			_ = os.Remove(filepath.Join(s.itemsDir, name))
-			continue
-		}
-		if id, ok := ItemIDFromFileName(name); ok {
-			ids[id] = true
-			continue
-		}
-		if isHashedName(name) {
-			d, err := s.readItemFile(name)
-			if err != nil {
-				s.opts.Warn(fmt.Sprintf("dlq %s: skipping unreadable item file %s: %v", s.jobID, filepath.Join(s.itemsDir, name), err))
-				continue
-			}
-			if ItemFileName(d.ItemID) == name {
-				ids[d.ItemID] = true
-			}
-		}
-	}
-	return ids, nil
-}
-
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, err)
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-func (s *Store) readItemFile(name string) (DeadLetteredItem, error) {
-	b, err := os.ReadFile(filepath.Join(s.itemsDir, name))
-	if err != nil {
-		return DeadLetteredItem{}, err
-	}
-	return Decode(b)
-}
-
-// markDirty announces a membership change: a crash before commit makes the
-// next locker reconcile.
-func (s *Store) markDirty(l *lockFile) error { return l.set(s.idx.gen+1, true) }
-
-// commit ends an operation: a new generation tells other stores to reload.
-func (s *Store) commit(l *lockFile) error {
-	s.idx.gen++
-	return l.set(s.idx.gen, false)
-}
-
-// writeIndexAndCommit writes index.json from memory and commits. index.json
-// is renamed into place atomically but not fsynced: it is derived data that
-// every store's first load checks against items/.
-func (s *Store) writeIndexAndCommit(l *lockFile) error {
-	if err := s.markDirty(l); err != nil {
-		return err
-	}
-	s.idx.updatedAt = s.opts.Now().UTC()
-	if err := writeFileAtomic(s.dir, "index.json", s.indexBytes(), false); err != nil {
-		return fmt.Errorf("write dlq index: %w", err)
-	}
-	return s.commit(l)
-}
-
-func (s *Store) indexBytes() []byte {
-	st := s.idx
-	jobID, _ := json.Marshal(s.jobID)
-	at, _ := st.updatedAt.MarshalJSON()
-	var b bytes.Buffer
-	b.Grow(len(st.body) + 128)
-	fmt.Fprintf(&b, "{\n  \"job_id\": %s,\n  \"item_count\": %d,\n  \"item_ids\": [", jobID, len(st.ids))
-	if len(st.ids) > 0 {
-		b.WriteString("\n")
-		b.Write(st.body)
-		b.WriteString("\n  ")
-	}
-	fmt.Fprintf(&b, "],\n  \"updated_at\": %s\n}\n", at)
-	return b.Bytes()
-}
-
-func validID(id string) error {
-	if id == "" || !utf8.ValidString(id) {
-		return fmt.Errorf("%w: %q", ErrInvalidID, id)
-	}
-	return nil
-}
-
-// Add stores item. A new id becomes a new record (evicting the oldest 10%
-// first when the store is at capacity). For an id already stored the new
-// failure_history entries are appended (attempt numbers kept as given),
-// failure_count grows by their number, first_attempt is the earlier of the
-// two and last_attempt the later; error_signature, reprocess_eligible,
-// manual_review_required, item_data (unless null) and worktree_artifacts
-// (unless nil) come from item, the newest failure. Add returns the stored
-// record. Evictions are reported through Warn and OnEvict.
+// Add stores item and returns the stored record. A new id becomes a new
+// record (when the store is full, the max(Capacity/10, 1) records with the
+// oldest last_attempt are evicted first, reported through Warn and
+// OnEvict). For an id already stored, the new failure_history entries are
+// appended (attempt numbers kept as given), failure_count grows by their
+// number, first_attempt is the earlier and last_attempt the later of the
+// two; error_signature, reprocess_eligible, manual_review_required,
+// item_data (unless null) and worktree_artifacts (unless nil) come from
+// item, which is taken to be the newest failure.
 func (s *Store) Add(item DeadLetteredItem) (DeadLetteredItem, error) {
 	if err := validID(item.ItemID); err != nil {
 		return DeadLetteredItem{}, err
@@ -415,7 +145,7 @@ func (s *Store) Add(item DeadLetteredItem) (DeadLetteredItem, error) {
 	}
 	var stored DeadLetteredItem
 	var evicted []string
-	_, err := s.withLock(true, func(l *lockFile) error {
+	err := s.withLock(true, func(l *lockFile) error {
 		var err error
 		stored, evicted, err = s.addLocked(l, item)
 		return err
@@ -430,6 +160,13 @@ func (s *Store) Add(item DeadLetteredItem) (DeadLetteredItem, error) {
 		return DeadLetteredItem{}, fmt.Errorf("add dlq item %q to job %s: %w", item.ItemID, s.jobID, err)
 	}
 	return stored, nil
+}
+
+func validID(id string) error {
+	if id == "" || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	return nil
 }
 
 func (s *Store) addLocked(l *lockFile, item DeadLetteredItem) (DeadLetteredItem, []string, error) {
@@ -448,27 +185,29 @@ func (s *Store) addLocked(l *lockFile, item DeadLetteredItem) (DeadLetteredItem,
 	if err != nil {
 		return DeadLetteredItem{}, nil, err
 	}
-	isNew := !contains(s.idx.set, item.ItemID)
-	var evicted []string
-	if isNew {
-		if err := s.markDirty(l); err != nil {
-			return DeadLetteredItem{}, nil, err
-		}
-		if evicted, err = s.evictLocked(); err != nil {
-			return DeadLetteredItem{}, evicted, err
-		}
+	stored, err := Decode(data)
+	if err != nil {
+		return DeadLetteredItem{}, nil, err
+	}
+	if contains(s.idx.set, item.ItemID) {
+		// Same membership: only the item file changes.
+		return stored, nil, writeFileAtomic(s.itemsDir, name, data, true)
+	}
+	if err := s.markDirty(l); err != nil {
+		return DeadLetteredItem{}, nil, err
+	}
+	evicted, err := s.evictLocked()
+	if err != nil {
+		return DeadLetteredItem{}, evicted, err
 	}
 	if err := writeFileAtomic(s.itemsDir, name, data, true); err != nil {
 		return DeadLetteredItem{}, evicted, err
 	}
-	if isNew {
-		s.idx.add(item.ItemID)
-		if err := s.writeIndexAndCommit(l); err != nil {
-			return DeadLetteredItem{}, evicted, err
-		}
+	if err := s.journal('+', item.ItemID); err != nil {
+		return DeadLetteredItem{}, evicted, err
 	}
-	stored, _ := Decode(data)
-	return stored, evicted, nil
+	s.idx.add(item.ItemID)
+	return stored, evicted, s.changed(l)
 }
 
 // merge appends a new failure of an existing record (see Add).
@@ -492,8 +231,9 @@ func merge(old, item DeadLetteredItem) DeadLetteredItem {
 	return out
 }
 
-// evictLocked makes room for one new record. It runs only when the store is
-// full, i.e. once per Capacity/10 new ids, so its O(n log n) is amortised.
+// evictLocked makes room for one new record. It does work only when the
+// store is full, i.e. once per Capacity/10 new ids, so its O(n log n) scan
+// is amortised to O(log n) file reads per add.
 func (s *Store) evictLocked() ([]string, error) {
 	capacity := s.opts.Capacity
 	if capacity < 0 || len(s.idx.ids) < capacity {
@@ -525,8 +265,8 @@ func (s *Store) evictLocked() ([]string, error) {
 	return ids, s.removeLocked(ids)
 }
 
-// removeLocked deletes the files of ids and drops them from the in-memory
-// index (the caller writes index.json).
+// removeLocked deletes the files of ids, journals the removal and drops
+// them from the in-memory index. The caller has marked the lock dirty.
 func (s *Store) removeLocked(ids []string) error {
 	gone := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -535,6 +275,9 @@ func (s *Store) removeLocked(ids []string) error {
 		}
 		gone[id] = true
 	}
+	if err := s.journal('-', ids...); err != nil {
+		return err
+	}
 	s.idx.remove(gone)
 	return nil
 }
@@ -542,7 +285,7 @@ func (s *Store) removeLocked(ids []string) error {
 // Remove deletes the record of itemID (a redrive succeeded). A missing
 // record is not an error.
 func (s *Store) Remove(itemID string) error {
-	_, err := s.withLock(false, func(l *lockFile) error {
+	err := s.withLock(false, func(l *lockFile) error {
 		if !contains(s.idx.set, itemID) {
 			return nil
 		}
@@ -552,12 +295,44 @@ func (s *Store) Remove(itemID string) error {
 		if err := s.removeLocked([]string{itemID}); err != nil {
 			return err
 		}
-		return s.writeIndexAndCommit(l)
+		return s.changed(l)
 	})
 	if err != nil {
 		return fmt.Errorf("remove dlq item %q from job %s: %w", itemID, s.jobID, err)
 	}
 	return nil
+}
+
+// Flush rewrites index.json now if this store left it lagging behind the
+// journal; it does nothing (and touches no file) otherwise.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	stale := s.stale
+	s.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	err := s.withLock(false, func(l *lockFile) error {
+		if !s.stale {
+			return nil
+		}
+		return s.writeIndex(l)
+	})
+	if err != nil {
+		return fmt.Errorf("flush dlq index of job %s: %w", s.jobID, err)
+	}
+	return nil
+}
+
+// Close stops the background flush and flushes. The store stays usable.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timerArmed = false
+	s.mu.Unlock()
+	return s.Flush()
 }
 
 // Get reads the record of itemID; a missing record is ErrNotFound (wrapped).
@@ -574,13 +349,21 @@ func (s *Store) Get(itemID string) (*DeadLetteredItem, error) {
 	return &d, nil
 }
 
+func (s *Store) readItemFile(name string) (DeadLetteredItem, error) {
+	b, err := os.ReadFile(filepath.Join(s.itemsDir, name))
+	if err != nil {
+		return DeadLetteredItem{}, err
+	}
+	return Decode(b)
+}
+
 // Each calls fn for every record, in item file name order (ItemFileName
 // order, which is item id order for ids made of letters, digits, '-' and
-// '_'). It reads one file at a time, so memory stays flat. A file that
-// cannot be read or parsed is reported through Warn, naming it, and
-// skipped; a file removed meanwhile is skipped silently. If fn returns
-// ErrStop, Each stops and returns nil; any other error is returned as is.
-// Each takes no lock and sees a consistent record per file.
+// '_'). It holds one record at a time (plus the sorted file names), so
+// memory stays flat. A file that cannot be read or parsed is reported
+// through Warn, naming it, and skipped; a file removed meanwhile is skipped
+// silently. If fn returns ErrStop, Each stops and returns nil; any other
+// error is returned as is. Each takes no lock and sees every record whole.
 func (s *Store) Each(fn func(DeadLetteredItem) error) error {
 	names, err := readDirNames(s.itemsDir)
 	if err != nil {
@@ -611,17 +394,38 @@ func (s *Store) Each(fn func(DeadLetteredItem) error) error {
 	return nil
 }
 
-// Count returns the number of records (from the index, repaired first if it
-// disagrees with items/).
+// Count returns the number of records (index repaired first if needed).
 func (s *Store) Count() (int, error) {
-	ix, err := s.Index()
-	return ix.ItemCount, err
+	n := 0
+	err := s.withLock(false, func(*lockFile) error {
+		n = len(s.idx.ids)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count dlq items of job %s: %w", s.jobID, err)
+	}
+	return n, nil
 }
 
-// Index returns the content of index.json, reconciled with items/.
+// Index is the content of index.json. ItemIDs keeps insertion order;
+// UpdatedAt is when index.json was last rewritten.
+type Index struct {
+	JobID     string    `json:"job_id"`
+	ItemCount int       `json:"item_count"`
+	ItemIDs   []string  `json:"item_ids"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Index flushes and returns the content of index.json, reconciled with
+// items/. A job without a DLQ has an empty index.
 func (s *Store) Index() (Index, error) {
 	ix := Index{JobID: s.jobID, ItemIDs: []string{}}
-	_, err := s.withLock(false, func(*lockFile) error {
+	err := s.withLock(false, func(l *lockFile) error {
+		if s.stale {
+			if err := s.writeIndex(l); err != nil {
+				return err
+			}
+		}
 		ix.ItemCount = len(s.idx.ids)
 		ix.ItemIDs = append(ix.ItemIDs, s.idx.ids...)
 		ix.UpdatedAt = s.idx.updatedAt
@@ -633,26 +437,17 @@ func (s *Store) Index() (Index, error) {
 	return ix, nil
 }
 
-// Index is the content of index.json. ItemIDs keeps insertion order;
-// UpdatedAt is the last time the set of ids changed.
-type Index struct {
-	JobID     string    `json:"job_id"`
-	ItemCount int       `json:"item_count"`
-	ItemIDs   []string  `json:"item_ids"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
 // Clear deletes the job's whole DLQ (<home>/dlq/<repo>/<job_id>): the
 // directory is renamed away under the lock, then removed, so readers see
 // all or nothing. Clearing a job without a DLQ is not an error.
 func (s *Store) Clear() error {
 	root := filepath.Join(s.home, "dlq", s.repo, s.jobID)
-	_, err := s.withLock(false, func(*lockFile) error {
+	err := s.withLock(false, func(*lockFile) error {
 		trash := filepath.Join(s.home, "dlq", s.repo, fmt.Sprintf(".%s.cleared-%d-%d", s.jobID, os.Getpid(), time.Now().UnixNano()))
 		if err := os.Rename(root, trash); err != nil {
 			return err
 		}
-		s.idx = nil
+		s.idx, s.stale = nil, false
 		return os.RemoveAll(trash)
 	})
 	if err != nil {
@@ -662,16 +457,17 @@ func (s *Store) Clear() error {
 }
 
 // Purge deletes the records whose last_attempt is before olderThan and
-// returns how many it deleted. Unreadable files are reported and kept.
+// returns how many it deleted; index.json is rewritten before it returns.
+// Unreadable files are reported and kept.
 func (s *Store) Purge(olderThan time.Time) (int, error) {
 	var n int
-	_, err := s.withLock(false, func(l *lockFile) error {
+	err := s.withLock(false, func(l *lockFile) error {
 		var old []string
 		for _, id := range s.idx.ids {
 			d, err := s.readItemFile(ItemFileName(id))
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
-					s.opts.Warn(fmt.Sprintf("dlq %s: purge skips unreadable item file %s: %v", s.jobID, s.ItemPath(id), err))
+					s.opts.Warn(fmt.Sprintf("dlq %s: purge keeps unreadable item file %s: %v", s.jobID, s.ItemPath(id), err))
 				}
 				continue
 			}
@@ -689,7 +485,7 @@ func (s *Store) Purge(olderThan time.Time) (int, error) {
 			return err
 		}
 		n = len(old)
-		return s.writeIndexAndCommit(l)
+		return s.writeIndex(l)
 	})
 	if err != nil {
 		return n, fmt.Errorf("purge dlq of job %s: %w", s.jobID, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // populate writes n records straight into items/ (no fsync) and lets the
@@ -26,9 +27,14 @@ func populate(b *testing.B, s *Store, n int) {
 }
 
 func BenchmarkAdd(b *testing.B) {
-	for _, n := range []int{0, 10000} {
-		b.Run(fmt.Sprintf("existing=%d", n), func(b *testing.B) {
-			s, _ := Open(b.TempDir(), "repo", "job-1", Options{Capacity: -1, Warn: func(string) {}})
+	for _, tc := range []struct {
+		n     int
+		delay time.Duration
+	}{{0, 0}, {10000, 0}, {0, -1}, {10000, -1}} {
+		b.Run(fmt.Sprintf("existing=%d/flush_delay=%v", tc.n, tc.delay), func(b *testing.B) {
+			n := tc.n
+			s, _ := Open(b.TempDir(), "repo", "job-1", Options{Capacity: -1, FlushDelay: tc.delay, Warn: func(string) {}})
+			defer s.Close()
 			populate(b, s, n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

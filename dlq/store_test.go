@@ -30,6 +30,11 @@ func openTest(t *testing.T, home string, o Options) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
@@ -40,8 +45,12 @@ func rec(id string, minute int) DeadLetteredItem {
 		Failures: []Failure{{At: ts, Message: "make failed with exit code 2", AgentID: "agent-1", Step: "shell: make"}}})
 }
 
+// readIndexFile flushes s and parses its index.json.
 func readIndexFile(t *testing.T, s *Store) indexFile {
 	t.Helper()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(filepath.Join(s.Dir(), "index.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -340,6 +349,38 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		assertAgree(t, s)
 	})
+	t.Run("journal_not_flushed", func(t *testing.T) {
+		home := t.TempDir()
+		a := openTest(t, home, Options{FlushDelay: time.Hour})
+		b := openTest(t, home, Options{FlushDelay: time.Hour})
+		if n, err := b.Count(); n != 0 || err != nil {
+			t.Fatalf("b.Count = %d, %v", n, err)
+		}
+		for _, id := range []string{"x", "y", "z"} {
+			if _, err := a.Add(rec(id, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Remove("y"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(a.Dir(), "index.json")); !os.IsNotExist(err) {
+			t.Fatalf("index.json written before the flush delay: %v", err)
+		}
+		// b has loaded the index before; it catches up through the journal.
+		if n, err := b.Count(); n != 2 || err != nil {
+			t.Errorf("b.Count = %d, %v; want 2", n, err)
+		}
+		// A process that exits without flushing leaves index + journal;
+		// a fresh store reads the truth and writes index.json.
+		fresh := openTest(t, home, Options{})
+		if ix, err := fresh.Index(); err != nil || !reflect.DeepEqual(ix.ItemIDs, []string{"x", "z"}) {
+			t.Errorf("fresh.Index = %+v, %v", ix, err)
+		}
+		if f := readIndexFile(t, b); !reflect.DeepEqual(f.ItemIDs, []string{"x", "z"}) {
+			t.Errorf("index.json = %v", f.ItemIDs)
+		}
+	})
 	t.Run("two_stores_see_each_other", func(t *testing.T) {
 		home := t.TempDir()
 		a, b := openTest(t, home, Options{}), openTest(t, home, Options{})
@@ -429,6 +470,11 @@ func TestHelperProcessAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i := range helperUnique {
 		if _, err := s.Add(rec(fmt.Sprintf("proc-%d", i), i%60)); err != nil {
 			t.Fatal(err)

@@ -17,12 +17,22 @@ import (
 // DLQArrayFile is the name of the combined array of records in a DLQ zip.
 const DLQArrayFile = "dlq.json"
 
+// ExtraFile is an additional file stored in a DLQ zip (e.g. the job's
+// checkpoint, so that a later run can redrive the job).
+type ExtraFile struct {
+	// Name is the slash-separated path inside the zip.
+	Name string
+	// Path is the file on disk; a missing file is skipped.
+	Path string
+}
+
 // BuildDLQZip zips a job's DLQ folder (dir holds items/*.json and
 // index.json) and adds dlq.json, a JSON array of every record in item file
-// name order. Every file's bytes pass through redact (nil keeps them) so no
-// secret reaches the artifact. It returns the zip bytes and the number of
-// records; a folder with no records yields count 0 (callers skip the upload).
-func BuildDLQZip(dir string, redact func([]byte) []byte) ([]byte, int, error) {
+// name order, plus any extra files. Every file's bytes pass through redact
+// (nil keeps them) so no secret reaches the artifact. It returns the zip
+// bytes and the number of records; a folder with no records yields count 0
+// (callers skip the upload).
+func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]byte, int, error) {
 	if redact == nil {
 		redact = func(b []byte) []byte { return b }
 	}
@@ -62,6 +72,18 @@ func BuildDLQZip(dir string, redact func([]byte) []byte) ([]byte, int, error) {
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, fmt.Errorf("read DLQ index: %w", err)
+	}
+	for _, x := range extra {
+		data, err := os.ReadFile(x.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("read %s: %w", x.Path, err)
+		}
+		if err := addZipFile(zw, x.Name, redact(data)); err != nil {
+			return nil, 0, err
+		}
 	}
 	arr, err := json.MarshalIndent(records, "", "  ")
 	if err != nil {

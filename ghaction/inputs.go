@@ -36,6 +36,9 @@ type Inputs struct {
 	FailOnDLQ             bool
 	ClaudeCommand         string
 	ClaudeArgs            []string
+	// RedriveWorkflow is the workflow file shown in the redrive command;
+	// "" means the current workflow's file.
+	RedriveWorkflow string
 }
 
 // ReadInputs reads every input through a (INPUT_* variables, already
@@ -53,6 +56,8 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		ArtifactName:  a.GetInput("artifact-name"),
 		ClaudeCommand: a.GetInput("claude-command"),
 		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
+
+		RedriveWorkflow: a.GetInput("redrive-workflow"),
 	}
 	var errs []error
 	if in.Command == "" {

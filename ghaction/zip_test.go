@@ -31,7 +31,9 @@ func TestBuildDLQZipRoundTrip(t *testing.T) {
 	r := NewRedactor(nil)
 	r.Add("ghs_SECRET")
 
-	data, n, err := BuildDLQZip(dir, r.Bytes)
+	state := filepath.Join(t.TempDir(), "checkpoint.json")
+	writeFile(t, state, `{"job_id":"j","vars":{"T":"ghs_SECRET"}}`)
+	data, n, err := BuildDLQZip(dir, r.Bytes, ExtraFile{Name: "job/checkpoint.json", Path: state}, ExtraFile{Name: "job/missing", Path: state + ".nope"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,10 @@ func TestBuildDLQZipRoundTrip(t *testing.T) {
 	if len(arr) != 2 || arr[0]["item_id"] != "a" || arr[1]["item_id"] != "b" {
 		t.Errorf("dlq.json = %s", raw)
 	}
-	for _, f := range []string{"items/a.json", "items/b.json", "index.json", "dlq.json"} {
+	if _, err := os.Stat(filepath.Join(out, "job", "missing")); err == nil {
+		t.Error("missing extra file was zipped")
+	}
+	for _, f := range []string{"items/a.json", "items/b.json", "index.json", "dlq.json", "job/checkpoint.json"} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Errorf("missing %s: %v", f, err)

@@ -23,10 +23,15 @@ type Worktree struct {
 
 // WorktreeAdd creates a linked worktree at path on a new branch created at
 // startPoint (`git worktree add --no-track -b branch path startPoint`). It
-// fails if the branch or the path already exists. Serialised per repository.
+// fails if the branch or the path already exists. A relative path is taken
+// relative to the process working directory. Serialised per repository.
 func (c *Client) WorktreeAdd(ctx context.Context, path, branch, startPoint string) error {
 	if !validRefName(branchRef(branch)) {
 		return fmt.Errorf("add worktree %s: invalid branch name %q", path, branch)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("add worktree: %w", err)
 	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
@@ -42,6 +47,10 @@ func (c *Client) WorktreeAdd(ctx context.Context, path, branch, startPoint strin
 func (c *Client) WorktreeAddExisting(ctx context.Context, path, branch string) error {
 	if !validRefName(branchRef(branch)) {
 		return fmt.Errorf("add worktree %s: invalid branch name %q", path, branch)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("add worktree: %w", err)
 	}
 	c.admin.Lock()
 	defer c.admin.Unlock()

@@ -140,7 +140,10 @@ func Load(ctx context.Context, o Options) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := c.selectValues(root)
+	vals, err := c.selectValues(root)
+	if err != nil {
+		return nil, err
+	}
 	if vals, err = c.filterValues(vals); err != nil {
 		return nil, err
 	}
@@ -150,21 +153,40 @@ func Load(ctx context.Context, o Options) ([]Item, error) {
 	return toItems(vals)
 }
 
-// selectValues applies the JSONPath (or the default selection) to root.
-func (c compiled) selectValues(root any) []any {
+// selectValues applies the JSONPath to root. Without a JSONPath the input
+// must be an array of items: anything else is an error that says how to
+// select the items, rather than a silent single item.
+func (c compiled) selectValues(root any) ([]any, error) {
 	if c.path == nil {
 		if arr, ok := root.([]any); ok {
-			return arr
+			return arr, nil
 		}
-		return []any{root}
+		return nil, fmt.Errorf("input is a JSON %s, not an array of items: set map.json_path to select them (e.g. \"$.items[*]\", or \"$\" to process the whole value as one item)", jsonKind(root))
 	}
 	nodes := c.path.Select(root)
 	if len(nodes) == 1 {
 		if arr, ok := nodes[0].([]any); ok {
-			return arr
+			return arr, nil
 		}
 	}
-	return []any(nodes)
+	return []any(nodes), nil
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	case []any:
+		return "array"
+	}
+	return "number"
 }
 
 func (c compiled) filterValues(vals []any) ([]any, error) {

@@ -52,9 +52,9 @@ func TestLoad(t *testing.T) {
 			want:  []string{`{"a":"<x>","b":1}`, `"two"`, `3`, `12345678901234567890123`},
 		},
 		{
-			name:  "file object without json_path is one item",
+			name:  "json_path $ makes an object one item",
 			files: map[string]string{"in.json": `{"k":"v"}`},
-			opts:  Options{Input: "in.json"},
+			opts:  Options{Input: "in.json", JSONPath: "$"},
 			want:  []string{`{"k":"v"}`},
 		},
 		{
@@ -202,6 +202,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"is not valid JSON", "line 2"}},
 		{"trailing data in file", map[string]string{"in.json": `[1] [2]`}, Options{Input: "in.json"},
 			[]string{"unexpected data after the first JSON value"}},
+		{"object without json_path", map[string]string{"in.json": `{"k":"v"}`}, Options{Input: "in.json"},
+			[]string{"input is a JSON object, not an array of items", "json_path"}},
 		{"empty file", map[string]string{"in.json": ``}, Options{Input: "in.json"}, []string{"is not valid JSON: it is empty"}},
 		{"directory", map[string]string{"d.json/x": "1"}, Options{Input: "d.json"}, []string{"is a directory"}},
 		{"bad json_path", map[string]string{"in.json": `[]`}, Options{Input: "in.json", JSONPath: "$.items["},

@@ -32,12 +32,16 @@ type itemRun struct {
 	lastLog  string
 	// artifacts of the last failed attempt
 	uncommitted, errorLogs string
+	// wall-clock split of the item's time
+	tPrepare, tSteps, tMerge, tCleanup time.Duration
+	began                              time.Time
 }
 
 // processItem runs one item to a final state (merged, skipped, dlq) or
 // back to pending when the job is interrupted.
 func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 	ir := j.newItemRun(it)
+	ir.began = time.Now()
 	start := j.now()
 	_ = j.state.update(func(cp *Checkpoint) {
 		it.State = ItemRunning
@@ -50,7 +54,6 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 		if a.Final {
 			return
 		}
-		j.release(ir, false)
 		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": errText(a.Err)})
 		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(errText(a.Err), 160), a.Delay)
 	}}, func(_ context.Context, attempt int) error {
@@ -91,11 +94,9 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 func (j *job) newItemRun(it *CheckpointItem) *itemRun {
 	n := j.agentSeq.Add(1)
 	agentID := fmt.Sprintf("agent-%d", n)
-	var data any
-	_ = json.Unmarshal(it.Data, &data)
 	return &itemRun{
 		it:      it,
-		data:    data,
+		data:    json.RawMessage(it.Data),
 		agentID: agentID,
 		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
 		base:    it.Attempts,
@@ -118,13 +119,18 @@ func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
 	if err != nil {
 		return j.gitFailure(ctx, "resolve the results branch", err)
 	}
+	t0 := time.Now()
 	if ir.tree == nil {
 		t, err := j.trees.acquire(ctx, ir.agentID, ir.branch, head)
 		if err != nil {
 			return j.gitFailure(ctx, "prepare the agent worktree", err)
 		}
 		ir.tree = t
+	} else if err := j.trees.reset(ctx, ir.tree, head); err != nil {
+		// A retry reuses the item's worktree, reset to the new head.
+		return j.gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
+	ir.tPrepare += time.Since(t0)
 	vars := j.itemVars(ir, n)
 	sc := &stepContext{
 		dir:        ir.tree.path,
@@ -136,10 +142,15 @@ func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
 	}
-	if f := j.runSteps(ctx, j.wf.Map.AgentTemplate, sc); f != nil {
+	t0 = time.Now()
+	f := j.runSteps(ctx, j.wf.Map.AgentTemplate, sc)
+	ir.tSteps += time.Since(t0)
+	if f != nil {
 		j.captureArtifacts(ir, f)
 		return f
 	}
+	t0 = time.Now()
+	defer func() { ir.tMerge += time.Since(t0) }()
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return j.gitFailure(ctx, "list the agent's commits", err)
@@ -243,6 +254,8 @@ func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Dura
 
 // release cleans up the item's worktree (see worktrees.release).
 func (j *job) release(ir *itemRun, keep bool) CleanupStatus {
+	t0 := time.Now()
+	defer func() { ir.tCleanup += time.Since(t0) }()
 	t := ir.tree
 	ir.tree = nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 2*time.Minute)
@@ -296,9 +309,6 @@ func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
 		j.events.emit(evItemSkipped, map[string]any{"item_id": it.ItemID, "error": last.Message, "policy": policy})
 	}
 	j.finishItem(ir, state, last.Message, lastType.String(), duration)
-	if !keep {
-		j.retireBranch(branch)
-	}
 	j.checkThresholds(policy)
 }
 
@@ -326,6 +336,7 @@ func (j *job) finishItem(ir *itemRun, state ItemState, errMsg, errType string, d
 		it.Commits = ir.commits
 		it.DurationMS = d.Milliseconds()
 		it.LogLocation = ir.lastLog
+		it.TimingsMS = ir.timings()
 	})
 	j.finished.Add(1)
 	if state != ItemMerged {
@@ -415,4 +426,12 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// timings reports the item's wall-time split; bookkeeping is the rest.
+func (ir *itemRun) timings() *Timings {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	total := time.Since(ir.began)
+	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup
+	return &Timings{Prepare: ms(ir.tPrepare), Steps: ms(ir.tSteps), Merge: ms(ir.tMerge), Cleanup: ms(ir.tCleanup), Bookkeeping: ms(max(rest, 0))}
 }

@@ -73,6 +73,20 @@ type ItemOutcome struct {
 	DurationMS int64 `json:"duration_ms"`
 	// LogLocation is the last claude transcript of the item, if any.
 	LogLocation string `json:"log_location,omitempty"`
+	// TimingsMS splits the item's wall time (all attempts) into prepare
+	// (worktree), steps, merge (commit listing, waiting for the merge lock,
+	// the merge), cleanup and bookkeeping (the rest: events, checkpoint, DLQ,
+	// backoff), in milliseconds.
+	TimingsMS *Timings `json:"timings_ms,omitempty"`
+}
+
+// Timings is the per-item overhead split reported by benchmarks.
+type Timings struct {
+	Prepare     float64 `json:"prepare"`
+	Steps       float64 `json:"steps"`
+	Merge       float64 `json:"merge"`
+	Cleanup     float64 `json:"cleanup"`
+	Bookkeeping float64 `json:"bookkeeping"`
 }
 
 // OrphanedWorktree is a worktree cleanup could not remove (spec 136); it is

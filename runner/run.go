@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -460,7 +461,7 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	j.trees.close(ctx)
 	j.deadMu.Lock()
-	dead := j.deadBranches
+	dead := uniqueStrings(j.deadBranches)
 	j.deadBranches = nil
 	j.deadMu.Unlock()
 	if len(dead) > 0 {
@@ -567,4 +568,10 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// uniqueStrings returns s sorted without duplicates.
+func uniqueStrings(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
 }

@@ -110,6 +110,16 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 	return &agentTree{path: s.path, branch: branch, slot: s}, nil
 }
 
+// reset prepares an item's worktree for another attempt: its branch is
+// moved to head and every change and untracked file is dropped.
+func (w *worktrees) reset(ctx context.Context, t *agentTree, head string) error {
+	if _, err := w.j.git.Run(ctx, t.path, "checkout", "--quiet", "--force", "-B", t.branch, head); err != nil {
+		return err
+	}
+	_, err := w.j.git.Run(ctx, t.path, "clean", "-ffdxq")
+	return err
+}
+
 // release cleans up after an agent attempt. keep preserves the worktree
 // and branch as they are (preserve_failed_worktrees). Cleanup failures are
 // warnings: the worktree is recorded as an orphan and the item's outcome

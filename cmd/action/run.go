@@ -89,7 +89,7 @@ func (a *app) runOptions(isolation, merge string) (runner.Options, error) {
 func checkWorkflowExtra(wf *config.Workflow) error {
 	for _, v := range validateExtra {
 		if errs := v(wf); len(errs) > 0 {
-			return fmt.Errorf("%s: %w", wf.Path, errs[0])
+			return errs[0]
 		}
 	}
 	return nil

@@ -1,0 +1,528 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const testToken = "ghs_TESTTOKEN_abc123"
+
+// fakeGitHub serves the REST endpoints the Action uses (issue comments,
+// run artifacts with a 302 to blob storage) and the v4 artifact service
+// (Twirp JSON + Put Block/Put Block List) from one httptest server.
+type fakeGitHub struct {
+	t        *testing.T
+	srv      *httptest.Server
+	mu       sync.Mutex
+	forkPR   bool
+	comments []map[string]any
+	patches  int
+	blocks   map[string][]byte // artifact name → uploaded bytes
+	arts     []map[string]any  // finalized: {id, name, run}
+	runID    int64             // run whose artifacts the current token addresses
+}
+
+func newFakeGitHub(t *testing.T) *fakeGitHub {
+	f := &fakeGitHub{t: t, blocks: map[string][]byte{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/repos/o/r/issues/7/comments", f.issueComments)
+	mux.HandleFunc("/api/repos/o/r/issues/comments/", f.editComment)
+	mux.HandleFunc("/api/repos/o/r/actions/runs/", f.runArtifacts)
+	mux.HandleFunc("/api/repos/o/r/actions/artifacts/", f.artifactZip)
+	mux.HandleFunc("/twirp/github.actions.results.api.v1.ArtifactService/", f.twirp)
+	mux.HandleFunc("/blob/", f.blob)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeGitHub) auth(w http.ResponseWriter, r *http.Request, want string) bool {
+	if got := r.Header.Get("Authorization"); got != want {
+		f.t.Errorf("%s %s: Authorization %q, want %q", r.Method, r.URL.Path, got, want)
+		w.WriteHeader(http.StatusUnauthorized)
+		return false
+	}
+	return true
+}
+
+func (f *fakeGitHub) issueComments(w http.ResponseWriter, r *http.Request) {
+	if !f.auth(w, r, "Bearer "+testToken) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.Method {
+	case http.MethodGet:
+		_ = json.NewEncoder(w).Encode(f.comments)
+	case http.MethodPost:
+		if f.forkPR {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"message":"Resource not accessible by integration"}`)
+			return
+		}
+		var in struct{ Body string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		c := map[string]any{"id": 900 + len(f.comments), "body": in.Body, "user": map[string]any{"login": "github-actions[bot]"}}
+		f.comments = append(f.comments, c)
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(c)
+	}
+}
+
+func (f *fakeGitHub) editComment(w http.ResponseWriter, r *http.Request) {
+	if !f.auth(w, r, "Bearer "+testToken) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var in struct{ Body string }
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	id := strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/issues/comments/")
+	for _, c := range f.comments {
+		if fmt.Sprint(c["id"]) == id {
+			c["body"] = in.Body
+			f.patches++
+			_ = json.NewEncoder(w).Encode(c)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNotFound)
+}
+
+func (f *fakeGitHub) runArtifacts(w http.ResponseWriter, r *http.Request) {
+	if !f.auth(w, r, "Bearer "+testToken) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	run := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/runs/"), "/artifacts")
+	list := []map[string]any{}
+	for _, a := range f.arts {
+		if fmt.Sprint(a["run"]) == run {
+			list = append(list, map[string]any{"id": a["id"], "name": a["name"], "expired": false})
+		}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"total_count": len(list), "artifacts": list})
+}
+
+func (f *fakeGitHub) artifactZip(w http.ResponseWriter, r *http.Request) {
+	if !f.auth(w, r, "Bearer "+testToken) {
+		return
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/artifacts/"), "/zip")
+	http.Redirect(w, r, f.srv.URL+"/blob/download?id="+id+"&sig=x", http.StatusFound)
+}
+
+func (f *fakeGitHub) twirp(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var req map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	name, _ := req["name"].(string)
+	method := strings.TrimPrefix(r.URL.Path, "/twirp/github.actions.results.api.v1.ArtifactService/")
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ey") {
+		f.t.Errorf("twirp %s without the runtime token", method)
+	}
+	out := map[string]any{"ok": true}
+	switch method {
+	case "CreateArtifact":
+		if req["workflow_run_backend_id"] != "run-b" || req["version"] != float64(4) {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		out["signed_upload_url"] = f.srv.URL + "/blob/" + name + "?sig=s1"
+	case "FinalizeArtifact":
+		id := 3000 + len(f.arts)
+		f.arts = append(f.arts, map[string]any{"id": id, "name": name, "run": f.runID})
+		out["artifact_id"] = fmt.Sprint(id)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (f *fakeGitHub) blob(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		f.t.Errorf("credentials sent to blob storage")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := strings.TrimPrefix(r.URL.Path, "/blob/")
+	if r.Method == http.MethodGet {
+		for _, a := range f.arts {
+			if fmt.Sprint(a["id"]) == r.URL.Query().Get("id") {
+				_, _ = w.Write(f.blocks[a["name"].(string)])
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Query().Get("comp") == "block" {
+		f.blocks[name] = append(f.blocks[name], body...)
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// unzipped returns the files of the artifact uploaded as name.
+func (f *fakeGitHub) unzipped(t *testing.T, name string) map[string]string {
+	t.Helper()
+	f.mu.Lock()
+	data := f.blocks[name]
+	f.mu.Unlock()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("artifact %s: %v", name, err)
+	}
+	files := map[string]string{}
+	for _, zf := range zr.File {
+		rc, _ := zf.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[zf.Name] = string(b)
+	}
+	return files
+}
+
+func runtimeToken() string {
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"none"}`)) + "." + enc.EncodeToString([]byte(`{"scp":"Actions.Results:run-b:job-b"}`)) + ".sig"
+}
+
+// A real pull_request payload, trimmed to the fields a consumer reads.
+const pullRequestEvent = `{
+  "action": "synchronize",
+  "number": 7,
+  "pull_request": {
+    "number": 7, "state": "open", "title": "Fix lints",
+    "head": {"ref": "feature", "sha": "0123456789abcdef0123456789abcdef01234567", "repo": {"full_name": "fork/r", "fork": true}},
+    "base": {"ref": "main", "repo": {"full_name": "o/r"}},
+    "user": {"login": "contributor"}
+  },
+  "repository": {"full_name": "o/r", "name": "r", "owner": {"login": "o"}},
+  "sender": {"login": "contributor"}
+}`
+
+const actionWorkflow = `name: action-test
+mode: mapreduce
+map:
+  input: items.json
+  json_path: "$.items[*]"
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        if [ "${item.broken}" = "true" ]; then echo "cannot do ${item.name}: token ` + testToken + `" >&2; exit 3; fi
+        echo "${item.name}" > "out-${item.name}.txt"
+        git add . && git commit -qm "do ${item.name}"
+  error_policy:
+    on_item_failure: dlq
+    retry_config:
+      attempts: 2
+      backoff: fixed
+      initial_delay: 10ms
+`
+
+const actionItems = `{"items":[{"name":"a","broken":false},{"name":"b","broken":true},{"name":"c","broken":false}]}`
+
+type actionTest struct {
+	env      map[string]string
+	out      bytes.Buffer
+	errb     bytes.Buffer
+	setenv   map[string]string
+	repo     string
+	temp     string
+	ghServer *fakeGitHub
+}
+
+func newActionTest(t *testing.T, gh *fakeGitHub, repo string, inputs map[string]string) *actionTest {
+	t.Helper()
+	temp := t.TempDir()
+	event := filepath.Join(temp, "event.json")
+	if err := os.WriteFile(event, []byte(pullRequestEvent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := &actionTest{repo: repo, temp: temp, ghServer: gh, setenv: map[string]string{}}
+	at.env = map[string]string{
+		"GITHUB_ACTIONS": "true", "CI": "true", "HOME": temp,
+		"GITHUB_WORKSPACE": repo, "RUNNER_TEMP": filepath.Join(temp, "runner_temp"),
+		"GITHUB_OUTPUT": filepath.Join(temp, "output"), "GITHUB_STEP_SUMMARY": filepath.Join(temp, "summary"),
+		"GITHUB_EVENT_PATH": event, "GITHUB_EVENT_NAME": "pull_request",
+		"GITHUB_REPOSITORY": "o/r", "GITHUB_REPOSITORY_OWNER": "o", "GITHUB_RUN_ID": "555", "GITHUB_RUN_ATTEMPT": "1",
+		"GITHUB_WORKFLOW": "example", "GITHUB_JOB": "fanout", "GITHUB_HEAD_REF": "feature", "GITHUB_REF_NAME": "7/merge",
+		"GITHUB_WORKFLOW_REF": "o/r/.github/workflows/example.yml@refs/pull/7/merge",
+		"GITHUB_API_URL":      gh.srv.URL + "/api", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RETENTION_DAYS": "90",
+		"ACTIONS_RUNTIME_TOKEN": runtimeToken(), "ACTIONS_RESULTS_URL": gh.srv.URL + "/",
+		"INPUT_WORKFLOW": "workflow.yml", "INPUT_COMMAND": "run", "INPUT_GITHUB-TOKEN": testToken,
+		"INPUT_COMMENT": "always", "INPUT_ARTIFACT-NAME": "prodigy-dlq", "INPUT_ARTIFACT-RETENTION-DAYS": "3",
+		"INPUT_PUSH": "false", "INPUT_FAIL-ON-DLQ": "false", "INPUT_REDRIVE-WORKFLOW": "redrive.yml",
+	}
+	for k, v := range inputs {
+		at.env[k] = v
+	}
+	return at
+}
+
+func (at *actionTest) run(t *testing.T) int {
+	t.Helper()
+	a := newApp(strings.NewReader(""), &at.out, &at.errb, func(k string) string { return at.env[k] })
+	e := newActionEnv(a)
+	e.setenv = func(k, v string) error { at.setenv[k] = v; return nil }
+	e.retrySleep = func(context.Context, time.Duration) error { return nil }
+	return e.run(context.Background())
+}
+
+func (at *actionTest) outputs(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(at.env["GITHUB_OUTPUT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	lines := strings.Split(string(raw), "\n")
+	for i := 0; i+2 < len(lines); i += 3 {
+		name, _, _ := strings.Cut(lines[i], "<<")
+		out[name] = lines[i+1]
+	}
+	return out
+}
+
+func (at *actionTest) file(t *testing.T, key string) string {
+	t.Helper()
+	raw, err := os.ReadFile(at.env[key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func TestActionModeRunPublishesEverything(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	at := newActionTest(t, gh, repo, nil)
+
+	if code := at.run(t); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, at.out.String(), at.errb.String())
+	}
+	out := at.outputs(t)
+	want := map[string]string{"total": "3", "successful": "2", "failed": "1", "dlq-count": "1",
+		"dlq-artifact-name": "prodigy-dlq-555-1", "dlq-artifact-id": "3000"}
+	for k, v := range want {
+		if out[k] != v {
+			t.Errorf("output %s = %q, want %q (all: %v)", k, out[k], v, out)
+		}
+	}
+	if !strings.HasPrefix(out["job-id"], "mapreduce-") || out["results-branch"] != "prodigy/"+out["job-id"] {
+		t.Errorf("job-id %q, results-branch %q", out["job-id"], out["results-branch"])
+	}
+	if at.setenv["GIT_CONFIG_KEY_0"] != "safe.directory" || at.setenv["GIT_CONFIG_VALUE_0"] != repo || at.setenv["GIT_CONFIG_COUNT"] != "1" {
+		t.Errorf("safe.directory env = %v", at.setenv)
+	}
+
+	summary := at.file(t, "GITHUB_STEP_SUMMARY")
+	for _, s := range []string{"| Total |", "| 3 | 2 | 1 | 0 | 0 | 1 |", "| item\\_1 | CommandFailed |",
+		"gh workflow run redrive.yml --repo o/r --ref feature -f retry-from-run=555",
+		"[prodigy-dlq-555-1](https://github.com/o/r/actions/runs/555/artifacts/3000)", "expires "} {
+		if !strings.Contains(summary, s) {
+			t.Errorf("summary lacks %q:\n%s", s, summary)
+		}
+	}
+	if copyPath := out["summary-path"]; copyPath == "" {
+		t.Error("no summary-path output")
+	} else if b, err := os.ReadFile(copyPath); err != nil || strings.TrimSpace(string(b)) != strings.TrimSpace(summary) {
+		t.Errorf("summary-path copy differs (%v)", err)
+	}
+
+	if len(gh.comments) != 1 {
+		t.Fatalf("comments = %d, want 1", len(gh.comments))
+	}
+	body := gh.comments[0]["body"].(string)
+	if !strings.Contains(body, "<!-- prodigy-action:sticky-comment key=example / fanout -->") || !strings.Contains(body, "item\\_1") {
+		t.Errorf("comment body:\n%s", body)
+	}
+
+	files := gh.unzipped(t, "prodigy-dlq-555-1")
+	for _, f := range []string{"items/item_1.json", "index.json", "dlq.json", "job/checkpoint.json", "job/workflow.yml"} {
+		if _, ok := files[f]; !ok {
+			t.Errorf("artifact lacks %s (has %v)", f, keys(files))
+		}
+	}
+	var arr []map[string]any
+	if err := json.Unmarshal([]byte(files["dlq.json"]), &arr); err != nil || len(arr) != 1 || arr[0]["failure_count"] != float64(2) {
+		t.Errorf("dlq.json = %s (%v)", files["dlq.json"], err)
+	}
+
+	// The token never leaves in clear text; it is masked in the log.
+	for where, text := range map[string]string{"summary": summary, "comment": body, "outputs": at.file(t, "GITHUB_OUTPUT")} {
+		if strings.Contains(text, testToken) {
+			t.Errorf("%s contains the token", where)
+		}
+	}
+	for name, content := range files {
+		if strings.Contains(content, testToken) {
+			t.Errorf("artifact file %s contains the token", name)
+		}
+	}
+	if !strings.Contains(at.out.String(), "::add-mask::"+testToken) {
+		t.Error("token not masked")
+	}
+	if !strings.Contains(at.out.String(), "::group::item item_1: dlq (2 attempt(s))") || !strings.Contains(at.out.String(), "::error title=item item_1::") {
+		t.Errorf("log lacks the item group/annotation:\n%s", at.out.String())
+	}
+
+	// A second run on the same PR edits the comment instead of adding one.
+	at2 := newActionTest(t, gh, repo, map[string]string{"GITHUB_RUN_ATTEMPT": "2"})
+	if code := at2.run(t); code != exitOK {
+		t.Fatalf("second run: exit %d\n%s", code, at2.out.String())
+	}
+	if len(gh.comments) != 1 || gh.patches != 1 {
+		t.Errorf("comments %d, patches %d; want the sticky comment edited", len(gh.comments), gh.patches)
+	}
+	if got := at2.outputs(t)["dlq-artifact-name"]; got != "prodigy-dlq-555-2" {
+		t.Errorf("second artifact = %q", got)
+	}
+}
+
+func TestActionModeForkPRAndFailOnDLQ(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.forkPR = true
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	at := newActionTest(t, gh, repo, map[string]string{"INPUT_FAIL-ON-DLQ": "true"})
+	if code := at.run(t); code != exitJobFailed {
+		t.Fatalf("exit %d, want 1 (fail-on-dlq)\n%s", code, at.out.String())
+	}
+	summary := at.file(t, "GITHUB_STEP_SUMMARY")
+	if !strings.Contains(summary, "Could not comment on PR #​7") {
+		t.Errorf("summary lacks the fork notice:\n%s", summary)
+	}
+	if !strings.Contains(at.out.String(), "::notice::Could not comment on PR #7") {
+		t.Errorf("no notice in the log:\n%s", at.out.String())
+	}
+	if !strings.Contains(at.out.String(), "fail-on-dlq") {
+		t.Error("no fail-on-dlq error")
+	}
+}
+
+func TestActionModeBadInputsExitTwo(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	tests := map[string]map[string]string{
+		"bad comment":       {"INPUT_COMMENT": "sometimes"},
+		"missing workflow":  {"INPUT_WORKFLOW": "nope.yml"},
+		"retry without run": {"INPUT_COMMAND": "retry"},
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			at := newActionTest(t, gh, repo, in)
+			if code := at.run(t); code != exitUsage {
+				t.Fatalf("exit %d, want 2\n%s", code, at.out.String())
+			}
+			if !strings.Contains(at.out.String(), "::error::") {
+				t.Errorf("no error annotation:\n%s", at.out.String())
+			}
+		})
+	}
+}
+
+func TestActionModeRedriveKeepsHistory(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	first := newActionTest(t, gh, repo, nil)
+	if code := first.run(t); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, first.out.String(), first.errb.String())
+	}
+	jobID := first.outputs(t)["job-id"]
+	// The next run is a fresh container: new runner temp (state dir) and a
+	// checkout without the results branch.
+	gitOut(t, repo, "branch", "-D", "prodigy/"+jobID)
+	gh.runID = 777
+	redrive := newActionTest(t, gh, repo, map[string]string{
+		"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": "",
+		"GITHUB_RUN_ID": "777", "GITHUB_EVENT_NAME": "workflow_dispatch", "INPUT_PR-NUMBER": "7",
+	})
+	code := redrive.run(t)
+	if code != exitOK {
+		t.Fatalf("redrive: exit %d\nstdout:\n%s\nstderr:\n%s", code, redrive.out.String(), redrive.errb.String())
+	}
+	out := redrive.outputs(t)
+	if out["job-id"] != jobID || out["dlq-count"] != "1" || out["dlq-artifact-name"] != "prodigy-dlq-777-1" {
+		t.Fatalf("outputs = %v", out)
+	}
+	var arr []map[string]any
+	if err := json.Unmarshal([]byte(gh.unzipped(t, "prodigy-dlq-777-1")["dlq.json"]), &arr); err != nil || len(arr) != 1 {
+		t.Fatalf("redrive dlq.json: %v", err)
+	}
+	// 2 attempts in the first run + 3 (the redrive default) = 5: history kept across runs.
+	if got := arr[0]["failure_count"]; got != float64(5) {
+		t.Errorf("failure_count after redrive = %v, want 5", got)
+	}
+	if !strings.Contains(redrive.file(t, "GITHUB_STEP_SUMMARY"), "redrive") {
+		t.Error("summary does not say redrive")
+	}
+}
+
+func TestExecuteDispatchesToActionMode(t *testing.T) {
+	// Not parallel: swaps the package-level actionMode.
+	saved := actionMode
+	defer func() { actionMode = saved }()
+	called := false
+	actionMode = func(context.Context, *app) int { called = true; return 42 }
+	env := map[string]string{"GITHUB_ACTIONS": "true"}
+	code := newApp(strings.NewReader(""), io.Discard, io.Discard, func(k string) string { return env[k] }).Execute(context.Background(), nil)
+	if !called || code != 42 {
+		t.Errorf("called %v, code %d", called, code)
+	}
+}
+
+func TestAuthEnv(t *testing.T) {
+	t.Parallel()
+	env := authEnv([]string{"PATH=/bin", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=/w"}, "https://github.com/", "tok")
+	want := []string{
+		"GIT_CONFIG_KEY_1=http.https://github.com/.extraheader", "GIT_CONFIG_VALUE_1=",
+		"GIT_CONFIG_KEY_2=http.https://github.com/.extraheader",
+		"GIT_CONFIG_VALUE_2=AUTHORIZATION: basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:tok")),
+		"GIT_CONFIG_COUNT=3",
+	}
+	got := strings.Join(env, "\n")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("env lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestScrubEnv(t *testing.T) {
+	t.Parallel()
+	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z"})
+	if strings.Join(got, " ") != "PATH=/bin INPUT_WORKFLOW=w" {
+		t.Errorf("scrubEnv = %v", got)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
