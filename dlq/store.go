@@ -72,6 +72,7 @@ type Store struct {
 	stale      bool        // index.json lags the journal
 	timer      *time.Timer
 	timerArmed bool
+	flushes    sync.WaitGroup // armed or running timer flushes
 }
 
 // JobDir returns the DLQ directory of a job:
@@ -324,14 +325,16 @@ func (s *Store) Flush() error {
 	return nil
 }
 
-// Close stops the background flush and flushes. The store stays usable.
+// Close waits for or cancels the background flush, then flushes. The
+// store stays usable.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	if s.timer != nil {
-		s.timer.Stop()
+	if s.timerArmed && s.timer.Stop() {
+		s.timerArmed = false
+		s.flushes.Done()
 	}
-	s.timerArmed = false
 	s.mu.Unlock()
+	s.flushes.Wait()
 	return s.Flush()
 }
 
