@@ -65,8 +65,10 @@ func (c *Client) WorktreeAddExisting(ctx context.Context, path, branch string) e
 // worktrees). If git does not know path as a worktree (already removed, or
 // its directory was deleted), that is not an error. If the directory
 // survives git, it is removed with os.RemoveAll and the stale administrative
-// entry pruned. The error, if any, says why the directory could not be
-// deleted. Serialised per repository.
+// entry pruned; a directory that contains the repository, or that is a
+// repository of its own (.git directory), is never deleted that way. The
+// error, if any, says why the directory could not be deleted. Serialised per
+// repository.
 func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -74,7 +76,7 @@ func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
 	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
-	_, gitErr := c.run(ctx, c.top, []string{"LC_ALL=C"}, nil, "worktree", "remove", "--force", "--force", "--", abs)
+	_, gitErr := c.run(ctx, c.top, nil, nil, "worktree", "remove", "--force", "--force", "--", abs)
 	if gitErr == nil {
 		return nil
 	}
@@ -88,11 +90,30 @@ func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
 		}
 		return nil
 	}
+	if err := c.checkDeletable(abs); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, errors.Join(gitErr, err))
+	}
 	if rmErr := removeAll(abs); rmErr != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, errors.Join(gitErr, rmErr))
 	}
 	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "prune"); err != nil {
 		return fmt.Errorf("remove worktree %s: prune: %w", path, err)
+	}
+	return nil
+}
+
+// checkDeletable refuses to delete, as a leftover worktree directory, a
+// directory that holds this repository or any other repository's .git
+// directory (linked worktrees have a .git file).
+func (c *Client) checkDeletable(abs string) error {
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if abs == c.commonDir || strings.HasPrefix(c.commonDir, abs+string(filepath.Separator)) {
+		return fmt.Errorf("refusing to delete %s: it contains the repository", abs)
+	}
+	if fi, err := os.Lstat(filepath.Join(abs, ".git")); err == nil && fi.IsDir() {
+		return fmt.Errorf("refusing to delete %s: it is a repository, not a linked worktree", abs)
 	}
 	return nil
 }

@@ -94,6 +94,19 @@ func TestWorktreeRemoveTolerant(t *testing.T) {
 			t.Errorf("plain dir survived: %v", err)
 		}
 	})
+	t.Run("never_deletes_a_repository", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other")
+		writeFiles(t, other, map[string]string{"f": "f"})
+		git(t, other, "init", "-q")
+		for _, p := range []string{repo, filepath.Dir(repo), other} {
+			if err := c.WorktreeRemove(bg(), p); err == nil || !strings.Contains(err.Error(), "refusing") {
+				t.Errorf("WorktreeRemove(%s) = %v, want a refusal", p, err)
+			}
+		}
+		if readFile(t, repo, "README.md") != "hello\n" || readFile(t, other, "f") != "f" {
+			t.Fatal("a repository was damaged")
+		}
+	})
 	t.Run("dirty_and_read_only", func(t *testing.T) {
 		wt := filepath.Join(t.TempDir(), "dirty")
 		if err := c.WorktreeAdd(bg(), wt, "dirty", base); err != nil {

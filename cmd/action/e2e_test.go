@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -233,5 +234,105 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	code, out, errOut = runCLI(t, home, "dlq", "inspect", "item_2", "--job-id", res.JobID)
 	if code != 0 || !strings.Contains(out, `"failure_count": 2`) || !strings.Contains(out, "Claude") {
 		t.Errorf("dlq inspect item_2: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestSIGTERMCheckpointsAndExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	var items []string
+	for i := range 20 {
+		items = append(items, fmt.Sprintf(`{"n": %d}`, i))
+	}
+	repo := cliRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})
+	wfPath := filepath.Join(t.TempDir(), "wf.yml")
+	wf := `
+name: term
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        sleep 0.3
+        echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+`
+	if err := os.WriteFile(wfPath, []byte(wf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	cmd := exec.Command(os.Args[0], "run", wfPath, "--repo", repo, "--job-id", "term")
+	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(home, "events", "repo", "term", "events.jsonl")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(events)
+		if strings.Count(string(data), `"agent_completed"`) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no progress:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit = %v, want 130\n%s", err, stderr.String())
+	}
+	code, out, errOut := runCLI(t, home, "status", "term", "--json")
+	if code != 0 || !strings.Contains(out, `"status": "interrupted"`) {
+		t.Fatalf("status: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, home, "resume", "term", "--json")
+	if code != 0 || !strings.Contains(out, `"successful": 20`) {
+		t.Fatalf("resume: %d %s\n%s", code, out, errOut)
+	}
+}
+
+func TestCleanOrphanedCLI(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	wt := filepath.Join(t.TempDir(), "orphan")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(home, "orphaned_worktrees", "repo", "job-x.json")
+	if err := os.MkdirAll(filepath.Dir(reg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"job_id":"job-x","repo":"repo","repo_dir":"","orphaned_worktrees":[{"path":%q,"agent_id":"agent-1","item_id":"item_0","failed_at":"2026-01-01T00:00:00Z","error":"busy"}]}`, wt)
+	if err := os.WriteFile(reg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, home, "worktree", "clean-orphaned", "--dry-run")
+	if code != 0 || !strings.Contains(out, wt) {
+		t.Fatalf("dry run: %d %s", code, out)
+	}
+	// No confirmation (empty stdin) → nothing removed, exit 1.
+	if code, _, _ := runCLI(t, home, "worktree", "clean-orphaned", "job-x"); code != 1 {
+		t.Fatalf("unconfirmed clean exit %d", code)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("removed without confirmation")
+	}
+	if code, _, errOut := runCLI(t, home, "worktree", "clean-orphaned", "job-x", "--force"); code != 0 {
+		t.Fatalf("forced clean: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("orphan not removed")
+	}
+	if _, err := os.Stat(reg); !os.IsNotExist(err) {
+		t.Fatalf("registry not removed")
 	}
 }
