@@ -28,6 +28,8 @@ const (
 	journalName = "index.journal"
 	// DefaultFlushDelay is how long index.json may lag the journal.
 	DefaultFlushDelay = 20 * time.Millisecond
+	// maxFlushDelay bounds the adaptive delay (10× the last index write).
+	maxFlushDelay = 2 * time.Second
 )
 
 // indexState is the in-memory copy of the index.
@@ -354,10 +356,12 @@ func (s *Store) changed(l *lockFile) error {
 	if !s.timerArmed {
 		s.timerArmed = true
 		s.flushes.Add(1)
+		// Keep index rewrites under ~10% of the time on large queues.
+		delay := min(max(s.opts.FlushDelay, 10*s.lastWrite), maxFlushDelay)
 		if s.timer == nil {
-			s.timer = time.AfterFunc(s.opts.FlushDelay, s.flushFromTimer)
+			s.timer = time.AfterFunc(delay, s.flushFromTimer)
 		} else {
-			s.timer.Reset(s.opts.FlushDelay)
+			s.timer.Reset(delay)
 		}
 	}
 	return nil
@@ -380,9 +384,11 @@ func (s *Store) flushFromTimer() {
 // journal over the new index.json changes nothing.
 func (s *Store) writeIndex(l *lockFile) error {
 	s.idx.updatedAt = s.opts.Now().UTC()
+	start := time.Now()
 	if err := writeFileAtomic(s.dir, indexName, s.indexBytes(), false); err != nil {
 		return fmt.Errorf("write dlq index: %w", err)
 	}
+	s.lastWrite = time.Since(start)
 	if err := os.Truncate(filepath.Join(s.dir, journalName), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("truncate dlq journal: %w", err)
 	}

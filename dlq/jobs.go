@@ -19,8 +19,8 @@ type JobRef struct {
 }
 
 // Jobs lists every job with a DLQ directory under home/dlq, sorted by repo
-// then job id. A missing home/dlq yields no jobs. Entries starting with '.'
-// (a Clear in progress) are ignored.
+// then job id. A missing home/dlq yields no jobs. Job directories starting
+// with '.' (a Clear in progress) are ignored.
 func Jobs(home string) ([]JobRef, error) {
 	root := filepath.Join(home, "dlq")
 	repos, err := os.ReadDir(root)
@@ -32,7 +32,7 @@ func Jobs(home string) ([]JobRef, error) {
 	}
 	var refs []JobRef
 	for _, r := range repos {
-		if !r.IsDir() || strings.HasPrefix(r.Name(), ".") {
+		if !r.IsDir() {
 			continue
 		}
 		jobs, err := os.ReadDir(filepath.Join(root, r.Name()))

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -49,7 +52,9 @@ type Options struct {
 	OnEvict func(ids []string)
 	// FlushDelay is how long index.json may lag behind an Add or Remove
 	// (the journal covers the gap); 0 means DefaultFlushDelay, negative
-	// rewrites index.json inside every Add and Remove.
+	// rewrites index.json inside every Add and Remove. On large queues the
+	// delay grows to 10× the last index write (at most 2 s) so rewriting
+	// the index stays a small share of the time.
 	FlushDelay time.Duration
 }
 
@@ -73,6 +78,7 @@ type Store struct {
 	timer      *time.Timer
 	timerArmed bool
 	flushes    sync.WaitGroup // armed or running timer flushes
+	lastWrite  time.Duration  // duration of the last index.json write
 }
 
 // JobDir returns the DLQ directory of a job:
@@ -81,9 +87,12 @@ func JobDir(home, repo, jobID string) string {
 	return filepath.Join(home, "dlq", repo, jobID, "mapreduce", "dlq", jobID)
 }
 
-func checkSegment(what, s string) error {
-	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, ".") || strings.ContainsAny(s, "/\\\x00") {
-		return fmt.Errorf("invalid dlq %s %q: must be a non-empty file name without '/', '\\', NUL or a leading '.'", what, s)
+// checkSegment rejects names that are not a single path element. Job ids
+// may not start with '.' either: Clear renames a job to ".<job_id>.cleared-…"
+// and Jobs ignores such names.
+func checkSegment(what, s string, noDot bool) error {
+	if s == "" || s == "." || s == ".." || noDot && strings.HasPrefix(s, ".") || strings.ContainsAny(s, "/\\\x00") {
+		return fmt.Errorf("invalid dlq %s %q: must be one file name without '/', '\\' or NUL", what, s)
 	}
 	return nil
 }
@@ -92,10 +101,10 @@ func checkSegment(what, s string) error {
 // creates nothing: directories and files appear on the first write, and
 // reading a job without a DLQ yields an empty store.
 func Open(home, repo, jobID string, o Options) (*Store, error) {
-	if err := checkSegment("repo", repo); err != nil {
+	if err := checkSegment("repo", repo, false); err != nil {
 		return nil, err
 	}
-	if err := checkSegment("job id", jobID); err != nil {
+	if err := checkSegment("job id", jobID, true); err != nil {
 		return nil, err
 	}
 	if o.Capacity == 0 {
@@ -353,48 +362,110 @@ func (s *Store) Get(itemID string) (*DeadLetteredItem, error) {
 }
 
 func (s *Store) readItemFile(name string) (DeadLetteredItem, error) {
-	b, err := os.ReadFile(filepath.Join(s.itemsDir, name))
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	b, err := readAll(filepath.Join(s.itemsDir, name), (*bp)[:0])
+	*bp = b
 	if err != nil {
 		return DeadLetteredItem{}, err
 	}
 	return Decode(b)
 }
 
+// readBufs recycles read buffers; Decode copies what it keeps.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// readAll is os.ReadFile into buf, without the stat call.
+func readAll(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // Each calls fn for every record, in item file name order (ItemFileName
 // order, which is item id order for ids made of letters, digits, '-' and
-// '_'). It holds one record at a time (plus the sorted file names), so
-// memory stays flat. A file that cannot be read or parsed is reported
-// through Warn, naming it, and skipped; a file removed meanwhile is skipped
-// silently. If fn returns ErrStop, Each stops and returns nil; any other
-// error is returned as is. Each takes no lock and sees every record whole.
+// '_'). Files are read and decoded by a few goroutines, eachChunk at a
+// time, so memory stays flat (the sorted file names plus one chunk); fn is
+// called from the caller's goroutine, one record at a time. A file that
+// cannot be read or parsed is reported through Warn, naming it, and
+// skipped; a file removed meanwhile is skipped silently. If fn returns
+// ErrStop, Each stops and returns nil; any other error is returned as is.
+// Each takes no lock and sees every record whole.
 func (s *Store) Each(fn func(DeadLetteredItem) error) error {
-	names, err := readDirNames(s.itemsDir)
+	all, err := readDirNames(s.itemsDir)
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, itemExt) {
-			continue
+	names := all[:0]
+	for _, name := range all {
+		if !strings.HasPrefix(name, ".") && strings.HasSuffix(name, itemExt) {
+			names = append(names, name)
 		}
-		d, err := s.readItemFile(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+	}
+	workers := min(max(runtime.GOMAXPROCS(0)*2, 2), 16)
+	buf := make([]loaded, min(eachChunk, len(names)))
+	for start := 0; start < len(names); start += eachChunk {
+		chunk := names[start:min(start+eachChunk, len(names))]
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(workers, len(chunk)) {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(chunk); i = int(next.Add(1) - 1) {
+					buf[i] = s.load(chunk[i])
+				}
+			})
 		}
-		if err == nil && ItemFileName(d.ItemID) != name {
-			err = fmt.Errorf("item_id %q does not belong in this file", d.ItemID)
-		}
-		if err != nil {
-			s.opts.Warn(fmt.Sprintf("dlq %s: skipping corrupt item file %s: %v", s.jobID, filepath.Join(s.itemsDir, name), err))
-			continue
-		}
-		if err := fn(d); err != nil {
-			if errors.Is(err, ErrStop) {
-				return nil
+		wg.Wait()
+		for i, name := range chunk {
+			r := buf[i]
+			buf[i] = loaded{}
+			if errors.Is(r.err, fs.ErrNotExist) {
+				continue
 			}
-			return err
+			if r.err != nil {
+				s.opts.Warn(fmt.Sprintf("dlq %s: skipping corrupt item file %s: %v", s.jobID, filepath.Join(s.itemsDir, name), r.err))
+				continue
+			}
+			if err := fn(r.d); err != nil {
+				if errors.Is(err, ErrStop) {
+					return nil
+				}
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// eachChunk is how many files Each reads ahead.
+const eachChunk = 256
+
+type loaded struct {
+	d   DeadLetteredItem
+	err error
+}
+
+func (s *Store) load(name string) loaded {
+	d, err := s.readItemFile(name)
+	if err == nil && ItemFileName(d.ItemID) != name {
+		err = fmt.Errorf("item_id %q does not belong in this file", d.ItemID)
+	}
+	return loaded{d: d, err: err}
 }
 
 // Count returns the number of records (index repaired first if needed).

@@ -104,7 +104,7 @@ func TestOpenCreatesNothing(t *testing.T) {
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Errorf("reading created state: %v", entries)
 	}
-	for _, bad := range [][2]string{{"", "j"}, {"r", ""}, {"..", "j"}, {"r", "a/b"}, {"r", ".j"}, {"r", "x\x00"}} {
+	for _, bad := range [][2]string{{"", "j"}, {"r", ""}, {"..", "j"}, {"r", "a/b"}, {"r", ".j"}, {"r", "x\x00"}, {".", "j"}} {
 		if _, err := Open(home, bad[0], bad[1], Options{}); err == nil {
 			t.Errorf("Open(%q, %q) accepted an unsafe path segment", bad[0], bad[1])
 		}
@@ -542,5 +542,46 @@ func TestConcurrentAdds(t *testing.T) {
 		if err != nil || d.FailureCount != 2 || len(d.FailureHistory) != 2 {
 			t.Errorf("shared-%d: %v (count %d), want 2 failures from two processes", i, err, d.FailureCount)
 		}
+	}
+}
+
+// Each reads files in parallel chunks but must call fn in file name order
+// across chunk boundaries, and stop cleanly on ErrStop.
+func TestEachOrderAcrossChunks(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	if err := os.MkdirAll(s.itemsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := eachChunk*2 + 37
+	for i := range n {
+		data, _ := Encode(rec(fmt.Sprintf("item-%04d", i), i))
+		if err := os.WriteFile(s.ItemPath(fmt.Sprintf("item-%04d", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := s.Each(func(d DeadLetteredItem) error { got = append(got, d.ItemID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || !sort.StringsAreSorted(got) {
+		t.Fatalf("visited %d ids, sorted=%v", len(got), sort.StringsAreSorted(got))
+	}
+	visits := 0
+	err := s.Each(func(DeadLetteredItem) error {
+		visits++
+		if visits == eachChunk+1 {
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil || visits != eachChunk+1 {
+		t.Errorf("ErrStop: %d visits, %v", visits, err)
+	}
+	boom := errors.New("boom")
+	if err := s.Each(func(DeadLetteredItem) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("callback error = %v", err)
+	}
+	if c, err := s.Count(); c != n || err != nil {
+		t.Errorf("Count after writing files directly = %d, %v", c, err)
 	}
 }

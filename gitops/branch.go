@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -14,34 +15,48 @@ func (c *Client) DeleteBranch(ctx context.Context, name string) error {
 	return c.DeleteBranches(ctx, []string{name})
 }
 
+// ErrBranchCheckedOut reports a branch that was not deleted because a
+// worktree has it checked out.
+var ErrBranchCheckedOut = errors.New("branch is checked out in a worktree")
+
 // DeleteBranches deletes many branches in one git process and one ref
-// transaction (`git update-ref --stdin`): either all are deleted or none.
-// Names that do not exist are ignored; an invalid name, or a branch checked
-// out in a worktree, fails the whole call before git runs. Serialised per
-// repository.
+// transaction (`git update-ref --stdin`). Names that do not exist are
+// ignored; an invalid name fails the whole call before git runs. Branches
+// checked out in a worktree are kept (like `git branch -D`), the others are
+// deleted, and the error wraps [ErrBranchCheckedOut] and names the kept ones.
+// Serialised per repository.
 func (c *Client) DeleteBranches(ctx context.Context, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	var in strings.Builder
 	for _, n := range names {
-		ref := branchRef(n)
-		if !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) {
+		if ref := branchRef(n); !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) {
 			return fmt.Errorf("delete branches: invalid branch name %q", n)
 		}
-		in.WriteString("delete " + ref + "\n")
 	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
+	var in strings.Builder
+	var kept []string
 	for _, n := range names {
-		if wt, err := c.checkedOut("", branchRef(n)); err != nil {
+		ref := branchRef(n)
+		wt, err := c.checkedOut("", ref)
+		if err != nil {
 			return fmt.Errorf("delete branches: %w", err)
-		} else if wt != "" {
-			return fmt.Errorf("delete branches: branch %s is checked out (git dir %s)", n, wt)
+		}
+		if wt != "" {
+			kept = append(kept, fmt.Sprintf("%s (in %s)", n, wt))
+			continue
+		}
+		in.WriteString("delete " + ref + "\n")
+	}
+	if in.Len() > 0 {
+		if _, err := c.run(ctx, c.top, nil, strings.NewReader(in.String()), "update-ref", "--stdin"); err != nil {
+			return fmt.Errorf("delete %d branch(es): %w", len(names)-len(kept), err)
 		}
 	}
-	if _, err := c.run(ctx, c.top, nil, strings.NewReader(in.String()), "update-ref", "--stdin"); err != nil {
-		return fmt.Errorf("delete %d branch(es): %w", len(names), err)
+	if len(kept) > 0 {
+		return fmt.Errorf("delete branches: kept %s: %w", strings.Join(kept, ", "), ErrBranchCheckedOut)
 	}
 	return nil
 }

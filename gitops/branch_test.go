@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -43,29 +44,41 @@ func TestDeleteBranches(t *testing.T) {
 func TestDeleteBranchesRefusals(t *testing.T) {
 	t.Parallel()
 	repo, c := newRepo(t, nil, true)
-	git(t, repo, "branch", "a")
 	wt := filepath.Join(t.TempDir(), "wt")
 	if err := c.WorktreeAdd(bg(), wt, "in-use", "HEAD"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name  string
-		names []string
-		want  string
+		name    string
+		names   []string
+		want    string
+		deleted bool // whether the valid, free branch is deleted anyway
 	}{
-		{"invalid_name", []string{"a", "bad name"}, "invalid branch name"},
-		{"newline", []string{"a\ndelete refs/heads/main"}, "invalid branch name"},
-		{"checked_out_linked", []string{"a", "in-use"}, "checked out"},
-		{"checked_out_main", []string{"a", "main"}, "checked out"},
+		{"invalid_name", []string{"a", "bad name"}, "invalid branch name", false},
+		{"newline", []string{"a", "x\ndelete refs/heads/main"}, "invalid branch name", false},
+		{"checked_out_linked", []string{"a", "in-use"}, "kept in-use", true},
+		{"checked_out_main", []string{"main", "a"}, "kept main", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			git(t, repo, "branch", "-f", "a")
 			err := c.DeleteBranches(bg(), tt.names)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("DeleteBranches(%q) = %v, want %q", tt.names, err, tt.want)
 			}
-			if ok, _ := c.BranchExists(bg(), "a"); !ok {
-				t.Error("branch a deleted although the call failed")
+			if got := errors.Is(err, ErrBranchCheckedOut); got != tt.deleted {
+				t.Errorf("errors.Is(ErrBranchCheckedOut) = %v", got)
+			}
+			if ok, _ := c.BranchExists(bg(), "a"); ok == tt.deleted {
+				t.Errorf("branch a exists = %v, want %v", ok, !tt.deleted)
+			}
+			for _, b := range []string{"main", "in-use"} {
+				if ok, _ := c.BranchExists(bg(), b); !ok {
+					t.Fatalf("checked-out branch %s was deleted", b)
+				}
 			}
 		})
+	}
+	if err := c.DeleteBranch(bg(), "in-use"); !errors.Is(err, ErrBranchCheckedOut) {
+		t.Errorf("DeleteBranch(checked out) = %v, want ErrBranchCheckedOut", err)
 	}
 }

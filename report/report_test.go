@@ -131,7 +131,7 @@ func TestTruncation(t *testing.T) {
 		wantRows int // -1: just "fewer than all"
 	}{
 		{"summary fits", Summary, manyItems(100, 300), MaxSummaryBytes, 100},
-		{"summary over 1 MiB", Summary, manyItems(5000, 300), MaxSummaryBytes, -1},
+		{"summary over 1 MiB", Summary, manyItems(2000, 300), MaxSummaryBytes, -1},
 		{"comment caps at 20 rows", Comment, manyItems(30, 50), MaxCommentChars, 20},
 		{"comment over limit", Comment, manyItems(20, 5000), MaxCommentChars, 20},
 	}
@@ -145,6 +145,9 @@ func TestTruncation(t *testing.T) {
 			rows := shownRows(out)
 			if tt.wantRows >= 0 && rows != tt.wantRows {
 				t.Errorf("rows = %d, want %d", rows, tt.wantRows)
+			}
+			if tt.wantRows < 0 && rows >= len(tt.in.FailedItems) {
+				t.Fatalf("all %d rows shown; the case must exceed the limit", rows)
 			}
 			total := len(tt.in.FailedItems)
 			m := moreRE.FindStringSubmatch(out)

@@ -54,8 +54,9 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 		if a.Final {
 			return
 		}
-		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": errText(a.Err)})
-		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(errText(a.Err), 160), a.Delay)
+		msg := j.redact(errText(a.Err))
+		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": msg})
+		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
 	}}, func(_ context.Context, attempt int) error {
 		ir.attempts = attempt
 		began := j.now()
@@ -209,14 +210,14 @@ func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
 
 // captureArtifacts records what the failed worktree looks like.
 func (j *job) captureArtifacts(ir *itemRun, f *stepFailure) {
-	ir.errorLogs = f.Tail
+	ir.errorLogs = j.redact(f.Tail)
 	if ir.tree == nil || f.Interrupted {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 30*time.Second)
 	defer cancel()
 	if s, err := j.git.StatusSummary(ctx, ir.tree.path); err == nil {
-		ir.uncommitted = s
+		ir.uncommitted = j.redact(s)
 	}
 }
 
@@ -233,7 +234,7 @@ func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Dura
 	}
 	ctx := []string{
 		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.ItemID),
-		fmt.Sprintf("Running step: %s", oneLine(orDash(f.Step), 200)),
+		fmt.Sprintf("Running step: %s", j.redact(oneLine(orDash(f.Step), 200))),
 	}
 	if path != "" {
 		ctx = append(ctx, "In worktree: "+path)
@@ -242,11 +243,11 @@ func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Dura
 		Attempt:    ir.base + attempt,
 		At:         j.now().UTC(),
 		Type:       t,
-		Message:    f.Message,
+		Message:    j.redact(f.Message),
 		Context:    ctx,
-		StackTrace: lastLines(f.Tail, 30),
+		StackTrace: j.redact(lastLines(f.Tail, 30)),
 		AgentID:    ir.agentID,
-		Step:       orDash(f.Step),
+		Step:       j.redact(orDash(f.Step)),
 		Duration:   took,
 		LogPath:    f.LogPath,
 	}
@@ -351,7 +352,7 @@ func (j *job) finishItem(ir *itemRun, state ItemState, errMsg, errType string, d
 	default:
 		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", it.ItemID, ir.attempts, errType, oneLine(errMsg, 200))
 	}
-	j.hooks.ItemFinished(it.ItemOutcome, ir.log.String())
+	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
 }
 
 // checkThresholds stops the job when the failure policy says so.

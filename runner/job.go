@@ -50,6 +50,7 @@ type job struct {
 	stderr io.Writer
 	hooks  Hooks
 	getenv func(string) string
+	redact func(string) string
 
 	// runCtx runs agents; it outlives a signal by a bounded grace period.
 	runCtx context.Context
@@ -93,6 +94,9 @@ func (o *Options) defaults() {
 	}
 	if o.Hooks == nil {
 		o.Hooks = nopHooks{}
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
 	}
 	if o.Isolation == "" {
 		o.Isolation = IsolationPool

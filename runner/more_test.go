@@ -226,3 +226,41 @@ map:
 		t.Errorf("preserved branch %s is gone", a.BranchName)
 	}
 }
+
+func TestRedactKeepsSecretsOutOfRecordsAndEvents(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
+	wf := r.workflow(`
+name: secrets
+mode: mapreduce
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        echo "using token ghs_SuperSecret123 to push" >&2
+        echo "ghs_SuperSecret123" > leaked.txt
+        exit 4
+`)
+	o, _, _, _ := r.options(wf)
+	o.Redact = func(s string) string { return strings.ReplaceAll(s, "ghs_SuperSecret123", "***") }
+	if _, err := r.run(o); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	_ = filepath.Walk(r.home, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || strings.Contains(p, "/worktrees/") {
+			return nil
+		}
+		if data, _ := os.ReadFile(p); strings.Contains(string(data), "SuperSecret") {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) > 0 {
+		t.Fatalf("secret written to %v", found)
+	}
+	rec := r.dlqRecords("job-1")["item_0"]
+	if rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.ErrorLogs == nil || !strings.Contains(*rec.WorktreeArtifacts.ErrorLogs, "using token *** to push") {
+		t.Errorf("error_logs = %s", mustJSON(t, rec.WorktreeArtifacts))
+	}
+}

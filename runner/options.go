@@ -47,6 +47,10 @@ type Options struct {
 	// merges without touching a working tree, MergeWorktree runs
 	// `git merge --no-ff` in the parent worktree.
 	Merge MergeMode
+	// Redact, when set, is applied to every text the runner stores or
+	// reports about a failure (DLQ records, events, checkpoint, hook logs),
+	// so secrets printed by agents never reach them.
+	Redact func(string) string
 	// InterruptGrace is how long running agents may take to finish after
 	// an interrupt before they are killed; 0 means 30s.
 	InterruptGrace time.Duration

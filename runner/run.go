@@ -118,7 +118,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
 		bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second,
-		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv,
+		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv, redact: o.Redact,
 		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
 	}
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)

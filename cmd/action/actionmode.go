@@ -97,6 +97,9 @@ func (e *actionEnv) run(ctx context.Context) int {
 	if r.ctx, err = e.gha.Context(); err != nil {
 		e.gha.Warningf("incomplete GitHub context: %s", oneLine(err))
 	}
+	if r.ctx == nil { // unreadable event file: go on without event data
+		r.ctx = &githubactions.GitHubContext{}
+	}
 	r.owner, r.repo = r.ctx.Repo()
 	if err := r.setup(); err != nil {
 		e.gha.Errorf("%s", r.redact.String(err.Error()))
@@ -148,7 +151,7 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
 		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()),
+		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redact: r.redact.String,
 	}
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)

@@ -113,7 +113,11 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 		return nil
 	}
 	name := fmt.Sprintf("%s-%d-%d", r.in.ArtifactName, r.ctx.RunID, max(r.ctx.RunAttempt, 1))
-	up, err := client.UploadUnique(ctx, name, data, r.in.ArtifactRetentionDays, 10)
+	days := r.in.ArtifactRetentionDays
+	if max := int(r.ctx.RetentionDays); max > 0 && days > max {
+		days = max // the repository's limit caps the request, as in the toolkit
+	}
+	up, err := client.UploadUnique(ctx, name, data, days, 10)
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
 		return nil

@@ -1,0 +1,290 @@
+// Command dlq benchmarks the dead letter queue at scale (issue 4): it fills
+// a temporary PRODIGY_HOME with -n records, then times the real CLI
+// (`action dlq stats`, `list --limit 20`, `analyze`, `export --format csv`)
+// as child processes, reporting wall time and peak RSS (getrusage maxrss),
+// and the cost of one Store.Add at that size (mean/p50/p99).
+//
+//	go run ./bench/dlq [-n 100000] [-adds 1000] [-json]
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+)
+
+const (
+	repo  = "bench"
+	jobID = "mapreduce-bench"
+)
+
+// Result is one measured operation.
+type Result struct {
+	Name       string  `json:"name"`
+	Items      int     `json:"items"`
+	WallMS     float64 `json:"wall_ms"`
+	MaxRSSMiB  float64 `json:"max_rss_mib,omitempty"`
+	OutputSize int64   `json:"output_bytes,omitempty"`
+}
+
+// AddCost summarises Store.Add latencies.
+type AddCost struct {
+	Adds       int     `json:"adds"`
+	StoreSize  int     `json:"store_size"`
+	MeanUS     float64 `json:"mean_us"`
+	P50US      float64 `json:"p50_us"`
+	P99US      float64 `json:"p99_us"`
+	MaxUS      float64 `json:"max_us"`
+	FirstLoadM float64 `json:"first_load_ms"`
+}
+
+// Report is the -json output.
+type Report struct {
+	Records  int      `json:"records"`
+	BuildSec float64  `json:"build_seconds"`
+	Commands []Result `json:"commands"`
+	Add      AddCost  `json:"add"`
+	GoOS     string   `json:"goos"`
+	CPUs     int      `json:"cpus"`
+}
+
+func main() {
+	n := flag.Int("n", 100000, "records in the queue")
+	adds := flag.Int("adds", 1000, "Store.Add calls to time")
+	asJSON := flag.Bool("json", false, "print one JSON object")
+	bin := flag.String("bin", "", "action binary (default: go build ./cmd/action)")
+	keep := flag.Bool("keep", false, "keep the temporary PRODIGY_HOME")
+	flag.Parse()
+	if err := run(*n, *adds, *asJSON, *bin, *keep, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, adds int, asJSON bool, bin string, keep bool, stdout, stderr io.Writer) error {
+	home, err := os.MkdirTemp("", "dlq-bench-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintln(stderr, "PRODIGY_HOME:", home)
+	} else {
+		defer os.RemoveAll(home)
+	}
+	if bin == "" {
+		bin = filepath.Join(home, "action")
+		build := exec.Command("go", "build", "-o", bin, "github.com/prodigy-action/prodigy-action/cmd/action")
+		build.Stderr = stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build the action binary: %w", err)
+		}
+	}
+	rep := Report{Records: n, GoOS: runtime.GOOS, CPUs: runtime.NumCPU()}
+	fmt.Fprintf(stderr, "building %d records in %s …\n", n, home)
+	start := time.Now()
+	if err := fill(home, n); err != nil {
+		return err
+	}
+	rep.BuildSec = time.Since(start).Seconds()
+
+	if rep.Add, err = timeAdds(home, n, adds); err != nil {
+		return err
+	}
+	out := filepath.Join(home, "export.csv")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"stats --json", []string{"dlq", "stats", "--json"}},
+		{"list --limit 20", []string{"dlq", "list", "--limit", "20"}},
+		{"analyze", []string{"dlq", "analyze"}},
+		{"export --format csv", []string{"dlq", "export", out, "--format", "csv"}},
+	} {
+		r, err := timeCommand(bin, home, c.args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		r.Name, r.Items = c.name, n+adds
+		if c.name == "export --format csv" {
+			if fi, err := os.Stat(out); err == nil {
+				r.OutputSize = fi.Size()
+			}
+		}
+		rep.Commands = append(rep.Commands, r)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	return printReport(stdout, rep)
+}
+
+// fill writes n records straight into items/ (8 writers, no fsync), then
+// lets the store rebuild index.json from items/ as it does after a crash.
+func fill(home string, n int) error {
+	s, err := dlq.Open(home, repo, jobID, dlq.Options{Capacity: -1})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.ItemPath("x")), 0o755); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				b, err := dlq.Encode(record(i))
+				if err == nil {
+					err = os.WriteFile(s.ItemPath(itemID(i)), b, 0o644)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if _, err := s.Index(); err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+func itemID(i int) string { return fmt.Sprintf("item-%07d", i) }
+
+var messages = []struct {
+	t   *dlq.ErrorType
+	msg string
+}{
+	{nil, "cargo test failed with exit code 101"},
+	{nil, "Command exceeded %d second timeout"},
+	{nil, "Connection failed at /srv/app/file%d.go:123 with error code 42"},
+	{nil, "CONFLICT (content): Merge conflict in src/lib%d.rs"},
+	{nil, "Commit required but no commit was created"},
+	{nil, "git worktree add failed for agent-%d"},
+	{nil, "fatal: out of memory allocating %d bytes"},
+	{nil, "item validation failed: field priority=%d is invalid"},
+	{nil, "claude exited with code 1 after %d turns"},
+	{nil, "something unexpected happened in step %d"},
+}
+
+func record(i int) dlq.DeadLetteredItem {
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i%(30*24*60)) * time.Minute)
+	m := messages[i%len(messages)]
+	var fs []dlq.Failure
+	for k := range 1 + i%3 {
+		fs = append(fs, dlq.Failure{Attempt: k + 1, At: base.Add(time.Duration(k) * time.Minute), Type: m.t,
+			Message: fmt.Sprintf(m.msg, i%997), AgentID: fmt.Sprintf("agent-%d", i%16), Step: "shell: make test",
+			Duration: time.Duration(i%60000) * time.Millisecond, StackTrace: "stderr tail …",
+			LogPath: fmt.Sprintf("/home/u/.prodigy/logs/%s/%s/%s/attempt-%d.jsonl", repo, jobID, itemID(i), k+1)})
+	}
+	return *dlq.FromAgentResult(dlq.AgentResult{ItemID: itemID(i), Status: dlq.StatusFailed, Failures: fs,
+		ItemData:     json.RawMessage(fmt.Sprintf(`{"path":"src/file%d.go","priority":%d,"owner":"team-%d"}`, i, i%10, i%7)),
+		WorktreePath: fmt.Sprintf("/home/u/.prodigy/worktrees/%s/%s/agent-%d", repo, jobID, i%16), BranchName: "prodigy-agent-" + itemID(i)})
+}
+
+// timeAdds opens the full store (timing its first load, which reconciles
+// index.json with items/) and times adds of new ids.
+func timeAdds(home string, n, adds int) (AddCost, error) {
+	s, err := dlq.Open(home, repo, jobID, dlq.Options{Capacity: -1})
+	if err != nil {
+		return AddCost{}, err
+	}
+	start := time.Now()
+	if _, err := s.Count(); err != nil {
+		return AddCost{}, err
+	}
+	c := AddCost{Adds: adds, StoreSize: n, FirstLoadM: ms(time.Since(start))}
+	lat := make([]time.Duration, adds)
+	var total time.Duration
+	for i := range adds {
+		d := record(n + i)
+		t0 := time.Now()
+		if _, err := s.Add(d); err != nil {
+			return AddCost{}, err
+		}
+		lat[i] = time.Since(t0)
+		total += lat[i]
+	}
+	if err := s.Close(); err != nil {
+		return AddCost{}, err
+	}
+	if adds == 0 {
+		return c, nil
+	}
+	slices.Sort(lat)
+	c.MeanUS = us(total / time.Duration(adds))
+	c.P50US = us(lat[adds/2])
+	c.P99US = us(lat[min(adds-1, adds*99/100)])
+	c.MaxUS = us(lat[adds-1])
+	return c, nil
+}
+
+// timeCommand runs the CLI as a child process and reads its peak RSS.
+func timeCommand(bin, home string, args []string) (Result, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "PRODIGY_HOME="+home, "GITHUB_ACTIONS=")
+	cmd.Stdout = io.Discard
+	var errb limitedBuffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %s", err, errb.String())
+	}
+	r := Result{WallMS: ms(wall)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSSMiB = float64(ru.Maxrss) / 1024 // Linux reports KiB
+	}
+	return r, nil
+}
+
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if len(l.b) < 4096 {
+		l.b = append(l.b, p[:min(len(p), 4096-len(l.b))]...)
+	}
+	return len(p), nil
+}
+func (l *limitedBuffer) String() string { return string(l.b) }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+func printReport(w io.Writer, r Report) error {
+	fmt.Fprintf(w, "DLQ benchmark: %d records (built in %.1fs), %s, %d CPUs\n\n", r.Records, r.BuildSec, r.GoOS, r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "command\twall ms\tpeak RSS MiB\toutput bytes\t")
+	for _, c := range r.Commands {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%d\t\n", c.Name, c.WallMS, c.MaxRSSMiB, c.OutputSize)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	a := r.Add
+	fmt.Fprintf(w, "\nStore.Add of a new id at %d records (%d adds, item file fsynced): mean %.0f µs, p50 %.0f µs, p99 %.0f µs, max %.0f µs\n",
+		a.StoreSize, a.Adds, a.MeanUS, a.P50US, a.P99US, a.MaxUS)
+	fmt.Fprintf(w, "first load of the store (index.json checked against items/): %.1f ms\n", a.FirstLoadM)
+	return nil
+}

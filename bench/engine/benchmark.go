@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// rssNote explains peak_rss_kb in the JSON report.
+const rssNote = "peak_rss_kb is ru_maxrss from wait4 on the measured process: the largest resident set of any single process in its tree (the CLI, or a git/bash/xargs it waited for), not the sum of concurrent processes"
+
+// report is the benchmark's result, printed as text or (-json) as one object.
+type report struct {
+	Repo        repoStats    `json:"repo"`
+	SizeMB      float64      `json:"size_mb"`
+	N           int          `json:"n"`
+	MaxParallel int          `json:"max_parallel"`
+	GitVersion  string       `json:"git_version"`
+	CPUs        int          `json:"cpus"`
+	Baseline    measurement  `json:"baseline"`
+	Engine      measurement  `json:"engine"`
+	Before      *measurement `json:"engine_before,omitempty"`
+	// Speedup is baseline wall time / engine wall time.
+	Speedup float64 `json:"speedup_vs_git_baseline"`
+	// BeforeSpeedup is baseline wall time / engine_before wall time.
+	BeforeSpeedup float64 `json:"before_speedup_vs_git_baseline,omitempty"`
+	// EngineItemMS is the engine's mean per-item time split.
+	EngineItemMS *runner.Timings `json:"engine_item_overhead_ms"`
+	// MergedTree is the tree every run produced on its results branch.
+	MergedTree     string       `json:"merged_tree"`
+	IdenticalTrees bool         `json:"identical_trees"`
+	PeakRSSNote    string       `json:"peak_rss_note"`
+	Sweep          []sweepRow   `json:"sweep,omitempty"`
+	Profile        []gitProfile `json:"profile,omitempty"`
+}
+
+// sweepRow is one point of the sweep: engine and baseline at (N, P).
+type sweepRow struct {
+	Axis        string      `json:"axis"` // "max_parallel" or "n"
+	N           int         `json:"n"`
+	MaxParallel int         `json:"max_parallel"`
+	Engine      measurement `json:"engine"`
+	Baseline    measurement `json:"baseline"`
+	Speedup     float64     `json:"speedup_vs_git_baseline"`
+}
+
+// bench holds what every run of one invocation shares.
+type bench struct {
+	cfg       config
+	work      string
+	template  string
+	action    string
+	workflows map[int]string
+	runs      int
+	log       io.Writer
+}
+
+// benchmark runs the whole benchmark described by cfg, logging progress to log.
+func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) {
+	for _, tool := range []string{"git", "bash", "flock", "xargs", "seq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("the benchmark needs %s: %w", tool, err)
+		}
+	}
+	b := &bench{cfg: cfg, workflows: map[int]string{}, log: log}
+	var err error
+	if b.work, err = workDir(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Keep || cfg.Dir != "" {
+		fmt.Fprintf(log, "work directory: %s\n", b.work)
+	} else {
+		defer os.RemoveAll(b.work)
+	}
+	rep := &report{SizeMB: cfg.SizeMB, N: cfg.N, MaxParallel: cfg.MaxParallel, CPUs: runtime.NumCPU(), PeakRSSNote: rssNote}
+	if rep.GitVersion, err = gitOut(ctx, "", nil, "version"); err != nil {
+		return nil, err
+	}
+	rep.GitVersion = strings.TrimPrefix(rep.GitVersion, "git version ")
+	if b.action, err = buildAction(ctx, cfg.Action, b.work); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "building a repository of %d files, %.1f MiB (seed %d)\n", cfg.Files, cfg.SizeMB, cfg.Seed)
+	b.template = filepath.Join(b.work, "template.git")
+	if rep.Repo, err = makeTemplate(ctx, b.template, cfg.Files, cfg.SizeMB, cfg.Seed); err != nil {
+		return nil, err
+	}
+
+	if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
+		return nil, err
+	}
+	if rep.Engine, err = b.measure(ctx, kindEngine, cfg.N, cfg.MaxParallel); err != nil {
+		return nil, err
+	}
+	all := []measurement{rep.Baseline, rep.Engine}
+	if cfg.Before {
+		before, err := b.measure(ctx, kindBefore, cfg.N, cfg.MaxParallel)
+		if err != nil {
+			return nil, err
+		}
+		rep.Before = &before
+		rep.BeforeSpeedup = round2(rep.Baseline.WallMS / before.WallMS)
+		all = append(all, before)
+	}
+	if err := verifySame(all); err != nil {
+		return nil, err
+	}
+	rep.MergedTree, rep.IdenticalTrees = rep.Engine.Tree, true
+	rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	rep.EngineItemMS = rep.Engine.TimingsMS
+	fmt.Fprintf(log, "identical merged trees (%s); speedup_vs_git_baseline %.2f\n", rep.MergedTree, rep.Speedup)
+
+	if cfg.Sweep {
+		if rep.Sweep, err = b.sweep(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Profile {
+		for _, kind := range []string{kindEngine, kindBaseline} {
+			p, err := b.profile(ctx, kind, cfg.N, cfg.MaxParallel)
+			if err != nil {
+				return nil, err
+			}
+			rep.Profile = append(rep.Profile, p)
+		}
+	}
+	return rep, nil
+}
+
+// workDir returns cfg.Dir (created if needed) or a new temp dir.
+func workDir(cfg config) (string, error) {
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "prodigy-bench-engine-")
+		if err != nil {
+			return "", fmt.Errorf("failed to create work dir: %w", err)
+		}
+		return filepath.EvalSymlinks(d)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("failed to create work dir: %w", err)
+	}
+	return filepath.Abs(cfg.Dir)
+}
+
+// buildAction returns the CLI binary: prebuilt if given, else `go build`
+// of ./cmd/action (found through the module of the current directory).
+func buildAction(ctx context.Context, prebuilt, work string) (string, error) {
+	if prebuilt != "" {
+		return filepath.Abs(prebuilt)
+	}
+	bin := filepath.Join(work, "action")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/prodigy-action/prodigy-action/cmd/action")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("failed to build the CLI (run from the repository, or pass -action): %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// measure runs kind once at (n, p) on a fresh clone, checks the merged
+// content, and removes the run's directory unless -keep.
+func (b *bench) measure(ctx context.Context, kind string, n, p int) (measurement, error) {
+	m, dir, err := b.start(ctx, kind, n, p, nil)
+	if err != nil {
+		return m, err
+	}
+	if err := verifyContent(ctx, m.repo, n); err != nil {
+		return m, fmt.Errorf("%s run (N=%d, P=%d): %w", kind, n, p, err)
+	}
+	b.done(dir)
+	return m, nil
+}
+
+// start does one run in a new directory and logs its figures.
+func (b *bench) start(ctx context.Context, kind string, n, p int, env []string) (measurement, string, error) {
+	wf, ok := b.workflows[n]
+	if !ok {
+		var err error
+		if wf, err = writeWorkflow(b.work, n); err != nil {
+			return measurement{}, "", err
+		}
+		b.workflows[n] = wf
+	}
+	b.runs++
+	dir := filepath.Join(b.work, "runs", fmt.Sprintf("%02d-%s-n%d-p%d", b.runs, kind, n, p))
+	fmt.Fprintf(b.log, "%-8s N=%-5d P=%-2d ... ", kind, n, p)
+	m, err := runOne(ctx, runSpec{kind: kind, n: n, maxParallel: p, template: b.template,
+		workflow: wf, action: b.action, dir: dir, env: env})
+	if err != nil {
+		fmt.Fprintln(b.log, "failed")
+		if !b.cfg.Keep {
+			err = errors.Join(err, fmt.Errorf("(rerun with -keep -dir DIR to inspect %s)", filepath.Base(dir)))
+		}
+		return m, dir, err
+	}
+	fmt.Fprintf(b.log, "%7.2f s  %7.1f items/s  peak RSS %s\n", m.WallMS/1000, m.ItemsPerSec, mib(m.PeakRSSKB))
+	return m, dir, nil
+}
+
+// done removes a run directory unless -keep.
+func (b *bench) done(dir string) {
+	if !b.cfg.Keep {
+		os.RemoveAll(dir)
+	}
+}
+
+// sweep runs engine and baseline over max_parallel (at N) and over N (at
+// max_parallel 2), reusing the main runs where they coincide.
+func (b *bench) sweep(ctx context.Context, rep *report) ([]sweepRow, error) {
+	type point struct {
+		axis string
+		n, p int
+	}
+	var points []point
+	for _, p := range b.cfg.SweepParallel {
+		points = append(points, point{"max_parallel", b.cfg.N, p})
+	}
+	for _, n := range b.cfg.SweepN {
+		points = append(points, point{"n", n, 2})
+	}
+	var rows []sweepRow
+	for _, pt := range points {
+		row := sweepRow{Axis: pt.axis, N: pt.n, MaxParallel: pt.p}
+		if pt.n == rep.N && pt.p == rep.MaxParallel {
+			row.Engine, row.Baseline = rep.Engine, rep.Baseline
+		} else {
+			var err error
+			if row.Baseline, err = b.measure(ctx, kindBaseline, pt.n, pt.p); err != nil {
+				return nil, err
+			}
+			if row.Engine, err = b.measure(ctx, kindEngine, pt.n, pt.p); err != nil {
+				return nil, err
+			}
+			if err := verifySame([]measurement{row.Baseline, row.Engine}); err != nil {
+				return nil, err
+			}
+		}
+		row.Speedup = round2(row.Baseline.WallMS / row.Engine.WallMS)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// profile runs kind once more with GIT_TRACE2_EVENT and aggregates the trace.
+func (b *bench) profile(ctx context.Context, kind string, n, p int) (gitProfile, error) {
+	trace := filepath.Join(b.work, fmt.Sprintf("trace2-%s-n%d-p%d.json", kind, n, p))
+	m, dir, err := b.start(ctx, kind, n, p, traceEnv(trace))
+	if err != nil {
+		return gitProfile{}, err
+	}
+	b.done(dir)
+	return readProfile(trace, m)
+}
+
+// mib formats KiB as MiB; negative means unknown.
+func mib(kb int64) string {
+	if kb < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+}

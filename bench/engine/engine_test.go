@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestSmoke runs the whole harness on a tiny repository (50 files, 5 items,
+// a two-point sweep and the git profile) and checks the shape of its JSON
+// report. It asserts no timings, only that every run completed with the same
+// merged tree and that the figures were filled in.
+func TestSmoke(t *testing.T) {
+	for _, tool := range []string{"git", "bash", "flock", "xargs", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-files", "50", "-size-mb", "0.2", "-n", "5", "-json", "-dir", t.TempDir(),
+		"-sweep", "-sweep-p", "1,2", "-sweep-n", "3", "-profile"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	raw := stdout.String()
+	var rep report
+	dec := json.NewDecoder(&stdout)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("stdout is not one report object: %v\n%s", err, raw)
+	}
+	if dec.More() {
+		t.Fatal("stdout holds more than one JSON value")
+	}
+	if rep.Repo.Files != 50 || rep.N != 5 || rep.MaxParallel != 2 || !rep.IdenticalTrees || rep.MergedTree == "" {
+		t.Errorf("report header = %+v", rep)
+	}
+	ms := []measurement{rep.Baseline, rep.Engine}
+	if rep.Before == nil {
+		t.Fatal("engine_before missing")
+	}
+	ms = append(ms, *rep.Before)
+	for _, m := range ms {
+		if m.Tree != rep.MergedTree || m.WallMS <= 0 || m.ItemsPerSec <= 0 || m.PeakRSSKB <= 0 || m.N != 5 {
+			t.Errorf("%s measurement = %+v", m.Kind, m)
+		}
+	}
+	if rep.Engine.TimingsMS == nil || rep.Before.TimingsMS == nil || rep.Baseline.TimingsMS != nil {
+		t.Errorf("timings_ms: engine %v, before %v, baseline %v", rep.Engine.TimingsMS, rep.Before.TimingsMS, rep.Baseline.TimingsMS)
+	}
+	if rep.EngineItemMS == nil || rep.EngineItemMS.Steps <= 0 {
+		t.Errorf("engine_item_overhead_ms = %+v", rep.EngineItemMS)
+	}
+	if rep.Speedup <= 0 || rep.BeforeSpeedup <= 0 {
+		t.Errorf("speedups = %v, %v", rep.Speedup, rep.BeforeSpeedup)
+	}
+	if !strings.Contains(raw, `"speedup_vs_git_baseline"`) {
+		t.Error("JSON lacks speedup_vs_git_baseline")
+	}
+	var points []string
+	for _, r := range rep.Sweep {
+		points = append(points, r.Axis)
+		if r.Engine.Tree == "" || r.Engine.Tree != r.Baseline.Tree || r.Speedup <= 0 {
+			t.Errorf("sweep row %+v", r)
+		}
+	}
+	if strings.Join(points, ",") != "max_parallel,max_parallel,n" {
+		t.Errorf("sweep axes = %v, want max_parallel,max_parallel,n", points)
+	}
+	if len(rep.Profile) != 2 {
+		t.Fatalf("profile has %d runs, want 2", len(rep.Profile))
+	}
+	for _, p := range rep.Profile {
+		// Every item commits once, in both the engine and the baseline.
+		commits := 0.0
+		for _, c := range p.Commands {
+			if c.Hierarchy == "commit" {
+				commits = c.ProcessesPerItem
+			}
+		}
+		if commits != 1 || p.TopLevelPerItem < 2 {
+			t.Errorf("%s profile: commit processes per item %v, top-level %v", p.Kind, commits, p.TopLevelPerItem)
+		}
+	}
+}
+
+// TestVerifyContentDetectsMissingItem checks that verification fails loudly
+// when the results branch lacks an item's file or has a wrong one.
+func TestVerifyContentDetectsMissingItem(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	template := dir + "/template.git"
+	if _, err := makeTemplate(ctx, template, 3, 0.01, 1); err != nil {
+		t.Fatal(err)
+	}
+	repo := dir + "/repo"
+	if err := cloneRepo(ctx, template, repo); err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	sh("git checkout -q -b " + resultsBranch + " && mkdir out && printf 'item 1\\n' > out/item-1.txt && git add out && git commit -q -m one && git tag good")
+	tests := []struct {
+		name    string
+		n       int
+		setup   string
+		wantErr string
+	}{
+		{name: "complete", n: 1},
+		{name: "missing_item", n: 2, wantErr: "1 of the 2 item files"},
+		{name: "wrong_content", n: 1, setup: "printf 'other\\n' > out/item-1.txt && git commit -qam wrong", wantErr: "has blob"},
+		{name: "outside_out", n: 1, setup: "echo x >> src/m000/p0/f00000.txt && git commit -qam outside", wantErr: "outside out/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sh("git reset -q --hard good")
+			if tt.setup != "" {
+				sh(tt.setup)
+			}
+			err := verifyContent(ctx, repo, tt.n)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("verifyContent: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("verifyContent = %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// config is the benchmark configuration, one field per flag.
+type config struct {
+	Files         int     // files in the synthetic repository
+	SizeMB        float64 // total size of those files, in MiB
+	N             int     // work items per run
+	MaxParallel   int     // agents at once
+	Seed          uint64  // seed of the repository content
+	Before        bool    // also run the engine's fresh/worktree configuration
+	Sweep         bool    // also run the max_parallel and N sweeps
+	SweepParallel []int   // max_parallel values of the sweep (at N)
+	SweepN        []int   // N values of the sweep (at max_parallel 2)
+	Profile       bool    // count git processes per item with GIT_TRACE2_EVENT
+	JSON          bool    // print one JSON object instead of text
+	Action        string  // prebuilt CLI binary; "" builds ./cmd/action
+	Dir           string  // work directory; "" means a new temp dir
+	Keep          bool    // keep the work directory
+}
+
+// errHelp reports that -h was asked for (usage already printed).
+var errHelp = errors.New("help requested")
+
+// parseFlags parses args into a config; usage goes to stderr.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	c := config{SweepParallel: []int{1, 2, 4, 8}, SweepN: []int{50, 200, 1000}}
+	fs := flag.NewFlagSet("bench/engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.Files, "files", 5000, "files in the synthetic repository")
+	fs.Float64Var(&c.SizeMB, "size-mb", 20, "total size of the repository's files in MiB")
+	fs.IntVar(&c.N, "n", 200, "work items per run")
+	fs.IntVar(&c.MaxParallel, "max-parallel", 2, "agents at once (engine --max-parallel, baseline xargs -P)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the synthetic repository's content")
+	fs.BoolVar(&c.Before, "before", true, "also run the engine with --isolation fresh --merge worktree")
+	fs.BoolVar(&c.Sweep, "sweep", false, "also sweep max_parallel (at -n) and N (at max_parallel 2) for engine and baseline")
+	fs.Func("sweep-p", "comma-separated max_parallel values of the sweep (default 1,2,4,8)", intList(&c.SweepParallel))
+	fs.Func("sweep-n", "comma-separated N values of the sweep (default 50,200,1000)", intList(&c.SweepN))
+	fs.BoolVar(&c.Profile, "profile", false, "count git processes and their time per item (GIT_TRACE2_EVENT; extra runs)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object on stdout")
+	fs.StringVar(&c.Action, "action", "", "prebuilt action binary (default: go build ./cmd/action into the work dir)")
+	fs.StringVar(&c.Dir, "dir", "", "work directory (default: a new temp dir, removed at the end)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory (repositories, logs, traces)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, errHelp
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case c.Files < 1:
+		return c, errors.New("-files must be at least 1")
+	case c.SizeMB <= 0:
+		return c, errors.New("-size-mb must be positive")
+	case c.N < 1:
+		return c, errors.New("-n must be at least 1")
+	case c.MaxParallel < 1:
+		return c, errors.New("-max-parallel must be at least 1")
+	}
+	return c, nil
+}
+
+// intList returns a flag.Func parser of comma-separated positive integers.
+func intList(dst *[]int) func(string) error {
+	return func(s string) error {
+		var out []int
+		for f := range strings.SplitSeq(s, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || v < 1 {
+				return fmt.Errorf("%q is not a positive integer", f)
+			}
+			out = append(out, v)
+		}
+		*dst = out
+		return nil
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// writeJSON prints the report as one indented JSON object.
+func writeJSON(w io.Writer, rep *report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("failed to write JSON: %w", err)
+	}
+	return nil
+}
+
+// writeText prints the report as human-readable tables.
+func writeText(w io.Writer, rep *report) error {
+	fmt.Fprintf(w, "bench/engine: %d files, %.1f MiB in %d dirs; N=%d items, max_parallel=%d; git %s; %d CPUs\n\n",
+		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\twall s\titems/s\tms/item\tpeak RSS\tvs baseline\t")
+	row := func(name string, m measurement) {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t\n", name, m.WallMS/1000, m.ItemsPerSec,
+			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS)
+	}
+	row("plain git baseline", rep.Baseline)
+	row("engine pool/tree", rep.Engine)
+	if rep.Before != nil {
+		row("engine fresh/worktree (before)", *rep.Before)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nspeedup_vs_git_baseline: %.2f   (identical merged trees: %s)\n", rep.Speedup, rep.MergedTree)
+	fmt.Fprintln(w, "peak RSS = ru_maxrss of the run's process tree: its largest single process, not a sum.")
+	if t := rep.EngineItemMS; t != nil {
+		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
+		fmt.Fprintf(w, "\nengine mean per-item time (ms, each item's own wall time; merge includes waiting for the merge lock):\n")
+		fmt.Fprintf(w, "  prepare %.1f  steps %.1f  merge %.1f  cleanup %.1f  bookkeeping %.1f  = %.1f\n",
+			t.Prepare, t.Steps, t.Merge, t.Cleanup, t.Bookkeeping, total)
+	}
+	if len(rep.Sweep) > 0 {
+		fmt.Fprintln(w, "\nsweep (engine pool/tree vs plain git):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "N\tP\tengine s\tengine items/s\tengine ms/item\tgit s\tgit items/s\tgit ms/item\tratio\t")
+		for _, r := range rep.Sweep {
+			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2fx\t\n", r.N, r.MaxParallel,
+				r.Engine.WallMS/1000, r.Engine.ItemsPerSec, r.Engine.WallMS/float64(r.N),
+				r.Baseline.WallMS/1000, r.Baseline.ItemsPerSec, r.Baseline.WallMS/float64(r.N), r.Speedup)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, p := range rep.Profile {
+		fmt.Fprintf(w, "\ngit processes of %s (N=%d, P=%d, traced wall %.2f s): %.2f per item (%.2f top-level), %.1f ms of git per item\n",
+			p.Kind, p.N, p.MaxParallel, p.WallMS/1000, p.ProcessesPerItem, p.TopLevelPerItem, p.GitMSPerItem)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "command\tper item\tms/item\t")
+		for _, c := range p.Commands {
+			fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t\n", c.Hierarchy, c.ProcessesPerItem, c.MSPerItem)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

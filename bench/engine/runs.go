@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// resultsBranch is the results branch of every run.
+const resultsBranch = "bench/results"
+
+// Run kinds.
+const (
+	kindEngine   = "engine"   // the CLI with its defaults: --isolation pool --merge tree
+	kindBefore   = "before"   // the CLI with --isolation fresh --merge worktree
+	kindBaseline = "baseline" // the plain-git bash script
+)
+
+// measurement is one timed run.
+type measurement struct {
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	N           int    `json:"n"`
+	MaxParallel int    `json:"max_parallel"`
+	// WallMS is the wall time of the measured process, start to exit.
+	WallMS      float64 `json:"wall_ms"`
+	ItemsPerSec float64 `json:"items_per_sec"`
+	// PeakRSSKB is ru_maxrss of the measured process tree (see maxRSSKB).
+	PeakRSSKB int64 `json:"peak_rss_kb"`
+	// Tree is `git rev-parse bench/results^{tree}` after the run.
+	Tree string `json:"tree"`
+	// EngineDurationMS is the engine's own duration_ms (engine runs only).
+	EngineDurationMS int64 `json:"engine_duration_ms,omitempty"`
+	// TimingsMS is the mean of the items' timings_ms (engine runs only).
+	TimingsMS *runner.Timings `json:"timings_ms,omitempty"`
+
+	repo string // the clone the run worked on
+}
+
+// runSpec is what one run needs.
+type runSpec struct {
+	kind        string
+	n           int
+	maxParallel int
+	template    string   // bare template repository
+	workflow    string   // workflow file (engine runs)
+	action      string   // CLI binary (engine runs)
+	dir         string   // a new directory for this run's clone, state and logs
+	env         []string // extra environment (profiling)
+}
+
+// runOne clones the template into spec.dir and times one run on it.
+func runOne(ctx context.Context, s runSpec) (measurement, error) {
+	m := measurement{Kind: s.kind, N: s.n, MaxParallel: s.maxParallel, repo: filepath.Join(s.dir, "repo")}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return m, fmt.Errorf("failed to create run dir: %w", err)
+	}
+	if err := cloneRepo(ctx, s.template, m.repo); err != nil {
+		return m, err
+	}
+	var cmd *exec.Cmd
+	switch s.kind {
+	case kindEngine, kindBefore:
+		iso, merge := "pool", "tree"
+		if s.kind == kindBefore {
+			iso, merge = "fresh", "worktree"
+		}
+		m.Description = fmt.Sprintf("engine --isolation %s --merge %s", iso, merge)
+		cmd = exec.CommandContext(ctx, s.action, "run", s.workflow, "--repo", m.repo, "--json",
+			"--max-parallel", strconv.Itoa(s.maxParallel), "--branch", resultsBranch,
+			"--job-id", "bench-"+s.kind, "--isolation", iso, "--merge", merge)
+		cmd.Env = append(withoutEnv(os.Environ(), "PRODIGY_HOME"), "PRODIGY_HOME="+filepath.Join(s.dir, "home"))
+	case kindBaseline:
+		script := filepath.Join(s.dir, "baseline.sh")
+		if err := os.WriteFile(script, []byte(baselineScript()), 0o755); err != nil {
+			return m, fmt.Errorf("failed to write baseline script: %w", err)
+		}
+		m.Description = fmt.Sprintf("plain git: worktree add -b, commit, flock merge --no-ff, worktree remove, xargs -P %d", s.maxParallel)
+		cmd = exec.CommandContext(ctx, "bash", script, m.repo, filepath.Join(s.dir, "work"),
+			strconv.Itoa(s.n), strconv.Itoa(s.maxParallel), resultsBranch)
+		cmd.Env = os.Environ()
+	default:
+		return m, fmt.Errorf("unknown run kind %q", s.kind)
+	}
+	cmd.Env = append(cmd.Env, s.env...)
+	ownGroup(cmd)
+	cmd.WaitDelay = time.Minute
+	var stdout bytes.Buffer
+	logPath := filepath.Join(s.dir, "stderr.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return m, fmt.Errorf("failed to create %s: %w", logPath, err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = &stdout, logFile
+
+	start := time.Now()
+	runErr := cmd.Run()
+	wall := time.Since(start)
+	if cmd.ProcessState != nil {
+		m.PeakRSSKB = maxRSSKB(cmd.ProcessState)
+	}
+	if runErr != nil {
+		return m, fmt.Errorf("%s run (N=%d, P=%d) failed: %w\n%s", s.kind, s.n, s.maxParallel, runErr, tail(logPath, 20))
+	}
+	m.WallMS = float64(wall.Microseconds()) / 1000
+	m.ItemsPerSec = float64(s.n) / wall.Seconds()
+	if s.kind != kindBaseline {
+		if err := m.readEngineResult(stdout.Bytes()); err != nil {
+			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
+		}
+	}
+	m.Tree, err = gitOut(ctx, m.repo, nil, "rev-parse", resultsBranch+"^{tree}")
+	return m, err
+}
+
+// readEngineResult checks the engine's --json result (completed, every item
+// merged) and takes its duration and mean per-item timings.
+func (m *measurement) readEngineResult(out []byte) error {
+	var res runner.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("failed to decode the engine's --json output: %w", err)
+	}
+	if res.Status != runner.StatusCompleted || res.Successful != m.N || len(res.Items) != m.N {
+		return fmt.Errorf("engine job %s: status %s, %d/%d items successful, %d in the DLQ (%s)",
+			res.JobID, res.Status, res.Successful, m.N, res.DLQCount, res.Error)
+	}
+	if res.ResultsBranch != resultsBranch {
+		return fmt.Errorf("engine results branch is %q, want %q", res.ResultsBranch, resultsBranch)
+	}
+	m.EngineDurationMS = res.DurationMS
+	var sum runner.Timings
+	for _, it := range res.Items {
+		if it.State != runner.ItemMerged {
+			return fmt.Errorf("item %s ended %s: %s", it.ItemID, it.State, it.Error)
+		}
+		if it.TimingsMS == nil {
+			return fmt.Errorf("item %s has no timings_ms", it.ItemID)
+		}
+		t := it.TimingsMS
+		sum.Prepare += t.Prepare
+		sum.Steps += t.Steps
+		sum.Merge += t.Merge
+		sum.Cleanup += t.Cleanup
+		sum.Bookkeeping += t.Bookkeeping
+	}
+	n := float64(len(res.Items))
+	m.TimingsMS = &runner.Timings{
+		Prepare: round2(sum.Prepare / n), Steps: round2(sum.Steps / n), Merge: round2(sum.Merge / n),
+		Cleanup: round2(sum.Cleanup / n), Bookkeeping: round2(sum.Bookkeeping / n),
+	}
+	return nil
+}
+
+// baselineScript is the plain-git baseline: per item, the isolation the
+// engine provides, done by hand with the git CLI. Arguments: repo, work dir,
+// N, max_parallel, results branch.
+func baselineScript() string {
+	step := strings.ReplaceAll(agentScript, "${item.n}", "${i}")
+	return `#!/usr/bin/env bash
+# Plain-git baseline of bench/engine. The results branch gets its own
+# worktree made from HEAD; then, for items 1..N under xargs -P <max_parallel>:
+# git worktree add -b <branch> <dir> <results-branch>, the agent's write and
+# commit, git merge --no-ff into the results worktree (serialized by flock),
+# git worktree remove --force, git branch -D.
+set -euo pipefail
+repo=$1 work=$2 n=$3 parallel=$4 results=$5
+mkdir -p "$work/agents"
+git -C "$repo" worktree add -q -b "$results" "$work/results" HEAD
+export repo work results
+
+item() {
+	set -euo pipefail
+	local i=$1
+	local branch="bench-agent-$i" dir="$work/agents/item-$i"
+	git -C "$repo" worktree add -q -b "$branch" "$dir" "$results"
+	(
+		cd "$dir"
+` + indent(step, "\t\t") + `	)
+	flock "$work/merge.lock" git -C "$work/results" merge -q --no-ff --no-edit -m "merge item $i" "$branch"
+	git -C "$repo" worktree remove --force "$dir"
+	git -C "$repo" branch -q -D "$branch"
+}
+export -f item
+
+seq 1 "$n" | xargs -P "$parallel" -n 1 bash -c 'item "$1"' _
+`
+}
+
+// withoutEnv drops every NAME=… entry for the given names.
+func withoutEnv(env []string, names ...string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, n := range names {
+			if name == n {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// round2 rounds to two decimals.
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// agentScript is the work of one item, identical in the engine's workflow
+// and in the baseline: write out/item-<n>.txt and commit it. The engine
+// inserts ${item.n}; the baseline sets the shell variable.
+const agentScript = `mkdir -p out
+printf 'item %s\n' "${item.n}" > "out/item-${item.n}.txt"
+git add "out/item-${item.n}.txt"
+git commit -q -m "item ${item.n}"
+`
+
+// itemContent is what agentScript writes for item n.
+func itemContent(n int) string { return "item " + strconv.Itoa(n) + "\n" }
+
+// itemPath is the file agentScript writes for item n.
+func itemPath(n int) string { return "out/item-" + strconv.Itoa(n) + ".txt" }
+
+// writeWorkflow writes items-<n>.json ({"items":[{"n":1},…]}) and
+// workflow-<n>.yml (a map-only workflow running agentScript per item) into
+// dir and returns the workflow's path. The input path is absolute, so it
+// lives outside the benchmarked repository.
+func writeWorkflow(dir string, n int) (string, error) {
+	type item struct {
+		N int `json:"n"`
+	}
+	list := struct {
+		Items []item `json:"items"`
+	}{Items: make([]item, n)}
+	for i := range n {
+		list.Items[i].N = i + 1
+	}
+	data, err := json.Marshal(list)
+	if err != nil {
+		return "", fmt.Errorf("failed to encode items: %w", err)
+	}
+	itemsPath := filepath.Join(dir, fmt.Sprintf("items-%d.json", n))
+	if err := os.WriteFile(itemsPath, data, 0o644); err != nil {
+		return "", fmt.Errorf("failed to write items: %w", err)
+	}
+	wf := fmt.Sprintf(`name: bench-engine
+mode: mapreduce
+map:
+  input: %s
+  json_path: "$.items[*]"
+  agent_template:
+    - shell: |
+%s`, strconv.Quote(itemsPath), indent(agentScript, "        "))
+	wfPath := filepath.Join(dir, fmt.Sprintf("workflow-%d.yml", n))
+	if err := os.WriteFile(wfPath, []byte(wf), 0o644); err != nil {
+		return "", fmt.Errorf("failed to write workflow: %w", err)
+	}
+	return wfPath, nil
+}
+
+// indent prefixes every line of s with pad.
+func indent(s, pad string) string {
+	out := make([]byte, 0, len(s)+8*len(pad))
+	start := true
+	for i := 0; i < len(s); i++ {
+		if start {
+			out = append(out, pad...)
+		}
+		out = append(out, s[i])
+		start = s[i] == '\n'
+	}
+	return string(out)
+}
