@@ -237,12 +237,13 @@ map:
   input: items.json
   agent_template:
     - shell: |
-        echo "using token ghs_SuperSecret123 to push" >&2
-        echo "ghs_SuperSecret123" > leaked.txt
+        echo "using token $SECRET_TOKEN to push" >&2
+        echo "$SECRET_TOKEN" > leaked.txt
         exit 4
 `)
 	o, _, _, _ := r.options(wf)
 	o.Redact = func(s string) string { return strings.ReplaceAll(s, "ghs_SuperSecret123", "***") }
+	o.Environ = append(os.Environ(), "SECRET_TOKEN=ghs_SuperSecret123")
 	if _, err := r.run(o); err != nil {
 		t.Fatal(err)
 	}
