@@ -490,6 +490,9 @@ func (j *job) end(cause error) (*Result, error) {
 		}
 	})
 	j.prog.stop()
+	if err := j.store.Close(); err != nil {
+		j.warn(fmt.Sprintf("DLQ: could not write its index: %v", err))
+	}
 	var res *Result
 	j.state.read(func(cp *Checkpoint) { res = cp.result() })
 	res.OrphanedWorktrees = j.orphans.list()

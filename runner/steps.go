@@ -26,6 +26,24 @@ type stepContext struct {
 	log  io.Writer // the agent's or phase's log
 	// transcript is where claude steps append their stream-json output.
 	transcript string
+	// label names the running step in messages: `shell step 2` or `step "lint"`.
+	label string
+}
+
+// stepLabel names step i (0-based) of a sequence for error messages; the
+// full command is in step_failed.
+func stepLabel(st config.Step, i int) string {
+	if st.Name != "" {
+		return fmt.Sprintf("step %q", st.Name)
+	}
+	kind := "shell"
+	switch {
+	case st.Claude != "":
+		kind = "claude"
+	case st.WriteFile != nil:
+		kind = "write_file"
+	}
+	return fmt.Sprintf("%s step %d", kind, i+1)
 }
 
 // stepFailure describes why a step (and so the item attempt or phase) failed.
@@ -47,6 +65,7 @@ func (f *stepFailure) Error() string { return f.Message }
 func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
 	for i, st := range steps {
 		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", i+1, len(steps), oneLine(st.Describe(), 200))
+		sc.label = stepLabel(st, i)
 		f := j.runStepWithRetry(ctx, st, sc)
 		if f == nil {
 			continue
@@ -166,9 +185,25 @@ func processFailure(what string, res procResult, timeout time.Duration) *stepFai
 	case res.StartErr != nil:
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: res.ExitCode}, Message: fmt.Sprintf("%s could not run: %v", what, res.StartErr), Tail: tail}
 	case res.ExitCode != 0:
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: res.ExitCode}, Message: fmt.Sprintf("%s exited with code %d", what, res.ExitCode), Tail: tail}
+		msg := fmt.Sprintf("%s exited with code %d", what, res.ExitCode)
+		if last := lastOutputLine(tail); last != "" {
+			// The output's last line leads, so similar failures share a signature.
+			msg = fmt.Sprintf("%s [%s]", last, msg)
+		}
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: res.ExitCode}, Message: msg, Tail: tail}
 	}
 	return nil
+}
+
+// lastOutputLine is the last non-empty line of a process's output, shortened.
+func lastOutputLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\r\n\t "), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return oneLine(l, 200)
+		}
+	}
+	return ""
 }
 
 func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
@@ -179,7 +214,7 @@ func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (s
 	env := withEnv(sc.env, envMap(st.Env))
 	env = append(env, extra...)
 	res := runProcess(ctx, procSpec{Path: j.bash, Args: []string{"-c", script}, Dir: sc.dir, Env: env, Stdout: sc.log, Stderr: sc.log, Grace: j.grace})
-	if f := processFailure("shell: "+oneLine(st.Shell, 80), res, st.Timeout); f != nil {
+	if f := processFailure(sc.label, res, st.Timeout); f != nil {
 		return "", f
 	}
 	return string(res.Stdout), nil
@@ -203,7 +238,7 @@ func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (
 	env = append(env, "PRODIGY_AUTOMATION=true")
 	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: j.grace})
 	tf.Close()
-	what := "claude: " + oneLine(st.Claude, 80)
+	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {
 		f.LogPath = sc.transcript
 		return "", f

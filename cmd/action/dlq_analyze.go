@@ -38,7 +38,7 @@ FILE with --export (or prints it with --json).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("export") && export == "" {
-				return usageErr(errNoJSONFile)
+				return usageErr(errEmptyOutputPath)
 			}
 			store, ref, err := openDLQ(a, jobID)
 			if err != nil {

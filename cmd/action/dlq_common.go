@@ -139,5 +139,5 @@ func cell(s string) string {
 	return s
 }
 
-// errNoJSONFile guards writes of exports and analyses to stdout.
-var errNoJSONFile = errors.New("output file must not be empty")
+// errEmptyOutputPath rejects an empty FILE argument (use "-" for stdout).
+var errEmptyOutputPath = errors.New(`output file must not be empty (use "-" for stdout)`)

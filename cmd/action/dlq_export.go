@@ -28,7 +28,7 @@ The file is written to a temporary name and renamed when complete.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
 			if file == "" {
-				return usageErr(errNoJSONFile)
+				return usageErr(errEmptyOutputPath)
 			}
 			if !cmd.Flags().Changed("format") && strings.EqualFold(filepath.Ext(file), ".csv") {
 				format = "csv"
