@@ -82,6 +82,7 @@ func TestRecordGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = s.Close() }) // before TempDir's removal
 			if _, err := s.Add(*d); err != nil {
 				t.Fatal(err)
 			}

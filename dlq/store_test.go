@@ -407,6 +407,7 @@ func TestClearAndJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = s.Close() })
 		if _, err := s.Add(rec("a", 0)); err != nil {
 			t.Fatal(err)
 		}
