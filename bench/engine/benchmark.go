@@ -248,12 +248,16 @@ func (b *bench) sweep(ctx context.Context, rep *report) ([]sweepRow, error) {
 	return rows, nil
 }
 
-// profile runs kind once more with GIT_TRACE2_EVENT and aggregates the trace.
+// profile runs kind once more with GIT_TRACE2_EVENT, checks its merged
+// content and aggregates the trace.
 func (b *bench) profile(ctx context.Context, kind string, n, p int) (gitProfile, error) {
 	trace := filepath.Join(b.work, fmt.Sprintf("trace2-%s-n%d-p%d.json", kind, n, p))
 	m, dir, err := b.start(ctx, kind, n, p, traceEnv(trace))
 	if err != nil {
 		return gitProfile{}, err
+	}
+	if err := verifyContent(ctx, m.repo, n); err != nil {
+		return gitProfile{}, fmt.Errorf("traced %s run (N=%d, P=%d): %w", kind, n, p, err)
 	}
 	b.done(dir)
 	return readProfile(trace, m)

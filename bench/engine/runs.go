@@ -172,6 +172,12 @@ func baselineScript() string {
 # git worktree add -b <branch> <dir> <results-branch>, the agent's write and
 # commit, git merge --no-ff into the results worktree (serialized by flock),
 # git worktree remove --force, git branch -D.
+#
+# git 2.39's worktree commands are not safe to run concurrently: a command
+# that lists worktrees (worktree add/remove, branch -D) fails with "failed to
+# read .git/worktrees/<name>/commondir" while another worktree is being
+# created. So the worktree metadata changes hold worktree.lock, and the
+# checkout that worktree add would do (reset --hard) runs outside it.
 set -euo pipefail
 repo=$1 work=$2 n=$3 parallel=$4 results=$5
 mkdir -p "$work/agents"
@@ -182,13 +188,17 @@ item() {
 	set -euo pipefail
 	local i=$1
 	local branch="bench-agent-$i" dir="$work/agents/item-$i"
-	git -C "$repo" worktree add -q -b "$branch" "$dir" "$results"
+	flock "$work/worktree.lock" git -C "$repo" worktree add -q --no-checkout -b "$branch" "$dir" "$results"
+	git -C "$dir" reset -q --hard
 	(
 		cd "$dir"
 ` + indent(step, "\t\t") + `	)
 	flock "$work/merge.lock" git -C "$work/results" merge -q --no-ff --no-edit -m "merge item $i" "$branch"
-	git -C "$repo" worktree remove --force "$dir"
-	git -C "$repo" branch -q -D "$branch"
+	(
+		flock 9
+		git -C "$repo" worktree remove --force "$dir"
+		git -C "$repo" branch -q -D "$branch"
+	) 9>"$work/worktree.lock"
 }
 export -f item
 
