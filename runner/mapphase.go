@@ -28,6 +28,9 @@ func (j *job) mapPhase(ctx context.Context) error {
 		return nil
 	}
 	j.events.emit(evPhaseStarted, map[string]any{"phase": "map", "items": len(pending)})
+	if head, err := j.git.ResolveRef(j.runCtx, "refs/heads/"+j.branch); err == nil {
+		j.trees.warm(j.runCtx, min(j.maxParallel, len(pending)), head)
+	}
 	j.prog.begin(len(pending))
 	var g errgroup.Group
 	g.SetLimit(min(j.maxParallel, len(pending)))

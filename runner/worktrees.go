@@ -60,6 +60,33 @@ func newWorktrees(j *job) *worktrees {
 	return &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
 }
 
+// warm creates up to n pool worktrees (detached at head) before any agent
+// runs: git 2.39's worktree commands race with commands that read the
+// worktree list (checkout -B does), so creating slots while agents run is
+// avoided. A failure is a warning: acquire then creates slots lazily.
+func (w *worktrees) warm(ctx context.Context, n int, head string) {
+	if w.mode != IsolationPool {
+		return
+	}
+	w.mu.Lock()
+	have := len(w.all)
+	w.mu.Unlock()
+	for i := have; i < n; i++ {
+		name := "pool-" + newUUID()[:8]
+		path := w.j.paths.AgentWorktree(name)
+		if _, err := w.j.git.Run(ctx, w.j.git.TopLevel(), "worktree", "add", "--quiet", "--detach", "--", path, head); err != nil {
+			w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
+			return
+		}
+		s := &poolSlot{name: name, path: path}
+		w.mu.Lock()
+		w.all[s] = true
+		w.free = append(w.free, s)
+		w.mu.Unlock()
+		w.j.events.emit(evWorktreeCreated, map[string]any{"path": path, "pool": true})
+	}
+}
+
 // acquire returns a clean worktree on a new branch at head.
 func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (*agentTree, error) {
 	if w.mode == IsolationFresh {
