@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -263,5 +264,55 @@ map:
 	rec := r.dlqRecords("job-1")["item_0"]
 	if rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.ErrorLogs == nil || !strings.Contains(*rec.WorktreeArtifacts.ErrorLogs, "using token *** to push") {
 		t.Errorf("error_logs = %s", mustJSON(t, rec.WorktreeArtifacts))
+	}
+}
+
+// TestResumeRecognisesMergesTheCheckpointMissed simulates a crash between
+// an item's merge and its checkpoint write: the checkpoint says pending,
+// the results branch has the merge; resume must not run the item again.
+func TestResumeRecognisesMergesTheCheckpointMissed(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
+	wf := r.workflow(`
+name: reconcile
+mode: mapreduce
+map:
+  input: items.json
+  agent_template:
+    - shell: echo "${item.n}" > "f-${item.n}" && git add . && git commit -qm "${item.n}"
+`)
+	o, _, _, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 3 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	cpPath := filepath.Join(r.home, "state", "repo", "jobs", "job-1", "checkpoint.json")
+	data, err := os.ReadFile(cpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp map[string]any
+	if err := json.Unmarshal(data, &cp); err != nil {
+		t.Fatal(err)
+	}
+	cp["status"] = "running"
+	for _, it := range cp["items"].([]any) {
+		it.(map[string]any)["state"] = "running"
+	}
+	cp["reduce_completed"] = false
+	out, _ := json.Marshal(cp)
+	if err := os.WriteFile(cpPath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o2, _, stderr, _ := r.options(nil)
+	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	if err != nil || res2.Successful != 3 {
+		t.Fatalf("resume: %v %+v\n%s", err, res2, stderr)
+	}
+	if merges := r.git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "3" {
+		t.Errorf("%s merges after resume, want 3 (nothing re-run)", merges)
+	}
+	if !strings.Contains(stderr.String(), "was merged before the interruption") {
+		t.Errorf("resume did not report the reconciliation:\n%s", stderr)
 	}
 }

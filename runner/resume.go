@@ -192,17 +192,30 @@ func (j *job) recover(ctx context.Context, cp *Checkpoint) error {
 // mergedItems reads the Prodigy-Item trailers of the merge commits on the
 // results branch since the job's base commit.
 func (j *job) mergedItems(ctx context.Context, cp *Checkpoint) (map[string]bool, error) {
-	out, err := j.git.Run(ctx, j.parentDir, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", cp.BaseCommit+".."+"refs/heads/"+j.branch)
+	rng := cp.BaseCommit + ".." + "refs/heads/" + j.branch
+	if _, err := j.git.Run(ctx, j.parentDir, "cat-file", "-e", cp.BaseCommit+"^{commit}"); err != nil {
+		// A redrive in a fresh (shallow) clone may not have the original
+		// base: read the branch's recent history instead.
+		rng = "--max-count=10000"
+		if _, err := j.git.Run(ctx, j.parentDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+j.branch); err != nil {
+			return map[string]bool{}, nil
+		}
+	}
+	args := []string{"log", "--merges", "--format=%x1e%(trailers:key=Prodigy-Job,valueonly)%x1f%(trailers:key=Prodigy-Item,valueonly)", rng}
+	if rng == "--max-count=10000" {
+		args = append(args, "refs/heads/"+j.branch)
+	}
+	out, err := j.git.Run(ctx, j.parentDir, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read merged items: %w", err)
 	}
 	merged := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
+	for _, rec := range strings.Split(out, "\x1e") {
+		job, item, ok := strings.Cut(rec, "\x1f")
+		if !ok || strings.TrimSpace(job) != j.id {
 			continue
 		}
-		if id, err := strconv.Unquote(line); err == nil {
+		if id, err := strconv.Unquote(strings.TrimSpace(item)); err == nil {
 			merged[id] = true
 		}
 	}
