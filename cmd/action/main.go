@@ -11,6 +11,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal the job winds down gracefully; restoring
+		// the default handlers lets a second Ctrl-C abort at once.
+		<-ctx.Done()
+		stop()
+	}()
 	code := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv).Execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
