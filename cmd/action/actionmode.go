@@ -150,7 +150,7 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	e := r.env
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
-		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs,
+		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.app.clock,
 		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redact: r.redact.String,
 	}
 	if r.in.Command == "retry" {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
 const testToken = "ghs_TESTTOKEN_abc123"
@@ -280,6 +282,7 @@ func newActionTest(t *testing.T, gh *fakeGitHub, repo string, inputs map[string]
 func (at *actionTest) run(t *testing.T) int {
 	t.Helper()
 	a := newApp(strings.NewReader(""), &at.out, &at.errb, func(k string) string { return at.env[k] })
+	a.clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
 	e := newActionEnv(a)
 	e.setenv = func(k, v string) error { at.setenv[k] = v; return nil }
 	e.retrySleep = func(context.Context, time.Duration) error { return nil }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/retry"
 )
 
 // Exit codes of the command line contract (DESIGN.md).
@@ -29,10 +31,12 @@ type app struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// clock drives backoff sleeps of jobs; tests use a fake one.
+	clock retry.Clock
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, clock: retry.SystemClock}
 }
 
 // home returns the state directory: $PRODIGY_HOME, else ~/.prodigy.

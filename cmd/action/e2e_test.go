@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
 // cliRepo makes a git repository with the given files committed.
@@ -50,7 +52,9 @@ func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	code := newApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] }).Execute(context.Background(), args)
+	a := newApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	a.clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
+	code := a.Execute(context.Background(), args)
 	return code, out.String(), errb.String()
 }
 
