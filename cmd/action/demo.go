@@ -112,6 +112,6 @@ func (a *app) printDemoOutcome(repo string, res *runner.Result) {
 			break
 		}
 	}
-	fmt.Fprintf(w, "  go run ./cmd/action dlq retry %s --force   # the failure is deterministic, so it fails again\n", res.JobID)
+	fmt.Fprintf(w, "  go run ./cmd/action dlq retry %s   # re-runs it; the failure is deterministic, so it fails again\n", res.JobID)
 	fmt.Fprintf(w, "  go run ./cmd/action status %s\n", res.JobID)
 }
