@@ -111,25 +111,32 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 	if theirs == old {
 		return old, nil
 	}
-	out, err := c.run(ctx, c.top, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", old, theirs)
-	if err != nil {
-		if exitCode(err) == 1 {
-			return "", parseMergeTreeConflict(branch, out)
+	var tree string
+	if t, ok := c.descendantTree(old, theirs); ok {
+		// theirs is built on old (the tip has not moved since the agent
+		// started): the merge's tree is theirs's tree, no merge needed.
+		tree = t
+	} else {
+		out, err := c.run(ctx, c.top, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", old, theirs)
+		if err != nil {
+			if exitCode(err) == 1 {
+				return "", parseMergeTreeConflict(branch, out)
+			}
+			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 		}
-		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
-	}
-	tree, _, _ := strings.Cut(out, "\x00")
-	tree = strings.TrimSpace(tree)
-	if merged, err := c.alreadyMerged(ctx, tree, old, theirs); err != nil {
-		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
-	} else if merged {
-		return old, nil
+		tree, _, _ = strings.Cut(out, "\x00")
+		tree = strings.TrimSpace(tree)
+		if merged, err := c.alreadyMerged(ctx, tree, old, theirs); err != nil {
+			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+		} else if merged {
+			return old, nil
+		}
 	}
 	idEnv, err := c.IdentityEnv(ctx)
 	if err != nil {
 		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 	}
-	out, err = c.run(ctx, c.top, idEnv, nil, "commit-tree", tree, "-p", old, "-p", theirs, "-m", message)
+	out, err := c.run(ctx, c.top, idEnv, nil, "commit-tree", tree, "-p", old, "-p", theirs, "-m", message)
 	if err != nil {
 		return "", fmt.Errorf("merge %s into %s: commit: %w", branch, targetRef, err)
 	}
@@ -141,6 +148,17 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 		return "", fmt.Errorf("merge %s into %s: update ref: %w", branch, targetRef, err)
 	}
 	return commit, nil
+}
+
+// descendantTree returns theirs's tree when theirs descends from old
+// through loose commits only (checked in-process); ok is false otherwise,
+// and the caller runs a real merge.
+func (c *Client) descendantTree(old, theirs string) (string, bool) {
+	commits, ok := looseCommitsSince(c.commonDir, theirs, old)
+	if !ok || len(commits) == 0 {
+		return "", false
+	}
+	return looseCommitTree(c.commonDir, theirs)
 }
 
 // alreadyMerged reports whether theirs is an ancestor of old, given the

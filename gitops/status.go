@@ -9,6 +9,13 @@ import (
 // CommitsSince returns the commits reachable from HEAD in dir but not from
 // base (`git rev-list base..HEAD`), newest first; nil if there are none.
 func (c *Client) CommitsSince(ctx context.Context, dir, base string) ([]string, error) {
+	// Fresh agent commits are loose objects: walk them in-process and skip
+	// a git process per item; anything unusual falls back to rev-list.
+	if head, err := c.Head(ctx, dir); err == nil && isHexOID(base) {
+		if commits, ok := looseCommitsSince(c.commonDir, head, base); ok {
+			return commits, nil
+		}
+	}
 	out, err := c.run(ctx, dir, nil, nil, "rev-list", base+"..HEAD", "--")
 	if err != nil {
 		return nil, fmt.Errorf("commits since %s in %s: %w", base, dir, err)
