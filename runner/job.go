@@ -66,7 +66,6 @@ type job struct {
 
 	environ       []string
 	graceOverride time.Duration
-	parentStale   bool
 	inDLQ         map[string]bool // items with a DLQ record when the job started
 	finished      atomic.Int64    // items that ended (any state) in this execution
 	started       time.Time

@@ -10,11 +10,6 @@ import (
 	"strings"
 )
 
-// JobRef locates a job's state.
-type JobRef struct {
-	Paths Paths
-}
-
 // Jobs lists every job with a checkpoint under home, sorted by job id.
 func Jobs(home string) ([]Paths, error) {
 	matches, err := filepath.Glob(filepath.Join(home, "state", "*", "jobs", "*", "checkpoint.json"))

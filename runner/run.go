@@ -414,7 +414,7 @@ func (j *job) reduce(ctx context.Context) error {
 		return nil
 	}
 	_ = j.state.update(func(cp *Checkpoint) { cp.Phase = phaseReduce })
-	if j.mergeMode == MergeTree || j.parentStale {
+	if j.mergeMode == MergeTree {
 		if err := j.git.SyncWorktree(j.runCtx, j.parentDir); err != nil {
 			return fmt.Errorf("%w: update the parent worktree before reduce: %v", ErrJobFailed, err)
 		}

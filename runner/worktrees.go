@@ -50,10 +50,9 @@ type worktrees struct {
 	j    *job
 	mode Isolation
 
-	mu    sync.Mutex
-	free  []*poolSlot
-	all   map[*poolSlot]bool
-	nextN int
+	mu   sync.Mutex
+	free []*poolSlot
+	all  map[*poolSlot]bool
 }
 
 func newWorktrees(j *job) *worktrees {
@@ -117,10 +116,7 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 			w.retire(ctx, s, agentID, "", err)
 		}
 	}
-	w.mu.Lock()
-	w.nextN++
 	s = &poolSlot{name: "wt-" + agentID}
-	w.mu.Unlock()
 	s.path = w.j.paths.AgentWorktree(s.name)
 	if _, err := os.Stat(s.path); err == nil {
 		// Left over from a crashed run: remove before reuse.
@@ -140,11 +136,7 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 // reset prepares an item's worktree for another attempt: its branch is
 // moved to head and every change and untracked file is dropped.
 func (w *worktrees) reset(ctx context.Context, t *agentTree, head string) error {
-	if _, err := w.j.git.Run(ctx, t.path, "checkout", "--quiet", "--force", "-B", t.branch, head); err != nil {
-		return err
-	}
-	_, err := w.j.git.Run(ctx, t.path, "clean", "-ffdxq")
-	return err
+	return w.j.git.ResetWorktree(ctx, t.path, t.branch, head)
 }
 
 // release cleans up after an agent attempt. keep preserves the worktree
