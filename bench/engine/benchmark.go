@@ -26,10 +26,15 @@ type report struct {
 	GitVersion  string       `json:"git_version"`
 	CPUs        int          `json:"cpus"`
 	Baseline    measurement  `json:"baseline"`
+	Strong      measurement  `json:"strong_baseline"`
 	Engine      measurement  `json:"engine"`
 	Before      *measurement `json:"engine_before,omitempty"`
 	// Speedup is baseline wall time / engine wall time.
 	Speedup float64 `json:"speedup_vs_git_baseline"`
+	// StrongSpeedup is strong-baseline wall time / engine wall time.
+	StrongSpeedup float64 `json:"speedup_vs_strong_baseline"`
+	// StrongCPUSpeedup is strong-baseline CPU seconds / engine CPU seconds.
+	StrongCPUSpeedup float64 `json:"cpu_speedup_vs_strong_baseline"`
 	// BeforeSpeedup is baseline wall time / engine_before wall time.
 	BeforeSpeedup float64 `json:"before_speedup_vs_git_baseline,omitempty"`
 	// EngineItemMS is the engine's mean per-item time split.
@@ -49,7 +54,11 @@ type sweepRow struct {
 	MaxParallel int         `json:"max_parallel"`
 	Engine      measurement `json:"engine"`
 	Baseline    measurement `json:"baseline"`
+	Strong      measurement `json:"strong_baseline"`
 	Speedup     float64     `json:"speedup_vs_git_baseline"`
+	// StrongSpeedup and StrongCPUSpeedup are strong/engine wall and CPU.
+	StrongSpeedup    float64 `json:"speedup_vs_strong_baseline"`
+	StrongCPUSpeedup float64 `json:"cpu_speedup_vs_strong_baseline"`
 }
 
 // bench holds what every run of one invocation shares.
@@ -97,10 +106,13 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 	if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
 	}
+	if rep.Strong, err = b.measure(ctx, kindStrong, cfg.N, cfg.MaxParallel); err != nil {
+		return nil, err
+	}
 	if rep.Engine, err = b.measure(ctx, kindEngine, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
 	}
-	all := []measurement{rep.Baseline, rep.Engine}
+	all := []measurement{rep.Baseline, rep.Strong, rep.Engine}
 	if cfg.Before {
 		before, err := b.measure(ctx, kindBefore, cfg.N, cfg.MaxParallel)
 		if err != nil {
@@ -115,8 +127,10 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 	}
 	rep.MergedTree, rep.IdenticalTrees = rep.Engine.Tree, true
 	rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	rep.StrongSpeedup, rep.StrongCPUSpeedup = strongRatios(rep.Strong, rep.Engine)
 	rep.EngineItemMS = rep.Engine.TimingsMS
-	fmt.Fprintf(log, "identical merged trees (%s); speedup_vs_git_baseline %.2f\n", rep.MergedTree, rep.Speedup)
+	fmt.Fprintf(log, "identical merged trees (%s); speedup_vs_git_baseline %.2f; vs strong baseline: wall %.2f, CPU %.2f\n",
+		rep.MergedTree, rep.Speedup, rep.StrongSpeedup, rep.StrongCPUSpeedup)
 
 	if cfg.Sweep {
 		if rep.Sweep, err = b.sweep(ctx, rep); err != nil {
@@ -124,7 +138,7 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		}
 	}
 	if cfg.Profile {
-		for _, kind := range []string{kindEngine, kindBaseline} {
+		for _, kind := range []string{kindEngine, kindBaseline, kindStrong} {
 			p, err := b.profile(ctx, kind, cfg.N, cfg.MaxParallel)
 			if err != nil {
 				return nil, err
@@ -229,20 +243,24 @@ func (b *bench) sweep(ctx context.Context, rep *report) ([]sweepRow, error) {
 	for _, pt := range points {
 		row := sweepRow{Axis: pt.axis, N: pt.n, MaxParallel: pt.p}
 		if pt.n == rep.N && pt.p == rep.MaxParallel {
-			row.Engine, row.Baseline = rep.Engine, rep.Baseline
+			row.Engine, row.Baseline, row.Strong = rep.Engine, rep.Baseline, rep.Strong
 		} else {
 			var err error
 			if row.Baseline, err = b.measure(ctx, kindBaseline, pt.n, pt.p); err != nil {
 				return nil, err
 			}
+			if row.Strong, err = b.measure(ctx, kindStrong, pt.n, pt.p); err != nil {
+				return nil, err
+			}
 			if row.Engine, err = b.measure(ctx, kindEngine, pt.n, pt.p); err != nil {
 				return nil, err
 			}
-			if err := verifySame([]measurement{row.Baseline, row.Engine}); err != nil {
+			if err := verifySame([]measurement{row.Baseline, row.Strong, row.Engine}); err != nil {
 				return nil, err
 			}
 		}
 		row.Speedup = round2(row.Baseline.WallMS / row.Engine.WallMS)
+		row.StrongSpeedup, row.StrongCPUSpeedup = strongRatios(row.Strong, row.Engine)
 		rows = append(rows, row)
 	}
 	return rows, nil
@@ -261,6 +279,16 @@ func (b *bench) profile(ctx context.Context, kind string, n, p int) (gitProfile,
 	}
 	b.done(dir)
 	return readProfile(trace, m)
+}
+
+// strongRatios returns strong/engine in wall time and in CPU seconds (0 when
+// the engine's CPU time is unknown).
+func strongRatios(strong, engine measurement) (wall, cpu float64) {
+	wall = round2(strong.WallMS / engine.WallMS)
+	if engine.CPUSeconds > 0 {
+		cpu = round2(strong.CPUSeconds / engine.CPUSeconds)
+	}
+	return wall, cpu
 }
 
 // mib formats KiB as MiB; negative means unknown.

@@ -14,6 +14,9 @@ import (
 // report. It asserts no timings, only that every run completed with the same
 // merged tree and that the figures were filled in.
 func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole benchmark harness (about a minute); skipped with -short")
+	}
 	for _, tool := range []string{"git", "bash", "flock", "xargs", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s: %v", tool, err)
@@ -38,13 +41,13 @@ func TestSmoke(t *testing.T) {
 	if rep.Repo.Files != 50 || rep.N != 5 || rep.MaxParallel != 2 || !rep.IdenticalTrees || rep.MergedTree == "" {
 		t.Errorf("report header = %+v", rep)
 	}
-	ms := []measurement{rep.Baseline, rep.Engine}
+	ms := []measurement{rep.Baseline, rep.Strong, rep.Engine}
 	if rep.Before == nil {
 		t.Fatal("engine_before missing")
 	}
 	ms = append(ms, *rep.Before)
 	for _, m := range ms {
-		if m.Tree != rep.MergedTree || m.WallMS <= 0 || m.ItemsPerSec <= 0 || m.PeakRSSKB <= 0 || m.N != 5 {
+		if m.Tree != rep.MergedTree || m.WallMS <= 0 || m.ItemsPerSec <= 0 || m.PeakRSSKB <= 0 || m.CPUSeconds <= 0 || m.N != 5 {
 			t.Errorf("%s measurement = %+v", m.Kind, m)
 		}
 	}
@@ -54,27 +57,32 @@ func TestSmoke(t *testing.T) {
 	if rep.EngineItemMS == nil || rep.EngineItemMS.Steps <= 0 {
 		t.Errorf("engine_item_overhead_ms = %+v", rep.EngineItemMS)
 	}
-	if rep.Speedup <= 0 || rep.BeforeSpeedup <= 0 {
-		t.Errorf("speedups = %v, %v", rep.Speedup, rep.BeforeSpeedup)
+	if rep.Speedup <= 0 || rep.BeforeSpeedup <= 0 || rep.StrongSpeedup <= 0 || rep.StrongCPUSpeedup <= 0 {
+		t.Errorf("speedups = %v, %v, strong %v / CPU %v", rep.Speedup, rep.BeforeSpeedup, rep.StrongSpeedup, rep.StrongCPUSpeedup)
 	}
-	if !strings.Contains(raw, `"speedup_vs_git_baseline"`) {
-		t.Error("JSON lacks speedup_vs_git_baseline")
+	if rep.Strong.Kind != kindStrong || rep.Strong.TimingsMS != nil {
+		t.Errorf("strong_baseline = %+v", rep.Strong)
+	}
+	for _, key := range []string{`"speedup_vs_git_baseline"`, `"speedup_vs_strong_baseline"`, `"cpu_speedup_vs_strong_baseline"`, `"cpu_s"`} {
+		if !strings.Contains(raw, key) {
+			t.Errorf("JSON lacks %s", key)
+		}
 	}
 	var points []string
 	for _, r := range rep.Sweep {
 		points = append(points, r.Axis)
-		if r.Engine.Tree == "" || r.Engine.Tree != r.Baseline.Tree || r.Speedup <= 0 {
+		if r.Engine.Tree == "" || r.Engine.Tree != r.Baseline.Tree || r.Engine.Tree != r.Strong.Tree || r.Speedup <= 0 || r.StrongSpeedup <= 0 {
 			t.Errorf("sweep row %+v", r)
 		}
 	}
 	if strings.Join(points, ",") != "max_parallel,max_parallel,n" {
 		t.Errorf("sweep axes = %v, want max_parallel,max_parallel,n", points)
 	}
-	if len(rep.Profile) != 2 {
-		t.Fatalf("profile has %d runs, want 2", len(rep.Profile))
+	if len(rep.Profile) != 3 {
+		t.Fatalf("profile has %d runs, want 3", len(rep.Profile))
 	}
 	for _, p := range rep.Profile {
-		// Every item commits once, in both the engine and the baseline.
+		// Every item commits once, in the engine and in both baselines.
 		commits := 0.0
 		for _, c := range p.Commands {
 			if c.Hierarchy == "commit" {

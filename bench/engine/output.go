@@ -22,12 +22,13 @@ func writeText(w io.Writer, rep *report) error {
 	fmt.Fprintf(w, "bench/engine: %d files, %.1f MiB in %d dirs; N=%d items, max_parallel=%d; git %s; %d CPUs\n\n",
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\twall s\titems/s\tms/item\tpeak RSS\tvs baseline\t")
+	fmt.Fprintln(tw, "run\twall s\tCPU s\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
 	row := func(name string, m measurement) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t\n", name, m.WallMS/1000, m.ItemsPerSec,
-			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t%.2fx\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS, rep.Strong.WallMS/m.WallMS)
 	}
 	row("plain git baseline", rep.Baseline)
+	row("strong git baseline", rep.Strong)
 	row("engine pool/tree", rep.Engine)
 	if rep.Before != nil {
 		row("engine fresh/worktree (before)", *rep.Before)
@@ -35,7 +36,9 @@ func writeText(w io.Writer, rep *report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nspeedup_vs_git_baseline: %.2f   (identical merged trees: %s)\n", rep.Speedup, rep.MergedTree)
+	fmt.Fprintf(w, "\nspeedup_vs_git_baseline: %.2f   speedup_vs_strong_baseline: %.2f (wall), %.2f (CPU)   (identical merged trees: %s)\n",
+		rep.Speedup, rep.StrongSpeedup, rep.StrongCPUSpeedup, rep.MergedTree)
+	fmt.Fprintln(w, "CPU s = user+sys of the run's process tree (wait4 rusage: the process and every descendant it waited for).")
 	fmt.Fprintln(w, "peak RSS = ru_maxrss of the run's process tree: its largest single process, not a sum.")
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
@@ -44,13 +47,13 @@ func writeText(w io.Writer, rep *report) error {
 			t.Prepare, t.Steps, t.Merge, t.Cleanup, t.Bookkeeping, total)
 	}
 	if len(rep.Sweep) > 0 {
-		fmt.Fprintln(w, "\nsweep (engine pool/tree vs plain git):")
+		fmt.Fprintln(w, "\nsweep (engine pool/tree vs plain git and the strong baseline):")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "N\tP\tengine s\tengine items/s\tengine ms/item\tgit s\tgit items/s\tgit ms/item\tratio\t")
+		fmt.Fprintln(tw, "N\tP\tengine s\tengine CPU s\tengine ms/item\tgit s\tstrong s\tstrong CPU s\tvs git\tvs strong\tCPU vs strong\t")
 		for _, r := range rep.Sweep {
-			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2fx\t\n", r.N, r.MaxParallel,
-				r.Engine.WallMS/1000, r.Engine.ItemsPerSec, r.Engine.WallMS/float64(r.N),
-				r.Baseline.WallMS/1000, r.Baseline.ItemsPerSec, r.Baseline.WallMS/float64(r.N), r.Speedup)
+			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2fx\t%.2fx\t%.2fx\t\n", r.N, r.MaxParallel,
+				r.Engine.WallMS/1000, r.Engine.CPUSeconds, r.Engine.WallMS/float64(r.N),
+				r.Baseline.WallMS/1000, r.Strong.WallMS/1000, r.Strong.CPUSeconds, r.Speedup, r.StrongSpeedup, r.StrongCPUSpeedup)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

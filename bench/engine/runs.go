@@ -22,7 +22,8 @@ const resultsBranch = "bench/results"
 const (
 	kindEngine   = "engine"   // the CLI with its defaults: --isolation pool --merge tree
 	kindBefore   = "before"   // the CLI with --isolation fresh --merge worktree
-	kindBaseline = "baseline" // the plain-git bash script
+	kindBaseline = "baseline" // the plain-git bash script, a worktree per item
+	kindStrong   = "strong"   // a git-savvy user's script: reused worktrees, object-only merges
 )
 
 // measurement is one timed run.
@@ -34,6 +35,9 @@ type measurement struct {
 	// WallMS is the wall time of the measured process, start to exit.
 	WallMS      float64 `json:"wall_ms"`
 	ItemsPerSec float64 `json:"items_per_sec"`
+	// CPUSeconds is user+sys time of the measured process and every
+	// descendant it (transitively) waited for, from wait4's rusage.
+	CPUSeconds float64 `json:"cpu_s"`
 	// PeakRSSKB is ru_maxrss of the measured process tree (see maxRSSKB).
 	PeakRSSKB int64 `json:"peak_rss_kb"`
 	// Tree is `git rev-parse bench/results^{tree}` after the run.
@@ -88,6 +92,15 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		cmd = exec.CommandContext(ctx, "bash", script, m.repo, filepath.Join(s.dir, "work"),
 			strconv.Itoa(s.n), strconv.Itoa(s.maxParallel), resultsBranch)
 		cmd.Env = os.Environ()
+	case kindStrong:
+		script := filepath.Join(s.dir, "strong.sh")
+		if err := os.WriteFile(script, []byte(strongScript()), 0o755); err != nil {
+			return m, fmt.Errorf("failed to write strong baseline script: %w", err)
+		}
+		m.Description = fmt.Sprintf("git-savvy script: %d reused worktrees, reset+clean per item, flock merge-tree --write-tree + commit-tree + update-ref", s.maxParallel)
+		cmd = exec.CommandContext(ctx, "bash", script, m.repo, filepath.Join(s.dir, "work"),
+			strconv.Itoa(s.n), strconv.Itoa(s.maxParallel), resultsBranch)
+		cmd.Env = os.Environ()
 	default:
 		return m, fmt.Errorf("unknown run kind %q", s.kind)
 	}
@@ -106,15 +119,16 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 	start := time.Now()
 	runErr := cmd.Run()
 	wall := time.Since(start)
-	if cmd.ProcessState != nil {
-		m.PeakRSSKB = maxRSSKB(cmd.ProcessState)
+	if ps := cmd.ProcessState; ps != nil {
+		m.PeakRSSKB = maxRSSKB(ps)
+		m.CPUSeconds = round3((ps.UserTime() + ps.SystemTime()).Seconds())
 	}
 	if runErr != nil {
 		return m, fmt.Errorf("%s run (N=%d, P=%d) failed: %w\n%s", s.kind, s.n, s.maxParallel, runErr, tail(logPath, 20))
 	}
 	m.WallMS = float64(wall.Microseconds()) / 1000
 	m.ItemsPerSec = float64(s.n) / wall.Seconds()
-	if s.kind != kindBaseline {
+	if s.kind == kindEngine || s.kind == kindBefore {
 		if err := m.readEngineResult(stdout.Bytes()); err != nil {
 			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
 		}
@@ -206,6 +220,63 @@ seq 1 "$n" | xargs -P "$parallel" -n 1 bash -c 'item "$1"' _
 `
 }
 
+// strongScript is the strong baseline: what a git-savvy user writes for the
+// same job. max_parallel worktrees are made once (detached at the results
+// tip) and reused; items are dealt to them round-robin; per item the slot is
+// reset to the current results tip and cleaned, the agent's lines run and
+// commit, and the commit is merged on objects only — merge-tree
+// --write-tree, commit-tree with both parents, update-ref compare-and-swap —
+// under one flock. No merge touches a working tree. Arguments: repo, work
+// dir, N, max_parallel, results branch.
+func strongScript() string {
+	step := strings.ReplaceAll(agentScript, "${item.n}", "${i}")
+	return `#!/usr/bin/env bash
+# Strong plain-git baseline of bench/engine (see strongScript in runs.go).
+set -euo pipefail
+repo=$1 work=$2 n=$3 parallel=$4 results=$5
+mkdir -p "$work"
+git -C "$repo" branch "$results" HEAD
+for s in $(seq 1 "$parallel"); do
+	git -C "$repo" worktree add -q --detach "$work/slot-$s" "$results"
+done
+
+merge() { # slot item commit
+	local tip tree mc
+	tip=$(git -C "$repo" rev-parse "refs/heads/$results")
+	tree=$(git -C "$repo" merge-tree --write-tree "$tip" "$3")
+	mc=$(git -C "$repo" commit-tree "$tree" -p "$tip" -p "$3" -m "merge item $2")
+	git -C "$repo" update-ref "refs/heads/$results" "$mc" "$tip"
+}
+
+worker() { # slot
+	local s=$1 dir="$work/slot-$1" i
+	for ((i = s; i <= n; i += parallel)); do
+		git -C "$dir" reset -q --hard "refs/heads/$results"
+		git -C "$dir" clean -fdq
+		(
+			cd "$dir"
+` + indent(step, "			") + `		)
+		(
+			flock 9
+			merge "$s" "$i" "$(git -C "$dir" rev-parse HEAD)"
+		) 9>"$work/merge.lock"
+	done
+}
+
+pids=()
+for s in $(seq 1 "$parallel"); do
+	worker "$s" &
+	pids+=($!)
+done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+for s in $(seq 1 "$parallel"); do
+	git -C "$repo" worktree remove --force "$work/slot-$s"
+done
+exit "$status"
+`
+}
+
 // withoutEnv drops every NAME=… entry for the given names.
 func withoutEnv(env []string, names ...string) []string {
 	out := env[:0:0]
@@ -236,6 +307,9 @@ func tail(path string, n int) string {
 	}
 	return "  " + strings.Join(lines, "\n  ")
 }
+
+// round3 rounds to three decimals.
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 
 // round2 rounds to two decimals.
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
