@@ -1,0 +1,164 @@
+// Package actionapp is the GitHub Action application: it reads the
+// Action's inputs, runs a workflow or redrives an earlier run's dead letter
+// queue through the runner, uploads the DLQ as an artifact, writes the job
+// summary, posts the sticky PR comment, sets the outputs and pushes the
+// results branch. Every side effect comes in through Deps, so tests run it
+// in-process against temp dirs and a local HTTP server.
+package actionapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// Exit codes of the command line contract (DESIGN.md).
+const (
+	exitOK          = 0
+	exitJobFailed   = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// Engine is the part of the runner the Action drives; tests may replace it.
+type Engine interface {
+	Run(ctx context.Context, o runner.Options) (*runner.Result, error)
+	RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error)
+}
+
+// GitFunc runs git in dir with env (nil: the process environment).
+type GitFunc func(ctx context.Context, dir string, env []string, args ...string) error
+
+// Deps carries every side effect of the Action. Zero fields take the
+// defaults documented on each.
+type Deps struct {
+	// Getenv reads the environment (inputs, GITHUB_*); nil means os.Getenv.
+	Getenv func(string) string
+	// Environ returns the process environment, the base of the agents' and
+	// git's environment; nil means os.Environ.
+	Environ func() []string
+	// Setenv changes the process environment so every git child trusts the
+	// workspace (safe.directory); nil means os.Setenv.
+	Setenv func(k, v string) error
+	// Getwd is the workspace when GITHUB_WORKSPACE is unset; nil means os.Getwd.
+	Getwd func() (string, error)
+	// Stdout receives workflow commands (annotations, groups, masks); nil means os.Stdout.
+	Stdout io.Writer
+	// Stderr receives the runner's human logs and progress; nil means os.Stderr.
+	Stderr io.Writer
+	// Clock drives backoff sleeps and timestamps; nil means retry.SystemClock.
+	Clock retry.Clock
+	// HTTPClient sends GitHub API and artifact-service requests; nil means a
+	// client with a 2-minute timeout.
+	HTTPClient *http.Client
+	// BlobClient fetches artifact zips from storage (never given the
+	// token); nil means a client with a 5-minute timeout.
+	BlobClient *http.Client
+	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
+	RetrySleep ghaction.Sleeper
+	// Git runs git push/fetch/branch in the workspace; nil runs the git CLI.
+	Git GitFunc
+	// Engine runs and redrives jobs; nil means the runner.
+	Engine Engine
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Getenv == nil {
+		d.Getenv = os.Getenv
+	}
+	if d.Environ == nil {
+		d.Environ = os.Environ
+	}
+	if d.Setenv == nil {
+		d.Setenv = os.Setenv
+	}
+	if d.Getwd == nil {
+		d.Getwd = os.Getwd
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.Stderr == nil {
+		d.Stderr = os.Stderr
+	}
+	if d.Clock == nil {
+		d.Clock = retry.SystemClock
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = &http.Client{Timeout: 2 * time.Minute}
+	}
+	if d.BlobClient == nil {
+		d.BlobClient = &http.Client{Timeout: 5 * time.Minute}
+	}
+	if d.Git == nil {
+		d.Git = execGit
+	}
+	if d.Engine == nil {
+		d.Engine = realEngine{}
+	}
+	return d
+}
+
+// Main runs the Action once and returns the process exit code: 0 the job
+// completed, 1 it failed (or the push failed, or fail-on-dlq with DLQ items),
+// 2 bad inputs or workflow (nothing was run), 130 interrupted.
+func Main(ctx context.Context, d Deps) int {
+	return newActionEnv(d.withDefaults()).run(ctx)
+}
+
+// defaultHome is ~/.prodigy.
+func defaultHome(getenv func(string) string) (string, error) {
+	h := getenv("HOME")
+	if h == "" {
+		var err error
+		if h, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("cannot locate the state directory: set PRODIGY_HOME: %w", err)
+		}
+	}
+	return filepath.Join(h, ".prodigy"), nil
+}
+
+// exitError carries the exit code a failure maps to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// exitFor maps runner errors to exit codes.
+func exitFor(err error) error {
+	var ue *runner.UsageError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return usageErr(err)
+	case errors.Is(err, runner.ErrInterrupted):
+		return &exitError{code: exitInterrupted, err: err}
+	default:
+		return &exitError{code: exitJobFailed, err: err}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
