@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -30,34 +29,14 @@ func (realEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.
 	return runner.RetryDLQ(ctx, o)
 }
 
-// actionEnv carries the Action entrypoint's side effects.
+// actionEnv is the Action's dependencies plus its workflow-command writer.
 type actionEnv struct {
-	d      Deps
-	gha    *githubactions.Action
-	getenv func(string) string
-	setenv func(k, v string) error
-	engine Engine
-	// hc sends GitHub API and artifact-service requests; blob fetches
-	// artifact zips from storage (never given the token).
-	hc, blob *http.Client
-	// retrySleep is the artifact client's backoff sleeper.
-	retrySleep ghaction.Sleeper
-	// git runs a git command with extra environment (push).
-	git GitFunc
+	Deps
+	gha *githubactions.Action
 }
 
 func newActionEnv(d Deps) *actionEnv {
-	return &actionEnv{
-		d:          d,
-		gha:        githubactions.New(githubactions.WithGetenv(d.Getenv), githubactions.WithWriter(d.Stdout)),
-		getenv:     d.Getenv,
-		setenv:     d.Setenv,
-		engine:     d.Engine,
-		hc:         d.HTTPClient,
-		blob:       d.BlobClient,
-		retrySleep: d.RetrySleep,
-		git:        d.Git,
-	}
+	return &actionEnv{Deps: d, gha: githubactions.New(githubactions.WithGetenv(d.Getenv), githubactions.WithWriter(d.Stdout))}
 }
 
 // actionRun is the state of one Action invocation.
@@ -78,7 +57,7 @@ type actionRun struct {
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: ghaction.NewRedactor(e.gha.AddMask)}
-	r.redact.Add(in.GitHubToken, e.getenv("ACTIONS_RUNTIME_TOKEN"), e.getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+	r.redact.Add(in.GitHubToken, e.Getenv("ACTIONS_RUNTIME_TOKEN"), e.Getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
 	if err != nil {
 		e.gha.Errorf("%s", oneLine(err))
 		return exitUsage
@@ -109,28 +88,28 @@ func (e *actionEnv) run(ctx context.Context) int {
 // mounted workspace (it belongs to the runner user, the container is root).
 func (r *actionRun) setup() error {
 	e := r.env
-	r.ws = e.getenv("GITHUB_WORKSPACE")
+	r.ws = e.Getenv("GITHUB_WORKSPACE")
 	if r.ws == "" {
-		wd, err := e.d.Getwd()
+		wd, err := e.Getwd()
 		if err != nil {
 			return fmt.Errorf("locate the workspace: %w", err)
 		}
 		r.ws = wd
 	}
 	switch {
-	case e.getenv("PRODIGY_HOME") != "":
-		r.home = e.getenv("PRODIGY_HOME")
-	case e.getenv("RUNNER_TEMP") != "":
+	case e.Getenv("PRODIGY_HOME") != "":
+		r.home = e.Getenv("PRODIGY_HOME")
+	case e.Getenv("RUNNER_TEMP") != "":
 		// Outside the workspace: no root-owned state lands in the checkout.
-		r.home = filepath.Join(e.getenv("RUNNER_TEMP"), "prodigy")
+		r.home = filepath.Join(e.Getenv("RUNNER_TEMP"), "prodigy")
 	default:
-		h, err := defaultHome(e.getenv)
+		h, err := defaultHome(e.Getenv)
 		if err != nil {
 			return err
 		}
 		r.home = h
 	}
-	return addSafeDirectory(e.getenv, e.setenv, r.ws)
+	return addSafeDirectory(e.Getenv, e.Setenv, r.ws)
 }
 
 // runJob runs the workflow (command run) or redrives an earlier run's DLQ
@@ -138,16 +117,16 @@ func (r *actionRun) setup() error {
 func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	e := r.env
 	opts := runner.Options{
-		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.d.Stderr,
-		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.d.Clock,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(e.d.Environ()), Redact: r.redact.String,
+		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
+		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
+		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redact: r.redact.String,
 	}
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return e.engine.RetryDLQ(ctx, runner.RetryOptions{
+		return e.Engine.RetryDLQ(ctx, runner.RetryOptions{
 			Home: r.home, JobID: jobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
 			Parallel: r.in.MaxParallel, Run: opts,
 		})
@@ -161,7 +140,7 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 		return nil, usageErr(err)
 	}
 	opts.Workflow = v.Workflow
-	return e.engine.Run(ctx, opts)
+	return e.Engine.Run(ctx, opts)
 }
 
 // finish publishes the result and returns the exit code.
@@ -184,7 +163,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 	if pushErr == nil && r.in.Push && res.ResultsBranch != "" {
 		rep.Pushed = true
 	}
-	if e.getenv("GITHUB_STEP_SUMMARY") != "" {
+	if e.Getenv("GITHUB_STEP_SUMMARY") != "" {
 		if rep.Pushed { // re-render so the summary says "pushed"
 			summary = r.redact.String(report.Summary(rep))
 		}
@@ -208,7 +187,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 }
 
 func (r *actionRun) setOutputs(res *runner.Result, art *report.Artifact, summaryPath string) {
-	if r.env.getenv("GITHUB_OUTPUT") == "" {
+	if r.env.Getenv("GITHUB_OUTPUT") == "" {
 		return
 	}
 	out := map[string]string{
@@ -226,7 +205,7 @@ func (r *actionRun) setOutputs(res *runner.Result, art *report.Artifact, summary
 
 // writeSummary keeps a copy of the summary for the summary-path output.
 func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
-	dir := r.env.getenv("RUNNER_TEMP")
+	dir := r.env.Getenv("RUNNER_TEMP")
 	if dir == "" {
 		dir = r.home
 	}
@@ -244,7 +223,7 @@ func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
 
 // github returns an API client for GITHUB_API_URL with the input token.
 func (r *actionRun) github() (*github.Client, error) {
-	gh := github.NewClient(r.env.hc)
+	gh := github.NewClient(r.env.HTTPClient)
 	if r.in.GitHubToken != "" {
 		gh = gh.WithAuthToken(r.in.GitHubToken)
 	}
@@ -273,7 +252,7 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 	wf := r.in.RedriveWorkflow
 	if wf == "" {
 		// GITHUB_WORKFLOW_REF = owner/repo/.github/workflows/file.yml@ref
-		ref, _, _ := strings.Cut(r.env.getenv("GITHUB_WORKFLOW_REF"), "@")
+		ref, _, _ := strings.Cut(r.env.Getenv("GITHUB_WORKFLOW_REF"), "@")
 		wf = path.Base(ref)
 		if ref == "" {
 			wf = ""
