@@ -124,7 +124,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	}
 	art := &report.Artifact{Name: up.Name, ID: up.ID, ExpiresAt: up.ExpiresAt}
 	if art.ExpiresAt.IsZero() && r.ctx.RetentionDays > 0 {
-		art.ExpiresAt = e.Clock.Now().UTC().Add(time.Duration(r.ctx.RetentionDays) * 24 * time.Hour)
+		art.ExpiresAt = e.now().UTC().Add(time.Duration(r.ctx.RetentionDays) * 24 * time.Hour)
 	}
 	if u := r.runURL(); u != "" && up.ID != 0 {
 		art.URL = fmt.Sprintf("%s/artifacts/%d", u, up.ID)

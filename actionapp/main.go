@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
-	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -34,6 +33,22 @@ const (
 type Engine interface {
 	Run(ctx context.Context, o runner.Options) (*runner.Result, error)
 	RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error)
+}
+
+// Clock is the runner's clock (retry.Clock's method set).
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// Sleep waits for d or until ctx is cancelled.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// now is the Clock's time, or the real time without one.
+func (d Deps) now() time.Time {
+	if d.Clock == nil {
+		return time.Now()
+	}
+	return d.Clock.Now()
 }
 
 // GitFunc runs git in dir with env (nil: the process environment).
@@ -56,8 +71,8 @@ type Deps struct {
 	Stdout io.Writer
 	// Stderr receives the runner's human logs and progress; nil means os.Stderr.
 	Stderr io.Writer
-	// Clock drives backoff sleeps and timestamps; nil means retry.SystemClock.
-	Clock retry.Clock
+	// Clock drives backoff sleeps and timestamps; nil means the real clock.
+	Clock Clock
 	// HTTPClient sends GitHub API and artifact-service requests; nil means a
 	// client with a 2-minute timeout.
 	HTTPClient *http.Client
@@ -90,9 +105,6 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Stderr == nil {
 		d.Stderr = os.Stderr
-	}
-	if d.Clock == nil {
-		d.Clock = retry.SystemClock
 	}
 	if d.HTTPClient == nil {
 		d.HTTPClient = &http.Client{Timeout: 2 * time.Minute}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,16 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/examples"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-func init() { registerCommand("demo", newDemoCommand) }
+type demoOptions struct {
+	dir  string
+	json bool
+}
 
-func newDemoCommand(a *app) *cobra.Command {
-	var dir string
-	var asJSON bool
+func newDemoCmd(f *factory) *cobra.Command {
+	opts := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the embedded example workflow end to end on a fresh sample repository",
@@ -28,60 +30,58 @@ are processed in parallel worktrees and merged into the results branch, one
 fails on purpose, is retried with backoff and lands in the dead letter queue.
 State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			repo, err := makeDemoRepo(dir)
-			if err != nil {
-				return &exitError{code: exitJobFailed, err: err}
-			}
-			fmt.Fprintf(a.stderr, "demo repository: %s\n", repo)
-			wf, err := config.Load(filepath.Join(repo, "workflow.yml"))
-			if err != nil {
-				return usageErr(err)
-			}
-			opts, err := a.runOptions("", "")
-			if err != nil {
-				return err
-			}
-			opts.Workflow, opts.RepoDir = wf, repo
-			res, err := runner.Run(cmd.Context(), opts)
-			if res != nil && !asJSON {
-				a.printDemoOutcome(repo, res)
-			}
-			return a.finishJob(res, err, asJSON)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), f, opts) },
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "where to create the sample repository (must not exist or be empty)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
+	cmd.Flags().StringVar(&opts.dir, "dir", "", "where to create the sample repository (must not exist or be empty)")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	return cmd
 }
 
+func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
+	ro, err := f.runnerOptions("", "")
+	if err != nil {
+		return err
+	}
+	repo, err := makeDemoRepo(opts.dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.errOut, "demo repository: %s\n", repo)
+	v := runner.ValidateFile(filepath.Join(repo, "workflow.yml"), runner.ValidateOptions{})
+	if err := v.Err(); err != nil {
+		return err
+	}
+	ro.Workflow, ro.RepoDir = v.Workflow, repo
+	res, err := runner.Run(ctx, ro)
+	if res != nil && !opts.json {
+		printDemoOutcome(f.errOut, repo, res)
+	}
+	return finishJob(f.out, res, err, opts.json)
+}
+
 // makeDemoRepo creates the sample repository with the embedded files.
+// TODO(gitops): the git init/add/commit below move to gitops once it has
+// repository-creation operations; this is the CLI's only git process.
 func makeDemoRepo(dir string) (string, error) {
-	var err error
+	files, err := runner.DemoFiles()
+	if err != nil {
+		return "", err
+	}
 	if dir == "" {
-		dir, err = os.MkdirTemp("", "prodigy-demo-*")
-		if err != nil {
-			return "", err
+		if dir, err = os.MkdirTemp("", "prodigy-demo-*"); err != nil {
+			return "", fmt.Errorf("create the demo repository: %w", err)
 		}
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return "", fmt.Errorf("--dir %s is not empty", dir)
+		return "", usageErrorf("--dir %s is not empty", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", fmt.Errorf("create the demo repository: %w", err)
 	}
-	files := map[string]string{"workflow.yml": "demo/workflow.yml", "items.json": "demo/items.json"}
-	for name, src := range files {
-		data, err := examples.Demo.ReadFile(src)
-		if err != nil {
-			return "", err
-		}
+	files["README.md"] = []byte("# prodigy-action demo\n\nA sample repository for `action demo`.\n")
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return "", err
+			return "", fmt.Errorf("create the demo repository: %w", err)
 		}
-	}
-	readme := "# prodigy-action demo\n\nA sample repository for `action demo`.\n"
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644); err != nil {
-		return "", err
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
@@ -91,14 +91,13 @@ func makeDemoRepo(dir string) (string, error) {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	return filepath.Abs(dir)
 }
 
-func (a *app) printDemoOutcome(repo string, res *runner.Result) {
-	w := a.stderr
+func printDemoOutcome(w io.Writer, repo string, res *runner.Result) {
 	fmt.Fprintf(w, "\nresults branch %s:\n", res.ResultsBranch)
 	out, _ := exec.Command("git", "-C", repo, "log", "--graph", "--oneline", "--decorate=no", res.ResultsBranch).CombinedOutput()
 	fmt.Fprintf(w, "%s", out)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,10 +11,13 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
-func init() { registerDLQCommand("export", newDLQExportCommand) }
+type dlqExportOptions struct {
+	file, jobID, format string
+	formatSet           bool
+}
 
-func newDLQExportCommand(a *app) *cobra.Command {
-	var jobID, format string
+func newDLQExportCmd(f *factory) *cobra.Command {
+	opts := &dlqExportOptions{}
 	cmd := &cobra.Command{
 		Use:   "export FILE",
 		Short: "Write every dead-lettered item to FILE as JSON or CSV",
@@ -26,74 +28,41 @@ quoted per RFC 4180. Without --format, a FILE ending in .csv selects csv.
 The file is written to a temporary name and renamed when complete.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file := args[0]
-			if file == "" {
-				return usageErr(errEmptyOutputPath)
-			}
-			if !cmd.Flags().Changed("format") && strings.EqualFold(filepath.Ext(file), ".csv") {
-				format = "csv"
-			}
-			var export func(io.Writer, dlq.Source) (int, error)
-			switch strings.ToLower(format) {
-			case "json":
-				export = dlq.ExportJSON
-			case "csv":
-				export = dlq.ExportCSV
-			default:
-				return usageErrf("--format must be json or csv, got %q", format)
-			}
-			store, ref, err := openDLQ(a, jobID)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			n := 0
-			err = writeOutput(a, file, func(w io.Writer) error {
-				var err error
-				n, err = export(w, store)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "exported %d items of job %s to %s\n", n, ref.JobID, file)
-			return nil
+			opts.file, opts.formatSet = args[0], cmd.Flags().Changed("format")
+			return runDLQExport(f, opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&format, "format", "json", "json or csv")
-	f.StringVar(&jobID, "job-id", "", "job whose DLQ to export (optional when only one job has a DLQ)")
+	cmd.Flags().StringVar(&opts.format, "format", "json", "json or csv")
+	jobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (optional when only one job has a DLQ)")
 	return cmd
 }
 
-// writeOutput streams write into file ("-" = stdout) through a temporary
-// file in the same directory, renamed into place only when complete.
-func writeOutput(a *app, file string, write func(io.Writer) error) (err error) {
-	if file == "-" {
-		return write(a.stdout)
+func runDLQExport(f *factory, opts *dlqExportOptions) error {
+	if opts.file == "" {
+		return errEmptyOutputPath
 	}
-	dir := filepath.Dir(file)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	format := strings.ToLower(opts.format)
+	if !opts.formatSet && strings.EqualFold(filepath.Ext(opts.file), ".csv") {
+		format = "csv"
+	}
+	export := map[string]func(io.Writer, dlq.Source) (int, error){"json": dlq.ExportJSON, "csv": dlq.ExportCSV}[format]
+	if export == nil {
+		return usageErrorf("--format must be json or csv, got %q", opts.format)
+	}
+	store, ref, err := f.openDLQ(opts.jobID)
 	if err != nil {
-		return usageErrf("cannot write %s: %w", file, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
 		return err
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
+	defer store.Close()
+	n := 0
+	err = f.writeOutput(opts.file, func(w io.Writer) error {
+		var err error
+		n, err = export(w, store)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	if err = os.Rename(f.Name(), file); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
+	fmt.Fprintf(f.errOut, "exported %d items of job %s to %s\n", n, ref.JobID, opts.file)
 	return nil
 }

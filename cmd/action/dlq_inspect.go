@@ -8,10 +8,10 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
-func init() { registerDLQCommand("inspect", newDLQInspectCommand) }
+type dlqInspectOptions struct{ itemID, jobID string }
 
-func newDLQInspectCommand(a *app) *cobra.Command {
-	var jobID string
+func newDLQInspectCmd(f *factory) *cobra.Command {
+	opts := &dlqInspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect ITEM_ID",
 		Short: "Print one dead-lettered item's full record as JSON",
@@ -19,29 +19,36 @@ func newDLQInspectCommand(a *app) *cobra.Command {
 with its error type, message, context, stack trace, agent, step, duration
 and json_log_location, and the worktree artifacts. For example:
 
-  cat "$(action dlq inspect item-123 | jq -r '.failure_history[-1].json_log_location')"`,
+  cat "$(action dlq inspect item-123 | jq -r '.failure_history[-1].json_log_location')"
+
+A record that cannot be read (corrupt file) is a failure: exit 1.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			store, ref, err := openDLQ(a, jobID)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			d, err := store.Get(args[0])
-			if errors.Is(err, dlq.ErrNotFound) {
-				return usageErrf("item %q is not in the dead letter queue of job %s", args[0], ref.JobID)
-			}
-			if err != nil {
-				return err
-			}
-			b, err := dlq.Encode(*d)
-			if err != nil {
-				return err
-			}
-			_, err = a.stdout.Write(b)
-			return err
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.itemID = args[0]
+			return runDLQInspect(f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&jobID, "job-id", "", "job whose DLQ holds the item (optional when only one job has a DLQ)")
+	jobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ holds the item (optional when only one job has a DLQ)")
 	return cmd
+}
+
+func runDLQInspect(f *factory, opts *dlqInspectOptions) error {
+	store, ref, err := f.openDLQ(opts.jobID)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	d, err := store.Get(opts.itemID)
+	if errors.Is(err, dlq.ErrNotFound) {
+		return usageErrorf("item %q is not in the dead letter queue of job %s", opts.itemID, ref.JobID)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := dlq.Encode(*d)
+	if err != nil {
+		return err
+	}
+	_, err = f.out.Write(b)
+	return err
 }

@@ -9,14 +9,14 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
-func init() { registerDLQCommand("purge", newDLQPurgeCommand) }
+type dlqPurgeOptions struct {
+	jobID        string
+	days         int
+	daysSet, yes bool
+}
 
-func newDLQPurgeCommand(a *app) *cobra.Command {
-	var (
-		jobID string
-		days  int
-		yes   bool
-	)
+func newDLQPurgeCmd(f *factory) *cobra.Command {
+	opts := &dlqPurgeOptions{}
 	cmd := &cobra.Command{
 		Use:   "purge --older-than-days N",
 		Short: "Delete dead-lettered items whose last attempt is older than N days",
@@ -24,50 +24,55 @@ func newDLQPurgeCommand(a *app) *cobra.Command {
 before now. Asks for confirmation on stdin unless --yes, like clear.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("older-than-days") {
-				return usageErrf("--older-than-days is required")
-			}
-			if days < 0 {
-				return usageErrf("--older-than-days must be 0 or more, got %d", days)
-			}
-			store, ref, err := openDLQ(a, jobID)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			cutoff := a.now().Add(-time.Duration(days) * 24 * time.Hour)
-			old, total := 0, 0
-			err = store.Each(func(d dlq.DeadLetteredItem) error {
-				total++
-				if d.LastAttempt.Before(cutoff) {
-					old++
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if old == 0 {
-				fmt.Fprintf(a.stderr, "nothing to purge: none of the %d items of job %s is older than %d days\n", total, ref.JobID, days)
-				return nil
-			}
-			if !yes {
-				prompt := fmt.Sprintf("Delete %d of %d items of job %s last attempted before %s?", old, total, ref.JobID, cutoff.UTC().Format(time.RFC3339))
-				if err := confirm(a, prompt); err != nil {
-					return err
-				}
-			}
-			n, err := store.Purge(cutoff)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "purged %d items of job %s\n", n, ref.JobID)
-			return nil
+			opts.daysSet = cmd.Flags().Changed("older-than-days")
+			return runDLQPurge(f, opts)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&days, "older-than-days", 0, "purge items whose last attempt is older than N days (required)")
-	f.StringVar(&jobID, "job-id", "", "job whose DLQ to purge (optional when only one job has a DLQ)")
-	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	fs := cmd.Flags()
+	fs.IntVar(&opts.days, "older-than-days", 0, "purge items whose last attempt is older than N days (required)")
+	jobIDFlag(fs, &opts.jobID, "job whose DLQ to purge (optional when only one job has a DLQ)")
+	fs.BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
+}
+
+func runDLQPurge(f *factory, opts *dlqPurgeOptions) error {
+	if !opts.daysSet {
+		return usageErrorf("--older-than-days is required")
+	}
+	if opts.days < 0 {
+		return usageErrorf("--older-than-days must be 0 or more, got %d", opts.days)
+	}
+	store, ref, err := f.openDLQ(opts.jobID)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cutoff := f.now().Add(-time.Duration(opts.days) * 24 * time.Hour)
+	old, total := 0, 0
+	err = store.Each(func(d dlq.DeadLetteredItem) error {
+		total++
+		if d.LastAttempt.Before(cutoff) {
+			old++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if old == 0 {
+		fmt.Fprintf(f.errOut, "nothing to purge: none of the %d items of job %s is older than %d days\n", total, ref.JobID, opts.days)
+		return nil
+	}
+	if !opts.yes {
+		prompt := fmt.Sprintf("Delete %d of %d items of job %s last attempted before %s?", old, total, ref.JobID, cutoff.UTC().Format(time.RFC3339))
+		if err := f.confirm(prompt, "--yes"); err != nil {
+			return err
+		}
+	}
+	n, err := store.Purge(cutoff)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.errOut, "purged %d items of job %s\n", n, ref.JobID)
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,14 +9,14 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-func init() { registerDLQCommand("retry", newDLQRetryCommand) }
+type dlqRetryOptions struct {
+	jobID, filter        string
+	maxRetries, parallel int
+	force, dryRun, json  bool
+}
 
-func newDLQRetryCommand(a *app) *cobra.Command {
-	var (
-		filter             string
-		maxRetries, par    int
-		force, dry, asJSON bool
-	)
+func newDLQRetryCmd(f *factory) *cobra.Command {
+	opts := &dlqRetryOptions{}
 	cmd := &cobra.Command{
 		Use:   "retry JOB_ID",
 		Short: "Re-run DLQ items through the job's real workflow (redrive)",
@@ -29,33 +30,39 @@ Interrupting is safe: records are removed only after success, so running
 the command again continues.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if maxRetries < 0 || par < 0 {
-				return usageErrf("--max-retries and --parallel must be positive")
-			}
-			opts, err := a.runOptions("", "")
-			if err != nil {
-				return err
-			}
-			res, err := runner.RetryDLQ(cmd.Context(), runner.RetryOptions{
-				Home: opts.Home, JobID: args[0], Filter: filter, MaxRetries: maxRetries, Parallel: par,
-				Force: force, DryRun: dry, Run: opts,
-			})
-			if dry && err == nil && !asJSON {
-				fmt.Fprintf(a.stderr, "dry run: %d item(s) would be retried\n", len(res.Items))
-				for _, it := range res.Items {
-					fmt.Fprintf(a.stdout, "%s\n", it.ItemID)
-				}
-				return nil
-			}
-			return a.finishJob(res, err, asJSON)
+			opts.jobID = args[0]
+			return runDLQRetry(cmd.Context(), f, opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&filter, "filter", "", "expression selecting records (over item.*)")
-	f.IntVar(&maxRetries, "max-retries", 3, "attempts per item, with the workflow's backoff")
-	f.IntVar(&par, "parallel", 10, "agents at once")
-	f.BoolVar(&force, "force", false, "include records that are not reprocess_eligible")
-	f.BoolVar(&dry, "dry-run", false, "list what would run; change nothing")
-	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
+	fs := cmd.Flags()
+	fs.StringVar(&opts.filter, "filter", "", "expression selecting records (over item.*)")
+	fs.IntVar(&opts.maxRetries, "max-retries", 3, "attempts per item, with the workflow's backoff")
+	fs.IntVar(&opts.parallel, "parallel", 10, "agents at once (alias --max-parallel)")
+	aliasFlags(fs, map[string]string{"max-parallel": "parallel"})
+	fs.BoolVar(&opts.force, "force", false, "include records that are not reprocess_eligible")
+	fs.BoolVar(&opts.dryRun, "dry-run", false, "list what would run; change nothing")
+	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	return cmd
+}
+
+func runDLQRetry(ctx context.Context, f *factory, opts *dlqRetryOptions) error {
+	if opts.maxRetries < 0 || opts.parallel < 0 {
+		return usageErrorf("--max-retries and --parallel must be positive")
+	}
+	ro, err := f.runnerOptions("", "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
+		Home: ro.Home, JobID: opts.jobID, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
+		Force: opts.force, DryRun: opts.dryRun, Run: ro,
+	})
+	if opts.dryRun && err == nil && !opts.json {
+		fmt.Fprintf(f.errOut, "dry run: %d item(s) would be retried\n", len(res.Items))
+		for _, it := range res.Items {
+			fmt.Fprintf(f.out, "%s\n", it.ItemID)
+		}
+		return nil
+	}
+	return finishJob(f.out, res, err, opts.json)
 }

@@ -1,5 +1,9 @@
 // Command action runs prodigy-action: a MapReduce runner for agents in git
 // worktrees with retries and a dead letter queue. See README.md.
+//
+// This package only wires: flags become options for runner, dlq and
+// actionapp; output goes through report; errors become exit codes in one
+// place (exitCode).
 package main
 
 import (
@@ -17,7 +21,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv).Execute(ctx, os.Args[1:])
+	code := newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv).execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-func init() { registerCommand("resume", newResumeCommand) }
+type resumeOptions struct {
+	jobID            string
+	includeDLQ, json bool
+}
 
-func newResumeCommand(a *app) *cobra.Command {
-	var includeDLQ, asJSON bool
+func newResumeCmd(f *factory) *cobra.Command {
+	opts := &resumeOptions{}
 	cmd := &cobra.Command{
 		Use:   "resume JOB_ID",
 		Short: "Finish an interrupted or failed job: the items not yet done, then reduce",
@@ -20,15 +25,20 @@ removed. With --include-dlq the job's reprocess-eligible DLQ items run too
 (de-duplicated by item id).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := a.runOptions("", "")
-			if err != nil {
-				return err
-			}
-			res, err := runner.Resume(cmd.Context(), runner.ResumeOptions{Home: opts.Home, JobID: args[0], IncludeDLQ: includeDLQ, Run: opts})
-			return a.finishJob(res, err, asJSON)
+			opts.jobID = args[0]
+			return runResume(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().BoolVar(&includeDLQ, "include-dlq", false, "also re-run the job's reprocess-eligible DLQ items")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
+	cmd.Flags().BoolVar(&opts.includeDLQ, "include-dlq", false, "also re-run the job's reprocess-eligible DLQ items")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	return cmd
+}
+
+func runResume(ctx context.Context, f *factory, opts *resumeOptions) error {
+	ro, err := f.runnerOptions("", "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: opts.jobID, IncludeDLQ: opts.includeDLQ, Run: ro})
+	return finishJob(f.out, res, err, opts.json)
 }

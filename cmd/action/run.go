@@ -1,21 +1,25 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
 
-	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-func init() { registerCommand("run", newRunCommand) }
+type runOptions struct {
+	workflow, repo, jobID, branch string
+	maxParallel                   int
+	isolation, merge              string
+	json                          bool
+}
 
-func newRunCommand(a *app) *cobra.Command {
-	var (
-		repo, jobID, branch string
-		maxParallel         int
-		asJSON              bool
-		isolation, merge    string
-	)
+func newRunCmd(f *factory) *cobra.Command {
+	opts := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run WORKFLOW.yml",
 		Short: "Run a MapReduce workflow as a new job",
@@ -31,64 +35,81 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 2 usage/config/input error (nothing run), 130 interrupted (resumable).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if maxParallel < 0 {
-				return usageErrf("--max-parallel must be at least 1")
-			}
-			opts, err := a.runOptions(isolation, merge)
-			if err != nil {
-				return err
-			}
-			wf, err := config.Load(args[0])
-			if err != nil {
-				return usageErr(err)
-			}
-			if err := checkWorkflowExtra(wf); err != nil {
-				return usageErr(err)
-			}
-			opts.Workflow, opts.RepoDir, opts.JobID, opts.Branch, opts.MaxParallel = wf, repo, jobID, branch, maxParallel
-			res, err := runner.Run(cmd.Context(), opts)
-			return a.finishJob(res, err, asJSON)
+			opts.workflow = args[0]
+			return runRun(cmd.Context(), f, opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&repo, "repo", ".", "a directory inside the git checkout to work on")
-	f.StringVar(&jobID, "job-id", "", "job id (default mapreduce-<timestamp>-<random>)")
-	f.StringVar(&branch, "branch", "", "results branch (default prodigy/<job_id>)")
-	f.IntVar(&maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
-	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
-	f.StringVar(&isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
-	f.StringVar(&merge, "merge", "tree", "merge strategy: tree (git merge-tree, no checkout) or worktree (git merge --no-ff in the parent worktree)")
+	fs := cmd.Flags()
+	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
+	jobIDFlag(fs, &opts.jobID, "job id (default mapreduce-<timestamp>-<random>)")
+	fs.StringVar(&opts.branch, "branch", "", "results branch (default prodigy/<job_id>)")
+	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
+	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
+	fs.StringVar(&opts.merge, "merge", "tree", "merge strategy: tree (git merge-tree, no checkout) or worktree (git merge --no-ff in the parent worktree)")
 	return cmd
 }
 
-// runOptions builds the runner options shared by run, resume and dlq retry.
-func (a *app) runOptions(isolation, merge string) (runner.Options, error) {
-	home, err := a.home()
-	if err != nil {
-		return runner.Options{}, usageErr(err)
+func runRun(ctx context.Context, f *factory, opts *runOptions) error {
+	if opts.maxParallel < 0 {
+		return usageErrorf("--max-parallel must be at least 1")
 	}
-	o := runner.Options{Home: home, Stderr: a.stderr, Getenv: a.getenv, Clock: a.clock}
+	ro, err := f.runnerOptions(opts.isolation, opts.merge)
+	if err != nil {
+		return err
+	}
+	v := runner.ValidateFile(opts.workflow, runner.ValidateOptions{})
+	if err := v.Err(); err != nil {
+		return err
+	}
+	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
+	res, err := runner.Run(ctx, ro)
+	return finishJob(f.out, res, err, opts.json)
+}
+
+// runnerOptions builds the runner options shared by run, resume, demo and
+// dlq retry from the factory's template.
+func (f *factory) runnerOptions(isolation, merge string) (runner.Options, error) {
+	home, err := f.home()
+	if err != nil {
+		return runner.Options{}, err
+	}
+	o := f.engine
+	o.Home = home
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)
 	default:
-		return o, usageErrf("--isolation must be pool or fresh, not %q", isolation)
+		return o, usageErrorf("--isolation must be pool or fresh, not %q", isolation)
 	}
 	switch runner.MergeMode(merge) {
 	case runner.MergeTree, runner.MergeWorktree, "":
 		o.Merge = runner.MergeMode(merge)
 	default:
-		return o, usageErrf("--merge must be tree or worktree, not %q", merge)
+		return o, usageErrorf("--merge must be tree or worktree, not %q", merge)
 	}
 	return o, nil
 }
 
-// checkWorkflowExtra runs the extra validators (items pipeline options).
-func checkWorkflowExtra(wf *config.Workflow) error {
-	for _, v := range validateExtra {
-		if errs := v(wf); len(errs) > 0 {
-			return errs[0]
+// finishJob prints the result (one JSON object on stdout with asJSON) and
+// returns the job's error for exitCode.
+func finishJob(out io.Writer, res *runner.Result, err error, asJSON bool) error {
+	if asJSON && res != nil {
+		if res.OrphanedWorktrees == nil {
+			res.OrphanedWorktrees = []runner.OrphanedWorktree{}
 		}
+		if werr := writeJSON(out, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
 }
