@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestUnknownSubcommandExitsTwoWithSuggestion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, out, errOut := runDLQ(t, home, "", tt.args...)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, tt.want) {
+		if code != cmdutil.ExitUsage || out != "" || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", tt.args, code, out, errOut, tt.want)
 		}
 	}
@@ -38,7 +39,7 @@ func TestBareGroupsPrintHelpAndExitTwo(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"dlq"}, {"worktree"}, {}} {
 		code, out, errOut := runDLQ(t, t.TempDir(), "", args...)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, "Available Commands:") {
+		if code != cmdutil.ExitUsage || out != "" || !strings.Contains(errOut, "Available Commands:") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want help on stderr and exit 2", args, code, out, errOut)
 		}
 	}
@@ -96,12 +97,12 @@ func TestDLQRetryMaxParallelAlias(t *testing.T) {
 	home := t.TempDir()
 	// The alias reaches --parallel's variable: its check names --parallel.
 	code, _, errOut := runDLQ(t, home, "", "dlq", "retry", "job-1", "--max-parallel", "-1")
-	if code != exitUsage || !strings.Contains(errOut, "--parallel must be positive") {
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--parallel must be positive") {
 		t.Errorf("--max-parallel -1: exit %d, %q", code, errOut)
 	}
 	// A valid value parses and the command goes on to look for the job.
 	code, _, errOut = runDLQ(t, home, "", "dlq", "retry", "job-1", "--max-parallel", "4", "--dry-run")
-	if code != exitUsage || strings.Contains(errOut, "unknown flag") || !strings.Contains(errOut, "job-1") {
+	if code != cmdutil.ExitUsage || strings.Contains(errOut, "unknown flag") || !strings.Contains(errOut, "job-1") {
 		t.Errorf("--max-parallel 4: exit %d, %q", code, errOut)
 	}
 }
@@ -116,7 +117,7 @@ func TestCorruptRecordIsRuntimeFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runDLQ(t, home, "", "dlq", "inspect", "item-1")
-	if code != exitFailed || out != "" || !strings.Contains(errOut, "error:") {
+	if code != cmdutil.ExitFailed || out != "" || !strings.Contains(errOut, "error:") {
 		t.Errorf("corrupt record: exit %d, stdout %q, stderr %q; want 1", code, out, errOut)
 	}
 }
@@ -124,14 +125,14 @@ func TestCorruptRecordIsRuntimeFailure(t *testing.T) {
 func TestExitCodeMapping(t *testing.T) {
 	t.Parallel()
 	tests := map[int]error{
-		exitOK:          nil,
-		exitUsage:       usageErrorf("bad %s", "flag"),
-		exitFailed:      io.ErrUnexpectedEOF,
-		exitInterrupted: context.Canceled,
+		cmdutil.ExitOK:          nil,
+		cmdutil.ExitUsage:       cmdutil.UsageErrorf("bad %s", "flag"),
+		cmdutil.ExitFailed:      io.ErrUnexpectedEOF,
+		cmdutil.ExitInterrupted: context.Canceled,
 	}
 	for want, err := range tests {
-		if got := exitCode(err); got != want {
-			t.Errorf("exitCode(%v) = %d, want %d", err, got, want)
+		if got := cmdutil.ExitCode(err); got != want {
+			t.Errorf("cmdutil.ExitCode(%v) = %d, want %d", err, got, want)
 		}
 	}
 }
@@ -139,10 +140,13 @@ func TestExitCodeMapping(t *testing.T) {
 func TestExecuteDispatchesToActionMode(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"GITHUB_ACTIONS": "true"}
-	f := newFactory(strings.NewReader(""), io.Discard, io.Discard, func(k string) string { return env[k] })
+	f := cmdutil.NewFactory(strings.NewReader(""), io.Discard, io.Discard, func(k string) string { return env[k] })
 	called := false
-	f.actionMain = func(_ context.Context, d actionapp.Deps) int { called = d.Getenv("GITHUB_ACTIONS") == "true"; return 42 }
-	if code := f.execute(context.Background(), nil); !called || code != 42 {
+	f.ActionMain = func(_ context.Context, d actionapp.Deps) int {
+		called = d.Getenv("GITHUB_ACTIONS") == "true"
+		return 42
+	}
+	if code := execute(context.Background(), f, nil); !called || code != 42 {
 		t.Errorf("called %v, code %d", called, code)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,14 +24,14 @@ var dlqNow = time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC)
 func runDLQ(t *testing.T, home, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(stdin), &out, &errb, func(k string) string {
+	f := cmdutil.NewFactory(strings.NewReader(stdin), &out, &errb, func(k string) string {
 		if k == "PRODIGY_HOME" {
 			return home
 		}
 		return ""
 	})
-	f.now = func() time.Time { return dlqNow }
-	code := f.execute(context.Background(), args)
+	f.Now = func() time.Time { return dlqNow }
+	code := execute(context.Background(), f, args)
 	return code, out.String(), errb.String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,9 +53,9 @@ func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
-	code := f.execute(context.Background(), args)
+	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
+	code := execute(context.Background(), f, args)
 	return code, out.String(), errb.String()
 }
 

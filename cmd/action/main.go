@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 )
 
 func main() {
@@ -21,7 +23,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv).execute(ctx, os.Args[1:])
+	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)
 }

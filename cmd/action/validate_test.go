@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,8 +24,8 @@ func validateCLI(t *testing.T, env map[string]string, args ...string) (code int,
 		env["PRODIGY_HOME"] = t.TempDir()
 	}
 	var out, errb bytes.Buffer
-	code = newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] }).
-		execute(context.Background(), append([]string{"validate"}, args...))
+	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	code = execute(context.Background(), f, append([]string{"validate"}, args...))
 	return code, out.String(), errb.String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package dlqcmd
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
@@ -17,7 +19,7 @@ type dlqAnalyzeOptions struct {
 	json          bool
 }
 
-func newDLQAnalyzeCmd(f *factory) *cobra.Command {
+func NewDLQAnalyzeCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqAnalyzeOptions{}
 	cmd := &cobra.Command{
 		Use:   "analyze",
@@ -34,17 +36,17 @@ FILE with --export (or prints it with --json).`,
 		},
 	}
 	fs := cmd.Flags()
-	jobIDFlag(fs, &opts.jobID, "job whose DLQ to analyse (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to analyse (optional when only one job has a DLQ)")
 	fs.StringVar(&opts.export, "export", "", "write the analysis as JSON to FILE ('-' = stdout)")
 	fs.BoolVar(&opts.json, "json", false, "print the analysis as one JSON object on stdout")
 	return cmd
 }
 
-func runDLQAnalyze(f *factory, opts *dlqAnalyzeOptions) error {
+func runDLQAnalyze(f *cmdutil.Factory, opts *dlqAnalyzeOptions) error {
 	if opts.exportSet && opts.export == "" {
 		return errEmptyOutputPath
 	}
-	store, ref, err := f.openDLQ(opts.jobID)
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
@@ -56,7 +58,7 @@ func runDLQAnalyze(f *factory, opts *dlqAnalyzeOptions) error {
 	out := report.DLQAnalysis{JobID: ref.JobID, Repo: ref.Repo, Analysis: an}
 	switch {
 	case opts.export != "":
-		err := f.writeOutput(opts.export, func(w io.Writer) error {
+		err := f.WriteOutput(opts.export, func(w io.Writer) error {
 			b, err := json.MarshalIndent(out, "", "  ")
 			if err != nil {
 				return err
@@ -67,10 +69,10 @@ func runDLQAnalyze(f *factory, opts *dlqAnalyzeOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.errOut, "wrote the analysis of %d items to %s\n", an.TotalItems, opts.export)
+		fmt.Fprintf(f.ErrOut, "wrote the analysis of %d items to %s\n", an.TotalItems, opts.export)
 		return nil
 	case opts.json:
-		return json.NewEncoder(f.out).Encode(out)
+		return json.NewEncoder(f.Out).Encode(out)
 	}
-	return report.WriteDLQAnalysis(f.out, ref, an)
+	return report.WriteDLQAnalysis(f.Out, ref, an)
 }

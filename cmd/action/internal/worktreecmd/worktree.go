@@ -1,4 +1,4 @@
-package main
+package worktreecmd
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-func newWorktreeCmd(f *factory) *cobra.Command {
+func NewWorktreeCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "worktree", Short: "Manage agent worktrees"}
-	cmd.AddCommand(newCleanOrphanedCmd(f))
+	cmd.AddCommand(NewCleanOrphanedCmd(f))
 	return cmd
 }
 
@@ -22,7 +24,7 @@ type cleanOrphanedOptions struct {
 	dryRun, force bool
 }
 
-func newCleanOrphanedCmd(f *factory) *cobra.Command {
+func NewCleanOrphanedCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &cleanOrphanedOptions{}
 	cmd := &cobra.Command{
 		Use:   "clean-orphaned [JOB_ID]",
@@ -44,8 +46,8 @@ lists them. Worktrees that still cannot be removed stay in the registry.`,
 	return cmd
 }
 
-func runCleanOrphaned(ctx context.Context, f *factory, opts *cleanOrphanedOptions) error {
-	home, err := f.home()
+func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphanedOptions) error {
+	home, err := f.Home()
 	if err != nil {
 		return err
 	}
@@ -53,17 +55,17 @@ func runCleanOrphaned(ctx context.Context, f *factory, opts *cleanOrphanedOption
 	if err != nil {
 		return err
 	}
-	n := report.WriteOrphans(f.out, sets)
+	n := report.WriteOrphans(f.Out, sets)
 	switch {
 	case n == 0:
-		fmt.Fprintln(f.errOut, "no orphaned worktrees")
+		fmt.Fprintln(f.ErrOut, "no orphaned worktrees")
 		return nil
 	case opts.dryRun:
-		fmt.Fprintf(f.errOut, "%d orphaned worktree(s); dry run, nothing removed\n", n)
+		fmt.Fprintf(f.ErrOut, "%d orphaned worktree(s); dry run, nothing removed\n", n)
 		return nil
 	}
 	if !opts.force {
-		if err := f.confirm(fmt.Sprintf("Remove %d orphaned worktree(s)?", n), "--force"); err != nil {
+		if err := f.Confirm(fmt.Sprintf("Remove %d orphaned worktree(s)?", n), "--force"); err != nil {
 			return err
 		}
 	}
@@ -71,7 +73,7 @@ func runCleanOrphaned(ctx context.Context, f *factory, opts *cleanOrphanedOption
 	for _, s := range sets {
 		removed, failed, err := runner.CleanOrphans(ctx, s)
 		for _, p := range removed {
-			fmt.Fprintf(f.errOut, "removed %s\n", p)
+			fmt.Fprintf(f.ErrOut, "removed %s\n", p)
 		}
 		paths := make([]string, 0, len(failed))
 		for p := range failed {
@@ -80,14 +82,14 @@ func runCleanOrphaned(ctx context.Context, f *factory, opts *cleanOrphanedOption
 		sort.Strings(paths)
 		for _, p := range paths {
 			failedAny = true
-			fmt.Fprintf(f.errOut, "could not remove %s: %v\n", p, failed[p])
+			fmt.Fprintf(f.ErrOut, "could not remove %s: %v\n", p, failed[p])
 		}
 		if err != nil {
 			return err
 		}
 	}
 	if failedAny {
-		return &exitError{code: exitFailed}
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed}
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
-package main
+package jobcmd
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -12,7 +14,7 @@ type statusOptions struct {
 	json  bool
 }
 
-func newStatusCmd(f *factory) *cobra.Command {
+func NewStatusCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [JOB_ID]",
@@ -29,8 +31,8 @@ func newStatusCmd(f *factory) *cobra.Command {
 	return cmd
 }
 
-func runStatus(f *factory, opts *statusOptions) error {
-	home, err := f.home()
+func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
+	home, err := f.Home()
 	if err != nil {
 		return err
 	}
@@ -39,8 +41,8 @@ func runStatus(f *factory, opts *statusOptions) error {
 		return err
 	}
 	if opts.json {
-		return writeJSON(f.out, res)
+		return cmdutil.WriteJSON(f.Out, res)
 	}
-	report.WriteStatus(f.out, res)
+	report.WriteStatus(f.Out, res)
 	return nil
 }

@@ -1,9 +1,11 @@
-package main
+package jobcmd
 
 import (
 	"context"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -13,7 +15,7 @@ type resumeOptions struct {
 	includeDLQ, json bool
 }
 
-func newResumeCmd(f *factory) *cobra.Command {
+func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resumeOptions{}
 	cmd := &cobra.Command{
 		Use:   "resume JOB_ID",
@@ -34,11 +36,11 @@ removed. With --include-dlq the job's reprocess-eligible DLQ items run too
 	return cmd
 }
 
-func runResume(ctx context.Context, f *factory, opts *resumeOptions) error {
-	ro, err := f.runnerOptions("", "")
+func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) error {
+	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
 	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: opts.jobID, IncludeDLQ: opts.includeDLQ, Run: ro})
-	return finishJob(f.out, res, err, opts.json)
+	return f.FinishJob(res, err, opts.json)
 }

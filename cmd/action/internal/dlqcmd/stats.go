@@ -1,9 +1,11 @@
-package main
+package dlqcmd
 
 import (
 	"encoding/json"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
@@ -14,7 +16,7 @@ type dlqStatsOptions struct {
 	json  bool
 }
 
-func newDLQStatsCmd(f *factory) *cobra.Command {
+func NewDLQStatsCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqStatsOptions{}
 	cmd := &cobra.Command{
 		Use:     "stats",
@@ -23,13 +25,13 @@ func newDLQStatsCmd(f *factory) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE:    func(*cobra.Command, []string) error { return runDLQStats(f, opts) },
 	}
-	jobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to summarise (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to summarise (optional when only one job has a DLQ)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
 	return cmd
 }
 
-func runDLQStats(f *factory, opts *dlqStatsOptions) error {
-	store, ref, err := f.openDLQ(opts.jobID)
+func runDLQStats(f *cmdutil.Factory, opts *dlqStatsOptions) error {
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
@@ -39,7 +41,7 @@ func runDLQStats(f *factory, opts *dlqStatsOptions) error {
 		return err
 	}
 	if opts.json {
-		return json.NewEncoder(f.out).Encode(report.DLQStats{JobID: ref.JobID, Repo: ref.Repo, Statistics: st})
+		return json.NewEncoder(f.Out).Encode(report.DLQStats{JobID: ref.JobID, Repo: ref.Repo, Statistics: st})
 	}
-	return report.WriteDLQStats(f.out, ref, st)
+	return report.WriteDLQStats(f.Out, ref, st)
 }

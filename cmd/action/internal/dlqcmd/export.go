@@ -1,4 +1,4 @@
-package main
+package dlqcmd
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
@@ -16,7 +18,7 @@ type dlqExportOptions struct {
 	formatSet           bool
 }
 
-func newDLQExportCmd(f *factory) *cobra.Command {
+func NewDLQExportCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqExportOptions{}
 	cmd := &cobra.Command{
 		Use:   "export FILE",
@@ -33,11 +35,11 @@ The file is written to a temporary name and renamed when complete.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.format, "format", "json", "json or csv")
-	jobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (optional when only one job has a DLQ)")
 	return cmd
 }
 
-func runDLQExport(f *factory, opts *dlqExportOptions) error {
+func runDLQExport(f *cmdutil.Factory, opts *dlqExportOptions) error {
 	if opts.file == "" {
 		return errEmptyOutputPath
 	}
@@ -47,15 +49,15 @@ func runDLQExport(f *factory, opts *dlqExportOptions) error {
 	}
 	export := map[string]func(io.Writer, dlq.Source) (int, error){"json": dlq.ExportJSON, "csv": dlq.ExportCSV}[format]
 	if export == nil {
-		return usageErrorf("--format must be json or csv, got %q", opts.format)
+		return cmdutil.UsageErrorf("--format must be json or csv, got %q", opts.format)
 	}
-	store, ref, err := f.openDLQ(opts.jobID)
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	n := 0
-	err = f.writeOutput(opts.file, func(w io.Writer) error {
+	err = f.WriteOutput(opts.file, func(w io.Writer) error {
 		var err error
 		n, err = export(w, store)
 		return err
@@ -63,6 +65,6 @@ func runDLQExport(f *factory, opts *dlqExportOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.errOut, "exported %d items of job %s to %s\n", n, ref.JobID, opts.file)
+	fmt.Fprintf(f.ErrOut, "exported %d items of job %s to %s\n", n, ref.JobID, opts.file)
 	return nil
 }

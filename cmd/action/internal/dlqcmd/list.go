@@ -1,10 +1,12 @@
-package main
+package dlqcmd
 
 import (
 	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
@@ -16,7 +18,7 @@ type dlqListOptions struct {
 	limit          int
 }
 
-func newDLQListCmd(f *factory) *cobra.Command {
+func NewDLQListCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -25,18 +27,18 @@ func newDLQListCmd(f *factory) *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return runDLQList(f, opts) },
 	}
 	fs := cmd.Flags()
-	jobIDFlag(fs, &opts.jobID, "job whose DLQ to list (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to list (optional when only one job has a DLQ)")
 	fs.BoolVar(&opts.eligible, "eligible", false, "only items eligible for `dlq retry`")
 	fs.IntVar(&opts.limit, "limit", 50, "show at most N items; 0 shows all")
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
 	return cmd
 }
 
-func runDLQList(f *factory, opts *dlqListOptions) error {
+func runDLQList(f *cmdutil.Factory, opts *dlqListOptions) error {
 	if opts.limit < 0 {
-		return usageErrorf("--limit must be 0 (no limit) or more, got %d", opts.limit)
+		return cmdutil.UsageErrorf("--limit must be 0 (no limit) or more, got %d", opts.limit)
 	}
-	store, ref, err := f.openDLQ(opts.jobID)
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
@@ -49,17 +51,17 @@ func runDLQList(f *factory, opts *dlqListOptions) error {
 		if rows == nil {
 			rows = []dlq.Summary{}
 		}
-		return json.NewEncoder(f.out).Encode(report.DLQList{JobID: ref.JobID, Repo: ref.Repo, Total: total, Items: rows})
+		return json.NewEncoder(f.Out).Encode(report.DLQList{JobID: ref.JobID, Repo: ref.Repo, Total: total, Items: rows})
 	}
 	if total == 0 {
-		fmt.Fprintf(f.errOut, "no items in the dead letter queue of job %s\n", ref.JobID)
+		fmt.Fprintf(f.ErrOut, "no items in the dead letter queue of job %s\n", ref.JobID)
 		return nil
 	}
-	if err := report.WriteDLQTable(f.out, rows); err != nil {
+	if err := report.WriteDLQTable(f.Out, rows); err != nil {
 		return err
 	}
 	if len(rows) < total {
-		fmt.Fprintf(f.errOut, "showing %d of %d items (raise --limit, or --limit 0 for all)\n", len(rows), total)
+		fmt.Fprintf(f.ErrOut, "showing %d of %d items (raise --limit, or --limit 0 for all)\n", len(rows), total)
 	}
 	return nil
 }

@@ -1,12 +1,11 @@
-package main
+package jobcmd
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -18,7 +17,7 @@ type runOptions struct {
 	json                          bool
 }
 
-func newRunCmd(f *factory) *cobra.Command {
+func NewRunCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run WORKFLOW.yml",
@@ -41,7 +40,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
-	jobIDFlag(fs, &opts.jobID, "job id (default mapreduce-<timestamp>-<random>)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job id (default mapreduce-<timestamp>-<random>)")
 	fs.StringVar(&opts.branch, "branch", "", "results branch (default prodigy/<job_id>)")
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
@@ -50,11 +49,11 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	return cmd
 }
 
-func runRun(ctx context.Context, f *factory, opts *runOptions) error {
+func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if opts.maxParallel < 0 {
-		return usageErrorf("--max-parallel must be at least 1")
+		return cmdutil.UsageErrorf("--max-parallel must be at least 1")
 	}
-	ro, err := f.runnerOptions(opts.isolation, opts.merge)
+	ro, err := f.RunnerOptions(opts.isolation, opts.merge)
 	if err != nil {
 		return err
 	}
@@ -64,52 +63,5 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	}
 	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
 	res, err := runner.Run(ctx, ro)
-	return finishJob(f.out, res, err, opts.json)
-}
-
-// runnerOptions builds the runner options shared by run, resume, demo and
-// dlq retry from the factory's template.
-func (f *factory) runnerOptions(isolation, merge string) (runner.Options, error) {
-	home, err := f.home()
-	if err != nil {
-		return runner.Options{}, err
-	}
-	o := f.engine
-	o.Home = home
-	switch runner.Isolation(isolation) {
-	case runner.IsolationPool, runner.IsolationFresh, "":
-		o.Isolation = runner.Isolation(isolation)
-	default:
-		return o, usageErrorf("--isolation must be pool or fresh, not %q", isolation)
-	}
-	switch runner.MergeMode(merge) {
-	case runner.MergeTree, runner.MergeWorktree, "":
-		o.Merge = runner.MergeMode(merge)
-	default:
-		return o, usageErrorf("--merge must be tree or worktree, not %q", merge)
-	}
-	return o, nil
-}
-
-// finishJob prints the result (one JSON object on stdout with asJSON) and
-// returns the job's error for exitCode.
-func finishJob(out io.Writer, res *runner.Result, err error, asJSON bool) error {
-	if asJSON && res != nil {
-		if res.OrphanedWorktrees == nil {
-			res.OrphanedWorktrees = []runner.OrphanedWorktree{}
-		}
-		if werr := writeJSON(out, res); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	return err
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	return nil
+	return f.FinishJob(res, err, opts.json)
 }

@@ -1,9 +1,11 @@
-package main
+package dlqcmd
 
 import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 )
 
 type dlqClearOptions struct {
@@ -11,7 +13,7 @@ type dlqClearOptions struct {
 	yes   bool
 }
 
-func newDLQClearCmd(f *factory) *cobra.Command {
+func NewDLQClearCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqClearOptions{}
 	cmd := &cobra.Command{
 		Use:   "clear JOB_ID",
@@ -30,8 +32,8 @@ unless confirmed.`,
 	return cmd
 }
 
-func runDLQClear(f *factory, opts *dlqClearOptions) error {
-	store, ref, err := f.openDLQ(opts.jobID)
+func runDLQClear(f *cmdutil.Factory, opts *dlqClearOptions) error {
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
@@ -40,13 +42,13 @@ func runDLQClear(f *factory, opts *dlqClearOptions) error {
 		return err
 	}
 	if !opts.yes {
-		if err := f.confirm(fmt.Sprintf("Delete all %d items of the dead letter queue of job %s (repo %s)?", n, ref.JobID, ref.Repo), "--yes"); err != nil {
+		if err := f.Confirm(fmt.Sprintf("Delete all %d items of the dead letter queue of job %s (repo %s)?", n, ref.JobID, ref.Repo), "--yes"); err != nil {
 			return err
 		}
 	}
 	if err := store.Clear(); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.errOut, "cleared %d items of job %s\n", n, ref.JobID)
+	fmt.Fprintf(f.ErrOut, "cleared %d items of job %s\n", n, ref.JobID)
 	return nil
 }

@@ -1,16 +1,18 @@
-package main
+package dlqcmd
 
 import (
 	"errors"
 
 	"github.com/spf13/cobra"
 
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
 type dlqInspectOptions struct{ itemID, jobID string }
 
-func newDLQInspectCmd(f *factory) *cobra.Command {
+func NewDLQInspectCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqInspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect ITEM_ID",
@@ -28,19 +30,19 @@ A record that cannot be read (corrupt file) is a failure: exit 1.`,
 			return runDLQInspect(f, opts)
 		},
 	}
-	jobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ holds the item (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ holds the item (optional when only one job has a DLQ)")
 	return cmd
 }
 
-func runDLQInspect(f *factory, opts *dlqInspectOptions) error {
-	store, ref, err := f.openDLQ(opts.jobID)
+func runDLQInspect(f *cmdutil.Factory, opts *dlqInspectOptions) error {
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	d, err := store.Get(opts.itemID)
 	if errors.Is(err, dlq.ErrNotFound) {
-		return usageErrorf("item %q is not in the dead letter queue of job %s", opts.itemID, ref.JobID)
+		return cmdutil.UsageErrorf("item %q is not in the dead letter queue of job %s", opts.itemID, ref.JobID)
 	}
 	if err != nil {
 		return err
@@ -49,6 +51,6 @@ func runDLQInspect(f *factory, opts *dlqInspectOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.out.Write(b)
+	_, err = f.Out.Write(b)
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package jobcmd
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -19,7 +21,7 @@ type demoOptions struct {
 	json bool
 }
 
-func newDemoCmd(f *factory) *cobra.Command {
+func NewDemoCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -37,8 +39,8 @@ State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
-	ro, err := f.runnerOptions("", "")
+func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
+	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
@@ -46,7 +48,7 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.errOut, "demo repository: %s\n", repo)
+	fmt.Fprintf(f.ErrOut, "demo repository: %s\n", repo)
 	v := runner.ValidateFile(filepath.Join(repo, "workflow.yml"), runner.ValidateOptions{})
 	if err := v.Err(); err != nil {
 		return err
@@ -54,9 +56,9 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	ro.Workflow, ro.RepoDir = v.Workflow, repo
 	res, err := runner.Run(ctx, ro)
 	if res != nil && !opts.json {
-		printDemoOutcome(f.errOut, repo, res)
+		printDemoOutcome(f.ErrOut, repo, res)
 	}
-	return finishJob(f.out, res, err, opts.json)
+	return f.FinishJob(res, err, opts.json)
 }
 
 // makeDemoRepo creates the sample repository with the embedded files.
@@ -72,7 +74,7 @@ func makeDemoRepo(dir string) (string, error) {
 			return "", fmt.Errorf("create the demo repository: %w", err)
 		}
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return "", usageErrorf("--dir %s is not empty", dir)
+		return "", cmdutil.UsageErrorf("--dir %s is not empty", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the demo repository: %w", err)

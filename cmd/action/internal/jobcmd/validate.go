@@ -1,7 +1,9 @@
-package main
+package jobcmd
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -12,7 +14,7 @@ type validateOptions struct {
 	json bool
 }
 
-func newValidateCmd(f *factory) *cobra.Command {
+func NewValidateCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate WORKFLOW.yml",
@@ -30,17 +32,17 @@ func newValidateCmd(f *factory) *cobra.Command {
 	return cmd
 }
 
-func runValidate(f *factory, opts *validateOptions) error {
-	v := runner.ValidateFile(opts.file, runner.ValidateOptions{GitHubActions: f.getenv("GITHUB_ACTIONS") == "true"})
+func runValidate(f *cmdutil.Factory, opts *validateOptions) error {
+	v := runner.ValidateFile(opts.file, runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true"})
 	if opts.json {
-		if err := writeJSON(f.out, v); err != nil {
+		if err := cmdutil.WriteJSON(f.Out, v); err != nil {
 			return err
 		}
 	} else {
-		report.WriteValidation(f.out, f.errOut, v)
+		report.WriteValidation(f.Out, f.ErrOut, v)
 	}
 	if !v.Valid {
-		return &exitError{code: exitUsage}
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage}
 	}
 	return nil
 }

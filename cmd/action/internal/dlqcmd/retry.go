@@ -1,10 +1,12 @@
-package main
+package dlqcmd
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -15,7 +17,7 @@ type dlqRetryOptions struct {
 	force, dryRun, json  bool
 }
 
-func newDLQRetryCmd(f *factory) *cobra.Command {
+func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqRetryOptions{}
 	cmd := &cobra.Command{
 		Use:   "retry JOB_ID",
@@ -38,18 +40,18 @@ the command again continues.`,
 	fs.StringVar(&opts.filter, "filter", "", "expression selecting records (over item.*)")
 	fs.IntVar(&opts.maxRetries, "max-retries", 3, "attempts per item, with the workflow's backoff")
 	fs.IntVar(&opts.parallel, "parallel", 10, "agents at once (alias --max-parallel)")
-	aliasFlags(fs, map[string]string{"max-parallel": "parallel"})
+	cmdutil.AliasFlags(fs, map[string]string{"max-parallel": "parallel"})
 	fs.BoolVar(&opts.force, "force", false, "include records that are not reprocess_eligible")
 	fs.BoolVar(&opts.dryRun, "dry-run", false, "list what would run; change nothing")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	return cmd
 }
 
-func runDLQRetry(ctx context.Context, f *factory, opts *dlqRetryOptions) error {
+func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions) error {
 	if opts.maxRetries < 0 || opts.parallel < 0 {
-		return usageErrorf("--max-retries and --parallel must be positive")
+		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
 	}
-	ro, err := f.runnerOptions("", "")
+	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
@@ -58,11 +60,11 @@ func runDLQRetry(ctx context.Context, f *factory, opts *dlqRetryOptions) error {
 		Force: opts.force, DryRun: opts.dryRun, Run: ro,
 	})
 	if opts.dryRun && err == nil && !opts.json {
-		fmt.Fprintf(f.errOut, "dry run: %d item(s) would be retried\n", len(res.Items))
+		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", len(res.Items))
 		for _, it := range res.Items {
-			fmt.Fprintf(f.out, "%s\n", it.ItemID)
+			fmt.Fprintf(f.Out, "%s\n", it.ItemID)
 		}
 		return nil
 	}
-	return finishJob(f.out, res, err, opts.json)
+	return f.FinishJob(res, err, opts.json)
 }

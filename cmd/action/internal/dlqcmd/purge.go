@@ -1,10 +1,12 @@
-package main
+package dlqcmd
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
@@ -15,7 +17,7 @@ type dlqPurgeOptions struct {
 	daysSet, yes bool
 }
 
-func newDLQPurgeCmd(f *factory) *cobra.Command {
+func NewDLQPurgeCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &dlqPurgeOptions{}
 	cmd := &cobra.Command{
 		Use:   "purge --older-than-days N",
@@ -30,24 +32,24 @@ before now. Asks for confirmation on stdin unless --yes, like clear.`,
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&opts.days, "older-than-days", 0, "purge items whose last attempt is older than N days (required)")
-	jobIDFlag(fs, &opts.jobID, "job whose DLQ to purge (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to purge (optional when only one job has a DLQ)")
 	fs.BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 
-func runDLQPurge(f *factory, opts *dlqPurgeOptions) error {
+func runDLQPurge(f *cmdutil.Factory, opts *dlqPurgeOptions) error {
 	if !opts.daysSet {
-		return usageErrorf("--older-than-days is required")
+		return cmdutil.UsageErrorf("--older-than-days is required")
 	}
 	if opts.days < 0 {
-		return usageErrorf("--older-than-days must be 0 or more, got %d", opts.days)
+		return cmdutil.UsageErrorf("--older-than-days must be 0 or more, got %d", opts.days)
 	}
-	store, ref, err := f.openDLQ(opts.jobID)
+	store, ref, err := openDLQ(f, opts.jobID)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	cutoff := f.now().Add(-time.Duration(opts.days) * 24 * time.Hour)
+	cutoff := f.Now().Add(-time.Duration(opts.days) * 24 * time.Hour)
 	old, total := 0, 0
 	err = store.Each(func(d dlq.DeadLetteredItem) error {
 		total++
@@ -60,12 +62,12 @@ func runDLQPurge(f *factory, opts *dlqPurgeOptions) error {
 		return err
 	}
 	if old == 0 {
-		fmt.Fprintf(f.errOut, "nothing to purge: none of the %d items of job %s is older than %d days\n", total, ref.JobID, opts.days)
+		fmt.Fprintf(f.ErrOut, "nothing to purge: none of the %d items of job %s is older than %d days\n", total, ref.JobID, opts.days)
 		return nil
 	}
 	if !opts.yes {
 		prompt := fmt.Sprintf("Delete %d of %d items of job %s last attempted before %s?", old, total, ref.JobID, cutoff.UTC().Format(time.RFC3339))
-		if err := f.confirm(prompt, "--yes"); err != nil {
+		if err := f.Confirm(prompt, "--yes"); err != nil {
 			return err
 		}
 	}
@@ -73,6 +75,6 @@ func runDLQPurge(f *factory, opts *dlqPurgeOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.errOut, "purged %d items of job %s\n", n, ref.JobID)
+	fmt.Fprintf(f.ErrOut, "purged %d items of job %s\n", n, ref.JobID)
 	return nil
 }
