@@ -169,6 +169,24 @@ func WriteOrphans(w io.Writer, sets []runner.OrphanSet) int {
 	return n
 }
 
+// WriteDemoOutcome writes what `action demo` shows after its job: the
+// results branch's history (graph) and files as git printed them, and the
+// commands to look at the outcome next.
+func WriteDemoOutcome(w io.Writer, res *runner.Result, graph, files string) {
+	fmt.Fprintf(w, "\nresults branch %s:\n%s", res.ResultsBranch, graph)
+	fmt.Fprintf(w, "\nfiles on the results branch:\n%s", files)
+	fmt.Fprintf(w, "\nnext steps:\n")
+	fmt.Fprintf(w, "  go run ./cmd/action dlq list --job-id %s\n", res.JobID)
+	for _, it := range res.Items {
+		if it.State == runner.ItemDLQ {
+			fmt.Fprintf(w, "  go run ./cmd/action dlq inspect %s --job-id %s\n", it.ItemID, res.JobID)
+			break
+		}
+	}
+	fmt.Fprintf(w, "  go run ./cmd/action dlq retry %s   # re-runs it; the failure is deterministic, so it fails again\n", res.JobID)
+	fmt.Fprintf(w, "  go run ./cmd/action status %s\n", res.JobID)
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

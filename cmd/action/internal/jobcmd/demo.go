@@ -13,6 +13,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 
+	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -100,19 +101,7 @@ func makeDemoRepo(dir string) (string, error) {
 }
 
 func printDemoOutcome(w io.Writer, repo string, res *runner.Result) {
-	fmt.Fprintf(w, "\nresults branch %s:\n", res.ResultsBranch)
-	out, _ := exec.Command("git", "-C", repo, "log", "--graph", "--oneline", "--decorate=no", res.ResultsBranch).CombinedOutput()
-	fmt.Fprintf(w, "%s", out)
-	out, _ = exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", res.ResultsBranch, "greetings").CombinedOutput()
-	fmt.Fprintf(w, "\nfiles on the results branch:\n%s", out)
-	fmt.Fprintf(w, "\nnext steps:\n")
-	fmt.Fprintf(w, "  go run ./cmd/action dlq list --job-id %s\n", res.JobID)
-	for _, it := range res.Items {
-		if it.State == runner.ItemDLQ {
-			fmt.Fprintf(w, "  go run ./cmd/action dlq inspect %s --job-id %s\n", it.ItemID, res.JobID)
-			break
-		}
-	}
-	fmt.Fprintf(w, "  go run ./cmd/action dlq retry %s   # re-runs it; the failure is deterministic, so it fails again\n", res.JobID)
-	fmt.Fprintf(w, "  go run ./cmd/action status %s\n", res.JobID)
+	graph, _ := exec.Command("git", "-C", repo, "log", "--graph", "--oneline", "--decorate=no", res.ResultsBranch).CombinedOutput()
+	files, _ := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", res.ResultsBranch, "greetings").CombinedOutput()
+	report.WriteDemoOutcome(w, res, string(graph), string(files))
 }
