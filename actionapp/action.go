@@ -2,7 +2,6 @@ package actionapp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -76,7 +75,7 @@ func (e *actionEnv) run(ctx context.Context) int {
 	res, runErr := r.runJob(ctx)
 	if res == nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(runErr)))
-		return codeOf(runErr)
+		return runner.ExitCode(runErr)
 	}
 	if runErr != nil {
 		e.gha.Errorf("job %s: %s", res.JobID, r.redact.String(oneLine(runErr)))
@@ -137,7 +136,7 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	}
 	v := runner.ValidateFile(wfPath, runner.ValidateOptions{})
 	if err := v.Err(); err != nil {
-		return nil, usageErr(err)
+		return nil, err
 	}
 	opts.Workflow = v.Workflow
 	return e.Engine.Run(ctx, opts)
@@ -173,7 +172,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 
 	code := exitOK
 	if runErr != nil {
-		code = codeOf(runErr)
+		code = runner.ExitCode(runErr)
 	}
 	if pushErr != nil {
 		e.gha.Errorf("push %s: %s", res.ResultsBranch, r.redact.String(oneLine(pushErr)))
@@ -286,15 +285,6 @@ func scrubEnv(env []string) []string {
 		}
 	}
 	return out
-}
-
-// codeOf maps an error to the CLI exit code.
-func codeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) || errors.As(exitFor(err), &ee) {
-		return ee.code
-	}
-	return exitOK
 }
 
 // oneLine flattens an error for an annotation.

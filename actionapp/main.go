@@ -8,7 +8,6 @@ package actionapp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,10 +22,9 @@ import (
 
 // Exit codes of the command line contract (DESIGN.md).
 const (
-	exitOK          = 0
-	exitJobFailed   = 1
-	exitUsage       = 2
-	exitInterrupted = 130
+	exitOK        = runner.ExitOK
+	exitJobFailed = runner.ExitFailed
+	exitUsage     = runner.ExitUsage
 )
 
 // Engine is the part of the runner the Action drives; tests may replace it.
@@ -138,32 +136,6 @@ func defaultHome(getenv func(string) string) (string, error) {
 		}
 	}
 	return filepath.Join(h, ".prodigy"), nil
-}
-
-// exitError carries the exit code a failure maps to.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
-
-// exitFor maps runner errors to exit codes.
-func exitFor(err error) error {
-	var ue *runner.UsageError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ue):
-		return usageErr(err)
-	case errors.Is(err, runner.ErrInterrupted):
-		return &exitError{code: exitInterrupted, err: err}
-	default:
-		return &exitError{code: exitJobFailed, err: err}
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

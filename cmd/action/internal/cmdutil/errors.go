@@ -1,7 +1,6 @@
 package cmdutil
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -10,10 +9,10 @@ import (
 
 // Exit codes of the command line contract (DESIGN.md).
 const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
-	ExitInterrupted = 130
+	ExitOK          = runner.ExitOK
+	ExitFailed      = runner.ExitFailed
+	ExitUsage       = runner.ExitUsage
+	ExitInterrupted = runner.ExitInterrupted
 )
 
 // UsageError marks a usage, config or input error: exit 2, nothing was run.
@@ -42,25 +41,21 @@ func (e *ExitError) Error() string {
 }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// ExitCode is the one mapping from errors to the exit codes of the
-// contract: usage, config and input errors (UsageError, runner.UsageError)
-// 2; interrupts 130; every other failure 1 (a failed job, a corrupt DLQ
-// record, a git error).
+// ExitCode is the CLI's mapping from errors to the exit codes of the
+// contract: an ExitError's code; usage, config and input errors
+// (UsageError) 2; otherwise runner.ExitCode, the mapping the Action uses
+// too (runner.UsageError 2, interrupts 130, every other failure 1: a failed
+// job, a corrupt DLQ record, a git error).
 func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *UsageError
-	var rue *runner.UsageError
 	switch {
-	case err == nil:
-		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.As(err, &ue), errors.As(err, &rue):
+	case errors.As(err, &ue):
 		return ExitUsage
-	case errors.Is(err, runner.ErrInterrupted), errors.Is(err, context.Canceled):
-		return ExitInterrupted
 	}
-	return ExitFailed
+	return runner.ExitCode(err)
 }
 
 // Silent reports whether err has nothing more to print.
