@@ -124,5 +124,9 @@ func execGit(ctx context.Context, dir string, env []string, args ...string) erro
 
 // gitClient opens the workspace's repository through gitops.
 func (r *actionRun) gitClient() (*gitops.Client, error) {
-	return gitops.New(r.ws, gitops.Options{Env: r.env.Environ()})
+	o := r.env.GitOptions
+	if o.Env == nil {
+		o.Env = r.env.Environ()
+	}
+	return gitops.New(r.ws, o)
 }
