@@ -7,8 +7,8 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-github/v60 v60.0.0
 	github.com/sethvargo/go-githubactions v1.4.0
-	github.com/sethvargo/go-retry v0.5.0
 	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
 	github.com/theory/jsonpath v0.10.2
 	golang.org/x/sync v0.19.0
 )
@@ -16,5 +16,4 @@ require (
 require (
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 )

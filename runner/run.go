@@ -93,7 +93,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 			return nil, "", usage(err)
 		}
 	}
-	if err := items.Check(itemOptions(wf, "", nil)); err != nil {
+	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
 		return nil, "", usage(err)
 	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
@@ -129,21 +129,8 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 // itemPolicy is the retry policy of map items: the configured one, the
 // defaults for `on_item_failure: retry`, else a single attempt.
 func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
-	rc := wf.ErrorPolicy.Retry
-	if rc == nil && wf.ErrorPolicy.OnItemFailure == "retry" {
-		d := DefaultRetryConfig()
-		rc = &d
-	}
+	rc, _ := ItemRetryConfig(wf.ErrorPolicy)
 	return RetryPolicy(rc)
-}
-
-// itemOptions maps the map phase to the items pipeline.
-func itemOptions(wf *config.Workflow, dir string, env []string) items.Options {
-	m := wf.Map
-	return items.Options{
-		Input: m.Input, JSONPath: m.JSONPath, Filter: m.Filter, SortBy: m.SortBy,
-		Distinct: m.Distinct, Offset: m.Offset, MaxItems: m.MaxItems, Dir: dir, Env: env,
-	}
 }
 
 // create writes the job's initial state: lock, parent worktree, checkpoint.
@@ -326,7 +313,7 @@ func (j *job) setup(ctx context.Context) error {
 
 // loadItems runs the input pipeline in the parent worktree.
 func (j *job) loadItems(ctx context.Context) error {
-	opts := itemOptions(j.wf, j.parentDir, j.baseEnv)
+	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
 	list, err := items.Load(ctx, opts)
 	if err != nil {

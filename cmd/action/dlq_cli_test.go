@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/report"
 )
 
 var dlqNow = time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC)
@@ -22,14 +24,14 @@ var dlqNow = time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC)
 func runDLQ(t *testing.T, home, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	a := newApp(strings.NewReader(stdin), &out, &errb, func(k string) string {
+	f := cmdutil.NewFactory(strings.NewReader(stdin), &out, &errb, func(k string) string {
 		if k == "PRODIGY_HOME" {
 			return home
 		}
 		return ""
 	})
-	a.now = func() time.Time { return dlqNow }
-	code := a.Execute(context.Background(), args)
+	f.Now = func() time.Time { return dlqNow }
+	code := execute(context.Background(), f, args)
 	return code, out.String(), errb.String()
 }
 
@@ -93,7 +95,7 @@ func TestDLQList(t *testing.T) {
 	}
 
 	code, out, _ = runDLQ(t, home, "", "dlq", "list", "--eligible", "--json")
-	var got dlqListJSON
+	var got report.DLQList
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
@@ -359,7 +361,7 @@ func TestDLQPurge(t *testing.T) {
 		t.Fatalf("purge: exit %d, %s", code, errOut)
 	}
 	_, out, _ := runDLQ(t, home, "", "dlq", "list", "--json")
-	var got dlqListJSON
+	var got report.DLQList
 	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Total != 1 || got.Items[0].ItemID != "item-2" {
 		t.Errorf("after purge: %s", out)
 	}

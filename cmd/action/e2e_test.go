@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,9 +53,9 @@ func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	a := newApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	a.clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
-	code := a.Execute(context.Background(), args)
+	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
+	code := execute(context.Background(), f, args)
 	return code, out.String(), errb.String()
 }
 
@@ -323,8 +324,8 @@ func TestCleanOrphanedCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, wt) {
 		t.Fatalf("dry run: %d %s", code, out)
 	}
-	// No confirmation (empty stdin) → nothing removed, exit 1.
-	if code, _, _ := runCLI(t, home, "worktree", "clean-orphaned", "job-x"); code != 1 {
+	// No confirmation (empty stdin) → nothing removed, exit 2 (as dlq clear).
+	if code, _, _ := runCLI(t, home, "worktree", "clean-orphaned", "job-x"); code != 2 {
 		t.Fatalf("unconfirmed clean exit %d", code)
 	}
 	if _, err := os.Stat(wt); err != nil {

@@ -1,5 +1,9 @@
 // Command action runs prodigy-action: a MapReduce runner for agents in git
 // worktrees with retries and a dead letter queue. See README.md.
+//
+// This package only wires: flags become options for runner, dlq and
+// actionapp; output goes through report; errors become exit codes in one
+// place (exitCode).
 package main
 
 import (
@@ -7,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 )
 
 func main() {
@@ -17,7 +23,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv).Execute(ctx, os.Args[1:])
+	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)
 }

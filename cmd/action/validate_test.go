@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // runValidate runs `action validate args...` in-process.
-func runValidate(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+func validateCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	if env == nil {
 		env = map[string]string{}
@@ -24,15 +24,15 @@ func runValidate(t *testing.T, env map[string]string, args ...string) (code int,
 		env["PRODIGY_HOME"] = t.TempDir()
 	}
 	var out, errb bytes.Buffer
-	code = newApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] }).
-		Execute(context.Background(), append([]string{"validate"}, args...))
+	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	code = execute(context.Background(), f, append([]string{"validate"}, args...))
 	return code, out.String(), errb.String()
 }
 
-func validateJSON(t *testing.T, env map[string]string, path string) (int, validateReport) {
+func validateJSON(t *testing.T, env map[string]string, path string) (int, runner.Validation) {
 	t.Helper()
-	code, out, errs := runValidate(t, env, "--json", path)
-	var r validateReport
+	code, out, errs := validateCLI(t, env, "--json", path)
+	var r runner.Validation
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\nstdout: %s\nstderr: %s", err, out, errs)
 	}
@@ -88,7 +88,7 @@ func TestValidateSeedSchedules(t *testing.T) {
 
 func TestValidateJSONShape(t *testing.T) {
 	t.Parallel()
-	_, out, _ := runValidate(t, nil, "--json", testdata("top-level-error-policy.yml"))
+	_, out, _ := validateCLI(t, nil, "--json", testdata("top-level-error-policy.yml"))
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestValidateInvalid(t *testing.T) {
 				t.Errorf("retry_schedule_ms = %v, want []", r.RetryScheduleMS)
 			}
 			// The human form reports the same errors on stderr, nothing on stdout.
-			code, out, errs := runValidate(t, nil, tt.file)
+			code, out, errs := validateCLI(t, nil, tt.file)
 			if code != 2 || out != "" || !strings.Contains(errs, tt.want[0]) {
 				t.Errorf("human form: exit %d, stdout %q, stderr %q", code, out, errs)
 			}
@@ -160,14 +160,14 @@ func TestValidateInvalid(t *testing.T) {
 
 func TestValidateUsage(t *testing.T) {
 	t.Parallel()
-	if code, _, _ := runValidate(t, nil); code != 2 {
+	if code, _, _ := validateCLI(t, nil); code != 2 {
 		t.Errorf("validate without a file: exit %d, want 2", code)
 	}
 }
 
 func TestValidateHumanOutput(t *testing.T) {
 	t.Parallel()
-	code, out, errs := runValidate(t, nil, testdata("seed-exponential-capped.yml"))
+	code, out, errs := validateCLI(t, nil, testdata("seed-exponential-capped.yml"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -230,16 +230,16 @@ func TestValidateDefaultRetryForOnItemFailureRetry(t *testing.T) {
 	}
 }
 
-// TestValidateExtraHook patches the package-level validateExtra, so it does
-// not run in parallel with the other validate tests.
-func TestValidateExtraHook(t *testing.T) {
-	saved := validateExtra
-	t.Cleanup(func() { validateExtra = saved })
-	validateExtra = append(slices.Clone(saved), func(w *config.Workflow) []error {
-		return []error{errors.New(w.Map.Pos.String() + ": map.filter: does not compile")}
-	})
-	code, r := validateJSON(t, nil, testdata("seed-fixed-simple.yml"))
-	if code != 2 || r.Valid || len(r.Errors) != 1 || !strings.HasSuffix(r.Errors[0], "seed-fixed-simple.yml:4:1: map.filter: does not compile") {
+// TestValidateItemsPipelineErrors: what config leaves to the items
+// pipeline (filter, json_path) is checked by the same entry point.
+func TestValidateItemsPipelineErrors(t *testing.T) {
+	t.Parallel()
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(wf, []byte("map:\n  input: x.json\n  filter: \"a >>> 1\"\n  agent_template: [{shell: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, r := validateJSON(t, nil, wf)
+	if code != 2 || r.Valid || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "wf.yml:1:1: map:") || !strings.Contains(r.Errors[0], "filter") {
 		t.Errorf("exit %d, errors %q", code, r.Errors)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package actionapp
 
 import (
 	"archive/zip"
@@ -281,12 +281,12 @@ func newActionTest(t *testing.T, gh *fakeGitHub, repo string, inputs map[string]
 
 func (at *actionTest) run(t *testing.T) int {
 	t.Helper()
-	a := newApp(strings.NewReader(""), &at.out, &at.errb, func(k string) string { return at.env[k] })
-	a.clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
-	e := newActionEnv(a)
-	e.setenv = func(k, v string) error { at.setenv[k] = v; return nil }
-	e.retrySleep = func(context.Context, time.Duration) error { return nil }
-	return e.run(context.Background())
+	return Main(context.Background(), Deps{
+		Getenv: func(k string) string { return at.env[k] }, Stdout: &at.out, Stderr: &at.errb,
+		Setenv:     func(k, v string) error { at.setenv[k] = v; return nil },
+		Clock:      retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), // no real backoff sleeps
+		RetrySleep: func(context.Context, time.Duration) error { return nil },
+	})
 }
 
 func (at *actionTest) outputs(t *testing.T) map[string]string {
@@ -412,7 +412,7 @@ func TestActionModeForkPRAndFailOnDLQ(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (fail-on-dlq)\n%s", code, at.out.String())
 	}
 	summary := at.file(t, "GITHUB_STEP_SUMMARY")
-	if !strings.Contains(summary, "Could not comment on PR #​7") {
+	if !strings.Contains(summary, "Could not comment on PR #\u200b7") {
 		t.Errorf("summary lacks the fork notice:\n%s", summary)
 	}
 	if !strings.Contains(at.out.String(), "::notice::Could not comment on PR #7") {
@@ -481,19 +481,6 @@ func TestActionModeRedriveKeepsHistory(t *testing.T) {
 	}
 	if !strings.Contains(redrive.file(t, "GITHUB_STEP_SUMMARY"), "redrive") {
 		t.Error("summary does not say redrive")
-	}
-}
-
-func TestExecuteDispatchesToActionMode(t *testing.T) {
-	// Not parallel: swaps the package-level actionMode.
-	saved := actionMode
-	defer func() { actionMode = saved }()
-	called := false
-	actionMode = func(context.Context, *app) int { called = true; return 42 }
-	env := map[string]string{"GITHUB_ACTIONS": "true"}
-	code := newApp(strings.NewReader(""), io.Discard, io.Discard, func(k string) string { return env[k] }).Execute(context.Background(), nil)
-	if !called || code != 42 {
-		t.Errorf("called %v, code %d", called, code)
 	}
 }
 

@@ -1,15 +1,15 @@
-package main
+package actionapp
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -74,8 +74,8 @@ func (r *actionRun) push(ctx context.Context, res *runner.Result) error {
 		server = "https://github.com"
 	}
 	ref := "refs/heads/" + res.ResultsBranch
-	env := authEnv(os.Environ(), server, r.in.GitHubToken)
-	err := r.env.git(ctx, r.ws, env, "push", "--quiet", "origin", ref+":"+ref)
+	env := authEnv(r.env.Environ(), server, r.in.GitHubToken)
+	err := r.env.Git(ctx, r.ws, env, "push", "--quiet", "origin", ref+":"+ref)
 	if err != nil {
 		return fmt.Errorf("%s", r.redact.String(err.Error()))
 	}
@@ -92,17 +92,19 @@ func (r *actionRun) ensureResultsBranch(ctx context.Context, p runner.Paths) err
 		return err
 	}
 	ref := "refs/heads/" + st.ResultsBranch
-	if r.env.git(ctx, r.ws, nil, "rev-parse", "--verify", "--quiet", ref) == nil {
-		return nil
+	if git, err := r.gitClient(); err == nil {
+		if ok, err := git.BranchExists(ctx, st.ResultsBranch); err == nil && ok {
+			return nil
+		}
 	}
-	env := os.Environ()
+	env := r.env.Environ()
 	if r.in.GitHubToken != "" && r.ctx.ServerURL != "" {
 		env = authEnv(env, r.ctx.ServerURL, r.in.GitHubToken)
 	}
-	if r.env.git(ctx, r.ws, env, "fetch", "--quiet", "origin", ref+":"+ref) == nil {
+	if r.env.Git(ctx, r.ws, env, "fetch", "--quiet", "origin", ref+":"+ref) == nil {
 		return nil
 	}
-	if err := r.env.git(ctx, r.ws, nil, "branch", st.ResultsBranch, "HEAD"); err != nil {
+	if err := r.env.Git(ctx, r.ws, nil, "branch", st.ResultsBranch, "HEAD"); err != nil {
 		return fmt.Errorf("recreate results branch %s: %w", st.ResultsBranch, err)
 	}
 	return nil
@@ -120,11 +122,11 @@ func execGit(ctx context.Context, dir string, env []string, args ...string) erro
 	return nil
 }
 
-// gitTopLevel returns the top directory of the checkout containing dir.
-func gitTopLevel(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse --show-toplevel: %w", err)
+// gitClient opens the workspace's repository through gitops.
+func (r *actionRun) gitClient() (*gitops.Client, error) {
+	o := r.env.GitOptions
+	if o.Env == nil {
+		o.Env = r.env.Environ()
 	}
-	return strings.TrimSpace(string(out)), nil
+	return gitops.New(r.ws, o)
 }

@@ -1,36 +1,22 @@
-package main
+package actionapp
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/go-github/v60/github"
 	"github.com/sethvargo/go-githubactions"
 
-	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
-
-func init() {
-	actionMode = func(ctx context.Context, a *app) int { return newActionEnv(a).run(ctx) }
-}
-
-// actionEngine is the part of the runner the Action drives; tests replace it.
-type actionEngine interface {
-	Run(ctx context.Context, o runner.Options) (*runner.Result, error)
-	RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error)
-}
 
 type realEngine struct{}
 
@@ -42,33 +28,14 @@ func (realEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.
 	return runner.RetryDLQ(ctx, o)
 }
 
-// actionEnv carries the Action entrypoint's side effects.
+// actionEnv is the Action's dependencies plus its workflow-command writer.
 type actionEnv struct {
-	app    *app
-	gha    *githubactions.Action
-	getenv func(string) string
-	setenv func(k, v string) error
-	engine actionEngine
-	// hc sends GitHub API and artifact-service requests; blob fetches
-	// artifact zips from storage (never given the token).
-	hc, blob *http.Client
-	// retrySleep is the artifact client's backoff sleeper.
-	retrySleep ghaction.Sleeper
-	// git runs a git command with extra environment (push).
-	git func(ctx context.Context, dir string, env []string, args ...string) error
+	Deps
+	gha *githubactions.Action
 }
 
-func newActionEnv(a *app) *actionEnv {
-	return &actionEnv{
-		app:    a,
-		gha:    githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout)),
-		getenv: a.getenv,
-		setenv: os.Setenv,
-		engine: realEngine{},
-		hc:     &http.Client{Timeout: 2 * time.Minute},
-		blob:   &http.Client{Timeout: 5 * time.Minute},
-		git:    execGit,
-	}
+func newActionEnv(d Deps) *actionEnv {
+	return &actionEnv{Deps: d, gha: githubactions.New(githubactions.WithGetenv(d.Getenv), githubactions.WithWriter(d.Stdout))}
 }
 
 // actionRun is the state of one Action invocation.
@@ -89,7 +56,7 @@ type actionRun struct {
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: ghaction.NewRedactor(e.gha.AddMask)}
-	r.redact.Add(in.GitHubToken, e.getenv("ACTIONS_RUNTIME_TOKEN"), e.getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+	r.redact.Add(in.GitHubToken, e.Getenv("ACTIONS_RUNTIME_TOKEN"), e.Getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
 	if err != nil {
 		e.gha.Errorf("%s", oneLine(err))
 		return exitUsage
@@ -108,7 +75,7 @@ func (e *actionEnv) run(ctx context.Context) int {
 	res, runErr := r.runJob(ctx)
 	if res == nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(runErr)))
-		return codeOf(runErr)
+		return runner.ExitCode(runErr)
 	}
 	if runErr != nil {
 		e.gha.Errorf("job %s: %s", res.JobID, r.redact.String(oneLine(runErr)))
@@ -120,28 +87,28 @@ func (e *actionEnv) run(ctx context.Context) int {
 // mounted workspace (it belongs to the runner user, the container is root).
 func (r *actionRun) setup() error {
 	e := r.env
-	r.ws = e.getenv("GITHUB_WORKSPACE")
+	r.ws = e.Getenv("GITHUB_WORKSPACE")
 	if r.ws == "" {
-		wd, err := os.Getwd()
+		wd, err := e.Getwd()
 		if err != nil {
 			return fmt.Errorf("locate the workspace: %w", err)
 		}
 		r.ws = wd
 	}
 	switch {
-	case e.getenv("PRODIGY_HOME") != "":
-		r.home = e.getenv("PRODIGY_HOME")
-	case e.getenv("RUNNER_TEMP") != "":
+	case e.Getenv("PRODIGY_HOME") != "":
+		r.home = e.Getenv("PRODIGY_HOME")
+	case e.Getenv("RUNNER_TEMP") != "":
 		// Outside the workspace: no root-owned state lands in the checkout.
-		r.home = filepath.Join(e.getenv("RUNNER_TEMP"), "prodigy")
+		r.home = filepath.Join(e.Getenv("RUNNER_TEMP"), "prodigy")
 	default:
-		h, err := e.app.home()
+		h, err := defaultHome(e.Getenv)
 		if err != nil {
 			return err
 		}
 		r.home = h
 	}
-	return addSafeDirectory(e.getenv, e.setenv, r.ws)
+	return addSafeDirectory(e.Getenv, e.Setenv, r.ws)
 }
 
 // runJob runs the workflow (command run) or redrives an earlier run's DLQ
@@ -149,16 +116,16 @@ func (r *actionRun) setup() error {
 func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	e := r.env
 	opts := runner.Options{
-		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
-		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.app.clock,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redact: r.redact.String,
+		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
+		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
+		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redact: r.redact.String,
 	}
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return e.engine.RetryDLQ(ctx, runner.RetryOptions{
+		return e.Engine.RetryDLQ(ctx, runner.RetryOptions{
 			Home: r.home, JobID: jobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
 			Parallel: r.in.MaxParallel, Run: opts,
 		})
@@ -167,15 +134,12 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	if !filepath.IsAbs(wfPath) {
 		wfPath = filepath.Join(r.ws, wfPath)
 	}
-	wf, err := config.Load(wfPath)
-	if err != nil {
-		return nil, usageErr(err)
+	v := runner.ValidateFile(wfPath, runner.ValidateOptions{})
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
-	if err := checkWorkflowExtra(wf); err != nil {
-		return nil, usageErr(err)
-	}
-	opts.Workflow = wf
-	return e.engine.Run(ctx, opts)
+	opts.Workflow = v.Workflow
+	return e.Engine.Run(ctx, opts)
 }
 
 // finish publishes the result and returns the exit code.
@@ -198,7 +162,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 	if pushErr == nil && r.in.Push && res.ResultsBranch != "" {
 		rep.Pushed = true
 	}
-	if e.getenv("GITHUB_STEP_SUMMARY") != "" {
+	if e.Getenv("GITHUB_STEP_SUMMARY") != "" {
 		if rep.Pushed { // re-render so the summary says "pushed"
 			summary = r.redact.String(report.Summary(rep))
 		}
@@ -208,7 +172,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 
 	code := exitOK
 	if runErr != nil {
-		code = codeOf(runErr)
+		code = runner.ExitCode(runErr)
 	}
 	if pushErr != nil {
 		e.gha.Errorf("push %s: %s", res.ResultsBranch, r.redact.String(oneLine(pushErr)))
@@ -222,7 +186,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 }
 
 func (r *actionRun) setOutputs(res *runner.Result, art *report.Artifact, summaryPath string) {
-	if r.env.getenv("GITHUB_OUTPUT") == "" {
+	if r.env.Getenv("GITHUB_OUTPUT") == "" {
 		return
 	}
 	out := map[string]string{
@@ -240,7 +204,7 @@ func (r *actionRun) setOutputs(res *runner.Result, art *report.Artifact, summary
 
 // writeSummary keeps a copy of the summary for the summary-path output.
 func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
-	dir := r.env.getenv("RUNNER_TEMP")
+	dir := r.env.Getenv("RUNNER_TEMP")
 	if dir == "" {
 		dir = r.home
 	}
@@ -258,7 +222,7 @@ func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
 
 // github returns an API client for GITHUB_API_URL with the input token.
 func (r *actionRun) github() (*github.Client, error) {
-	gh := github.NewClient(r.env.hc)
+	gh := github.NewClient(r.env.HTTPClient)
 	if r.in.GitHubToken != "" {
 		gh = gh.WithAuthToken(r.in.GitHubToken)
 	}
@@ -287,7 +251,7 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 	wf := r.in.RedriveWorkflow
 	if wf == "" {
 		// GITHUB_WORKFLOW_REF = owner/repo/.github/workflows/file.yml@ref
-		ref, _, _ := strings.Cut(r.env.getenv("GITHUB_WORKFLOW_REF"), "@")
+		ref, _, _ := strings.Cut(r.env.Getenv("GITHUB_WORKFLOW_REF"), "@")
 		wf = path.Base(ref)
 		if ref == "" {
 			wf = ""
@@ -321,15 +285,6 @@ func scrubEnv(env []string) []string {
 		}
 	}
 	return out
-}
-
-// codeOf maps an error to the CLI exit code.
-func codeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) || errors.As(exitFor(err), &ee) {
-		return ee.code
-	}
-	return exitOK
 }
 
 // oneLine flattens an error for an annotation.

@@ -1,4 +1,4 @@
-package main
+package actionapp
 
 import (
 	"context"
@@ -105,8 +105,8 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 		return nil
 	}
 	client, err := ghaction.NewArtifactClient(ghaction.ArtifactClientOptions{
-		ResultsURL: e.getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.getenv("ACTIONS_RUNTIME_TOKEN"),
-		HTTPClient: e.hc, Retry: ghaction.RetryPolicy{Sleep: e.retrySleep}, Mask: e.gha.AddMask,
+		ResultsURL: e.Getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.Getenv("ACTIONS_RUNTIME_TOKEN"),
+		HTTPClient: e.HTTPClient, Retry: ghaction.RetryPolicy{Sleep: e.RetrySleep}, Mask: e.gha.AddMask,
 	})
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", oneLine(err))
@@ -124,7 +124,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	}
 	art := &report.Artifact{Name: up.Name, ID: up.ID, ExpiresAt: up.ExpiresAt}
 	if art.ExpiresAt.IsZero() && r.ctx.RetentionDays > 0 {
-		art.ExpiresAt = time.Now().UTC().Add(time.Duration(r.ctx.RetentionDays) * 24 * time.Hour)
+		art.ExpiresAt = e.now().UTC().Add(time.Duration(r.ctx.RetentionDays) * 24 * time.Hour)
 	}
 	if u := r.runURL(); u != "" && up.ID != 0 {
 		art.URL = fmt.Sprintf("%s/artifacts/%d", u, up.ID)
@@ -145,7 +145,7 @@ func (r *actionRun) restoreDLQ(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := ghaction.DownloadRunArtifact(ctx, gh, r.env.blob, r.owner, r.repo, a.GetID(), 0)
+	data, err := ghaction.DownloadRunArtifact(ctx, gh, r.env.BlobClient, r.owner, r.repo, a.GetID(), 0)
 	if err != nil {
 		return "", err
 	}
@@ -168,8 +168,8 @@ func (r *actionRun) restoreDLQ(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("artifact %s: invalid %s", a.GetName(), zipCheckpoint)
 	}
 	repo := filepath.Base(r.ws)
-	if top, err := gitTopLevel(ctx, r.ws); err == nil {
-		repo = filepath.Base(top)
+	if git, err := r.gitClient(); err == nil {
+		repo = filepath.Base(git.TopLevel())
 	}
 	p := runner.Paths{Home: r.home, Repo: repo, JobID: cp.JobID}
 	dlqDir := dlq.JobDir(r.home, repo, cp.JobID)

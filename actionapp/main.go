@@ -1,0 +1,152 @@
+// Package actionapp is the GitHub Action application: it reads the
+// Action's inputs, runs a workflow or redrives an earlier run's dead letter
+// queue through the runner, uploads the DLQ as an artifact, writes the job
+// summary, posts the sticky PR comment, sets the outputs and pushes the
+// results branch. Every side effect comes in through Deps, so tests run it
+// in-process against temp dirs and a local HTTP server.
+package actionapp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// Exit codes of the command line contract (DESIGN.md).
+const (
+	exitOK        = runner.ExitOK
+	exitJobFailed = runner.ExitFailed
+	exitUsage     = runner.ExitUsage
+)
+
+// Engine is the part of the runner the Action drives; tests may replace it.
+type Engine interface {
+	Run(ctx context.Context, o runner.Options) (*runner.Result, error)
+	RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error)
+}
+
+// Clock is the runner's clock (retry.Clock's method set).
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// Sleep waits for d or until ctx is cancelled.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// now is the Clock's time, or the real time without one.
+func (d Deps) now() time.Time {
+	if d.Clock == nil {
+		return time.Now()
+	}
+	return d.Clock.Now()
+}
+
+// GitFunc runs git in dir with env (nil: the process environment).
+type GitFunc func(ctx context.Context, dir string, env []string, args ...string) error
+
+// Deps carries every side effect of the Action. Zero fields take the
+// defaults documented on each.
+type Deps struct {
+	// Getenv reads the environment (inputs, GITHUB_*); nil means os.Getenv.
+	Getenv func(string) string
+	// Environ returns the process environment, the base of the agents' and
+	// git's environment; nil means os.Environ.
+	Environ func() []string
+	// Setenv changes the process environment so every git child trusts the
+	// workspace (safe.directory); nil means os.Setenv.
+	Setenv func(k, v string) error
+	// Getwd is the workspace when GITHUB_WORKSPACE is unset; nil means os.Getwd.
+	Getwd func() (string, error)
+	// Stdout receives workflow commands (annotations, groups, masks); nil means os.Stdout.
+	Stdout io.Writer
+	// Stderr receives the runner's human logs and progress; nil means os.Stderr.
+	Stderr io.Writer
+	// Clock drives backoff sleeps and timestamps; nil means the real clock.
+	Clock Clock
+	// HTTPClient sends GitHub API and artifact-service requests; nil means a
+	// client with a 2-minute timeout.
+	HTTPClient *http.Client
+	// BlobClient fetches artifact zips from storage (never given the
+	// token); nil means a client with a 5-minute timeout.
+	BlobClient *http.Client
+	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
+	RetrySleep ghaction.Sleeper
+	// Git runs git push/fetch/branch in the workspace; nil runs the git CLI.
+	Git GitFunc
+	// GitOptions configure the gitops client opened on the workspace
+	// (repository reads); a nil Env means Environ().
+	GitOptions gitops.Options
+	// Engine runs and redrives jobs; nil means the runner.
+	Engine Engine
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Getenv == nil {
+		d.Getenv = os.Getenv
+	}
+	if d.Environ == nil {
+		d.Environ = os.Environ
+	}
+	if d.Setenv == nil {
+		d.Setenv = os.Setenv
+	}
+	if d.Getwd == nil {
+		d.Getwd = os.Getwd
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.Stderr == nil {
+		d.Stderr = os.Stderr
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = &http.Client{Timeout: 2 * time.Minute}
+	}
+	if d.BlobClient == nil {
+		d.BlobClient = &http.Client{Timeout: 5 * time.Minute}
+	}
+	if d.Git == nil {
+		d.Git = execGit
+	}
+	if d.Engine == nil {
+		d.Engine = realEngine{}
+	}
+	return d
+}
+
+// Main runs the Action once and returns the process exit code: 0 the job
+// completed, 1 it failed (or the push failed, or fail-on-dlq with DLQ items),
+// 2 bad inputs or workflow (nothing was run), 130 interrupted.
+func Main(ctx context.Context, d Deps) int {
+	return newActionEnv(d.withDefaults()).run(ctx)
+}
+
+// defaultHome is ~/.prodigy.
+func defaultHome(getenv func(string) string) (string, error) {
+	h := getenv("HOME")
+	if h == "" {
+		var err error
+		if h, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("cannot locate the state directory: set PRODIGY_HOME: %w", err)
+		}
+	}
+	return filepath.Join(h, ".prodigy"), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,104 @@
+// Package cmdutil holds what every command of the CLI shares (cli/cli's
+// pkg/cmdutil): the Factory of side effects, the typed errors and the one
+// mapping from errors to exit codes, flag helpers, confirmation prompts and
+// JSON/file output.
+package cmdutil
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/actionapp"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// Factory carries every side effect a command may use, so tests run the
+// whole CLI in-process against temp dirs and buffers.
+type Factory struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+	Getenv      func(string) string
+	// Now is the time for age cut-offs (dlq purge).
+	Now func() time.Time
+	// Engine is the template of every job's runner options (Stderr, Getenv,
+	// Clock); tests put a fake clock there.
+	Engine runner.Options
+	// ActionMain runs the GitHub Action (no subcommand inside GitHub Actions).
+	ActionMain func(context.Context, actionapp.Deps) int
+}
+
+// NewFactory returns a Factory on the given streams and environment with
+// the real clock and engine.
+func NewFactory(in io.Reader, out, errOut io.Writer, getenv func(string) string) *Factory {
+	return &Factory{In: in, Out: out, ErrOut: errOut, Getenv: getenv, Now: time.Now,
+		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main}
+}
+
+// Home returns the state directory: $PRODIGY_HOME, else ~/.prodigy.
+func (f *Factory) Home() (string, error) {
+	if h := f.Getenv("PRODIGY_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	h := f.Getenv("HOME")
+	if h == "" {
+		var err error
+		if h, err = os.UserHomeDir(); err != nil {
+			return "", UsageErrorf("cannot locate the state directory: set PRODIGY_HOME: %w", err)
+		}
+	}
+	return filepath.Join(h, ".prodigy"), nil
+}
+
+// RunnerOptions builds the runner options shared by run, resume, demo and
+// dlq retry from the Engine template; isolation and merge are the flag
+// values ("" for the defaults).
+func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error) {
+	home, err := f.Home()
+	if err != nil {
+		return runner.Options{}, err
+	}
+	o := f.Engine
+	o.Home = home
+	switch runner.Isolation(isolation) {
+	case runner.IsolationPool, runner.IsolationFresh, "":
+		o.Isolation = runner.Isolation(isolation)
+	default:
+		return o, UsageErrorf("--isolation must be pool or fresh, not %q", isolation)
+	}
+	switch runner.MergeMode(merge) {
+	case runner.MergeTree, runner.MergeWorktree, "":
+		o.Merge = runner.MergeMode(merge)
+	default:
+		return o, UsageErrorf("--merge must be tree or worktree, not %q", merge)
+	}
+	return o, nil
+}
+
+// FinishJob prints a job's result (one JSON object on stdout with asJSON)
+// and returns the job's error for ExitCode.
+func (f *Factory) FinishJob(res *runner.Result, err error, asJSON bool) error {
+	if asJSON && res != nil {
+		if res.OrphanedWorktrees == nil {
+			res.OrphanedWorktrees = []runner.OrphanedWorktree{}
+		}
+		if werr := WriteJSON(f.Out, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}

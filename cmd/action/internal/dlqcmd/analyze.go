@@ -1,0 +1,78 @@
+package dlqcmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/report"
+)
+
+type dlqAnalyzeOptions struct {
+	jobID, export string
+	exportSet     bool
+	json          bool
+}
+
+func NewDLQAnalyzeCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &dlqAnalyzeOptions{}
+	cmd := &cobra.Command{
+		Use:   "analyze",
+		Short: "Group failures by signature, error type and hour",
+		Long: `Analyse a job's failures: pattern_groups (records sharing an error
+signature, with up to three sample item ids), error_distribution (every failed
+attempt by error type) and temporal_distribution (records per UTC hour of their
+last attempt). Prints a summary on stdout, or writes the analysis as JSON to
+FILE with --export (or prints it with --json).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.exportSet = cmd.Flags().Changed("export")
+			return runDLQAnalyze(f, opts)
+		},
+	}
+	fs := cmd.Flags()
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to analyse (optional when only one job has a DLQ)")
+	fs.StringVar(&opts.export, "export", "", "write the analysis as JSON to FILE ('-' = stdout)")
+	fs.BoolVar(&opts.json, "json", false, "print the analysis as one JSON object on stdout")
+	return cmd
+}
+
+func runDLQAnalyze(f *cmdutil.Factory, opts *dlqAnalyzeOptions) error {
+	if opts.exportSet && opts.export == "" {
+		return errEmptyOutputPath
+	}
+	store, ref, err := openDLQ(f, opts.jobID)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	an, err := dlq.Analyze(store)
+	if err != nil {
+		return err
+	}
+	out := report.DLQAnalysis{JobID: ref.JobID, Repo: ref.Repo, Analysis: an}
+	switch {
+	case opts.export != "":
+		err := f.WriteOutput(opts.export, func(w io.Writer) error {
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(append(b, '\n'))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.ErrOut, "wrote the analysis of %d items to %s\n", an.TotalItems, opts.export)
+		return nil
+	case opts.json:
+		return json.NewEncoder(f.Out).Encode(out)
+	}
+	return report.WriteDLQAnalysis(f.Out, ref, an)
+}

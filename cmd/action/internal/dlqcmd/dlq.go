@@ -1,0 +1,45 @@
+package dlqcmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+func NewDLQCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Inspect, analyse, export and redrive the dead letter queue",
+	}
+	cmd.AddCommand(
+		NewDLQListCmd(f), NewDLQInspectCmd(f), NewDLQAnalyzeCmd(f), NewDLQStatsCmd(f),
+		NewDLQExportCmd(f), NewDLQRetryCmd(f), NewDLQClearCmd(f), NewDLQPurgeCmd(f),
+	)
+	return cmd
+}
+
+// openDLQ resolves the job (runner.FindDLQJob) and opens its store; store
+// warnings go to stderr.
+func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, dlq.JobRef, error) {
+	home, err := f.Home()
+	if err != nil {
+		return nil, dlq.JobRef{}, err
+	}
+	ref, err := runner.FindDLQJob(home, jobID)
+	if err != nil {
+		return nil, ref, err
+	}
+	s, err := dlq.Open(home, ref.Repo, ref.JobID, dlq.Options{Warn: func(m string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", m) }})
+	if err != nil {
+		return nil, ref, &cmdutil.UsageError{Err: err}
+	}
+	return s, ref, nil
+}
+
+// errEmptyOutputPath rejects an empty FILE argument (use "-" for stdout).
+var errEmptyOutputPath = cmdutil.UsageErrorf(`output file must not be empty (use "-" for stdout)`)

@@ -1,0 +1,70 @@
+package dlqcmd
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+)
+
+type dlqExportOptions struct {
+	file, jobID, format string
+	formatSet           bool
+}
+
+func NewDLQExportCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &dlqExportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export FILE",
+		Short: "Write every dead-lettered item to FILE as JSON or CSV",
+		Long: `Write the job's records to FILE ('-' = stdout): --format json (default) is
+one JSON array of the full records; --format csv is one row per item with the
+main fields (header: ` + strings.Join(dlq.CSVHeader, ",") + `),
+quoted per RFC 4180. Without --format, a FILE ending in .csv selects csv.
+The file is written to a temporary name and renamed when complete.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.file, opts.formatSet = args[0], cmd.Flags().Changed("format")
+			return runDLQExport(f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.format, "format", "json", "json or csv")
+	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (optional when only one job has a DLQ)")
+	return cmd
+}
+
+func runDLQExport(f *cmdutil.Factory, opts *dlqExportOptions) error {
+	if opts.file == "" {
+		return errEmptyOutputPath
+	}
+	format := strings.ToLower(opts.format)
+	if !opts.formatSet && strings.EqualFold(filepath.Ext(opts.file), ".csv") {
+		format = "csv"
+	}
+	export := map[string]func(io.Writer, dlq.Source) (int, error){"json": dlq.ExportJSON, "csv": dlq.ExportCSV}[format]
+	if export == nil {
+		return cmdutil.UsageErrorf("--format must be json or csv, got %q", opts.format)
+	}
+	store, ref, err := openDLQ(f, opts.jobID)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n := 0
+	err = f.WriteOutput(opts.file, func(w io.Writer) error {
+		var err error
+		n, err = export(w, store)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.ErrOut, "exported %d items of job %s to %s\n", n, ref.JobID, opts.file)
+	return nil
+}

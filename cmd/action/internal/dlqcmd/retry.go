@@ -1,0 +1,70 @@
+package dlqcmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+type dlqRetryOptions struct {
+	jobID, filter        string
+	maxRetries, parallel int
+	force, dryRun, json  bool
+}
+
+func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &dlqRetryOptions{}
+	cmd := &cobra.Command{
+		Use:   "retry JOB_ID",
+		Short: "Re-run DLQ items through the job's real workflow (redrive)",
+		Long: `Re-run the job's DLQ records through its workflow: agent template, merge
+into the job's results branch, cleanup, then reduce. Only reprocess-eligible
+records run unless --force. --filter selects with an expression over item.*
+(the record's fields and its item_data), e.g. 'item.priority >= 5',
+'item.failure_count < 3', 'item.error_signature contains "Timeout"'.
+Successes leave the DLQ; failures stay with their failure_history extended.
+Interrupting is safe: records are removed only after success, so running
+the command again continues.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.jobID = args[0]
+			return runDLQRetry(cmd.Context(), f, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.filter, "filter", "", "expression selecting records (over item.*)")
+	fs.IntVar(&opts.maxRetries, "max-retries", 3, "attempts per item, with the workflow's backoff")
+	fs.IntVar(&opts.parallel, "parallel", 10, "agents at once (alias --max-parallel)")
+	cmdutil.AliasFlags(fs, map[string]string{"max-parallel": "parallel"})
+	fs.BoolVar(&opts.force, "force", false, "include records that are not reprocess_eligible")
+	fs.BoolVar(&opts.dryRun, "dry-run", false, "list what would run; change nothing")
+	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	return cmd
+}
+
+func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions) error {
+	if opts.maxRetries < 0 || opts.parallel < 0 {
+		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
+	}
+	ro, err := f.RunnerOptions("", "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
+		Home: ro.Home, JobID: opts.jobID, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
+		Force: opts.force, DryRun: opts.dryRun, Run: ro,
+	})
+	if opts.dryRun && err == nil && !opts.json {
+		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", len(res.Items))
+		for _, it := range res.Items {
+			fmt.Fprintf(f.Out, "%s\n", it.ItemID)
+		}
+		return nil
+	}
+	return f.FinishJob(res, err, opts.json)
+}

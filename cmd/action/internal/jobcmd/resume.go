@@ -1,0 +1,46 @@
+package jobcmd
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+type resumeOptions struct {
+	jobID            string
+	includeDLQ, json bool
+}
+
+func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &resumeOptions{}
+	cmd := &cobra.Command{
+		Use:   "resume JOB_ID",
+		Short: "Finish an interrupted or failed job: the items not yet done, then reduce",
+		Long: `Resume a job from its checkpoint. Items that were running when the job
+stopped (Ctrl-C, kill, crash) run again; items whose merge already reached
+the results branch are recognised and not run twice; stale worktrees are
+removed. With --include-dlq the job's reprocess-eligible DLQ items run too
+(de-duplicated by item id).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.jobID = args[0]
+			return runResume(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.includeDLQ, "include-dlq", false, "also re-run the job's reprocess-eligible DLQ items")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	return cmd
+}
+
+func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) error {
+	ro, err := f.RunnerOptions("", "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: opts.jobID, IncludeDLQ: opts.includeDLQ, Run: ro})
+	return f.FinishJob(res, err, opts.json)
+}

@@ -1,0 +1,48 @@
+package jobcmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/report"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+type statusOptions struct {
+	jobID string
+	json  bool
+}
+
+func NewStatusCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [JOB_ID]",
+		Short: "Show a job's progress and outcome",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.jobID = args[0]
+			}
+			return runStatus(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	return cmd
+}
+
+func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	res, err := runner.Status(home, opts.jobID)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return cmdutil.WriteJSON(f.Out, res)
+	}
+	report.WriteStatus(f.Out, res)
+	return nil
+}

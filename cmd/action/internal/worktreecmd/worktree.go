@@ -1,0 +1,95 @@
+package worktreecmd
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+
+	"github.com/prodigy-action/prodigy-action/report"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+func NewWorktreeCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "worktree", Short: "Manage agent worktrees"}
+	cmd.AddCommand(NewCleanOrphanedCmd(f))
+	return cmd
+}
+
+type cleanOrphanedOptions struct {
+	jobID         string
+	dryRun, force bool
+}
+
+func NewCleanOrphanedCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &cleanOrphanedOptions{}
+	cmd := &cobra.Command{
+		Use:   "clean-orphaned [JOB_ID]",
+		Short: "Remove worktrees whose cleanup failed during a job (spec 136)",
+		Long: `Remove the worktrees recorded in orphaned_worktrees/<repo>/<job_id>.json
+(every job's, or one job's), delete their branches and run git worktree
+prune. Asks for confirmation unless --force (like dlq clear); --dry-run only
+lists them. Worktrees that still cannot be removed stay in the registry.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.jobID = args[0]
+			}
+			return runCleanOrphaned(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "list what would be removed")
+	cmd.Flags().BoolVarP(&opts.force, "force", "f", false, "do not ask for confirmation")
+	return cmd
+}
+
+func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphanedOptions) error {
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	sets, err := runner.FindOrphans(home, opts.jobID)
+	if err != nil {
+		return err
+	}
+	n := report.WriteOrphans(f.Out, sets)
+	switch {
+	case n == 0:
+		fmt.Fprintln(f.ErrOut, "no orphaned worktrees")
+		return nil
+	case opts.dryRun:
+		fmt.Fprintf(f.ErrOut, "%d orphaned worktree(s); dry run, nothing removed\n", n)
+		return nil
+	}
+	if !opts.force {
+		if err := f.Confirm(fmt.Sprintf("Remove %d orphaned worktree(s)?", n), "--force"); err != nil {
+			return err
+		}
+	}
+	failedAny := false
+	for _, s := range sets {
+		removed, failed, err := runner.CleanOrphans(ctx, s)
+		for _, p := range removed {
+			fmt.Fprintf(f.ErrOut, "removed %s\n", p)
+		}
+		paths := make([]string, 0, len(failed))
+		for p := range failed {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			failedAny = true
+			fmt.Fprintf(f.ErrOut, "could not remove %s: %v\n", p, failed[p])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if failedAny {
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed}
+	}
+	return nil
+}

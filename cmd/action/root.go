@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prodigy-action/prodigy-action/actionapp"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/dlqcmd"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/jobcmd"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/worktreecmd"
+)
+
+// newRootCmd builds the command tree.
+func newRootCmd(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "action",
+		Short:         "Fan work items out to parallel agents in git worktrees, retry, merge, and dead-letter what still fails",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
+	root.AddCommand(
+		jobcmd.NewRunCmd(f), jobcmd.NewResumeCmd(f), jobcmd.NewStatusCmd(f), jobcmd.NewValidateCmd(f),
+		jobcmd.NewDemoCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
+	)
+	strict(root)
+	return root
+}
+
+// strict makes argument errors usage errors everywhere, and makes every
+// command with subcommands (the root included) refuse an unknown
+// subcommand with a suggestion, and print its help and exit 2 when called
+// without one.
+func strict(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	if c.HasSubCommands() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				c.SetOut(c.ErrOrStderr())
+				_ = c.Help()
+				return &cmdutil.ExitError{Code: cmdutil.ExitUsage}
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return cmdutil.UsageErrorf("%s (see %s --help)", msg, c.CommandPath())
+		}
+	} else if args := c.Args; args != nil {
+		c.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return &cmdutil.UsageError{Err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		strict(sub)
+	}
+}
+
+// execute runs the CLI with args and returns the process exit code. Inside
+// GitHub Actions without arguments it runs the Action (actionapp).
+func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	if len(args) == 0 && f.Getenv("GITHUB_ACTIONS") == "true" {
+		return f.ActionMain(ctx, actionapp.Deps{Getenv: f.Getenv, Stdout: f.Out, Stderr: f.ErrOut, Clock: f.Engine.Clock})
+	}
+	root := newRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !cmdutil.Silent(err) {
+		fmt.Fprintf(f.ErrOut, "error: %v\n", err)
+	}
+	return cmdutil.ExitCode(err)
+}

@@ -1,0 +1,32 @@
+package runner
+
+import (
+	"context"
+	"errors"
+)
+
+// Exit codes of the command line contract (DESIGN.md), shared by the CLI
+// and the GitHub Action.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// ExitCode maps an error of this package (Run, Resume, RetryDLQ, Status,
+// Validation.Err, …) to its exit code: nil 0; a *UsageError (usage, config
+// or input error: nothing was run) 2; ErrInterrupted or a cancelled context
+// 130; any other failure 1.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	}
+	return ExitFailed
+}
