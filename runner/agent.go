@@ -12,12 +12,13 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
 // itemRun is the execution of one item in this process: all its attempts.
 type itemRun struct {
-	it      *CheckpointItem
+	it      *jobstore.CheckpointItem
 	data    any
 	agentID string
 	branch  string
@@ -39,11 +40,11 @@ type itemRun struct {
 
 // processItem runs one item to a final state (merged, skipped, dlq) or
 // back to pending when the job is interrupted.
-func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
+func (j *job) processItem(ctx context.Context, it *jobstore.CheckpointItem) {
 	ir := j.newItemRun(it)
 	ir.began = time.Now()
 	start := j.now()
-	_ = j.state.update(func(cp *Checkpoint) {
+	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 	})
@@ -83,7 +84,7 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 		j.events.emit(evAgentCompleted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "duration_ms": duration.Milliseconds(), "commits": ir.commits, "json_log_location": nilIfEmpty(ir.lastLog), "cleanup_status": cs, "attempts": ir.attempts})
 	case errors.Is(err, errInterrupted) || (len(ir.failures) < ir.attempts) || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		j.release(ir, false)
-		_ = j.state.update(func(*Checkpoint) { it.State = ItemPending })
+		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
 	default:
@@ -92,7 +93,7 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 }
 
 // agentSeq is stored on the job; see newItemRun.
-func (j *job) newItemRun(it *CheckpointItem) *itemRun {
+func (j *job) newItemRun(it *jobstore.CheckpointItem) *itemRun {
 	n := j.agentSeq.Add(1)
 	agentID := fmt.Sprintf("agent-%d", n)
 	return &itemRun{
@@ -329,7 +330,7 @@ func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
 // finishItem records an item's final state and reports it.
 func (j *job) finishItem(ir *itemRun, state ItemState, errMsg, errType string, d time.Duration) {
 	it := ir.it
-	_ = j.state.update(func(*Checkpoint) {
+	_ = j.state.Update(func(*jobstore.Checkpoint) {
 		it.State = state
 		it.Attempts = ir.base + ir.attempts
 		it.Error = errMsg

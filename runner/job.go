@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -24,10 +26,10 @@ type job struct {
 	paths   Paths
 	wf      *config.Workflow
 	git     *gitops.Client
-	state   *jobState
+	state   *jobstore.State
 	events  *eventLog
 	store   *dlq.Store
-	orphans *orphanRegistry
+	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
 	prog    *progress
 
@@ -181,4 +183,22 @@ func usesClaude(wf *config.Workflow) bool {
 		return false
 	}
 	return walk(wf.Setup) || walk(wf.Map.AgentTemplate) || walk(wf.Reduce) || walk(wf.ErrorPolicy.CustomHandler)
+}
+
+// lock takes the job lock (jobstore.LockJob). A job held by another
+// process is a *UsageError. The returned function releases the lock; a
+// failure to release is a warning.
+func (j *job) lock() (func(), error) {
+	unlock, err := jobstore.LockJob(j.paths)
+	if errors.Is(err, jobstore.ErrJobLocked) {
+		return nil, usage(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := unlock(); err != nil {
+			j.warn(fmt.Sprintf("release the job lock: %v", err))
+		}
+	}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prodigy-action/prodigy-action/jobstore"
+
 	"golang.org/x/sync/errgroup"
 )
 
@@ -11,9 +13,9 @@ import (
 // starting items when ctx ends (interrupt) or a failure policy says stop;
 // items not started stay pending in the checkpoint.
 func (j *job) mapPhase(ctx context.Context) error {
-	var pending []*CheckpointItem
-	err := j.state.update(func(cp *Checkpoint) {
-		cp.Phase = phaseMap
+	var pending []*jobstore.CheckpointItem
+	err := j.state.Update(func(cp *jobstore.Checkpoint) {
+		cp.Phase = jobstore.PhaseMap
 		for _, it := range cp.Items {
 			if it.State == ItemPending || it.State == ItemRunning {
 				it.State = ItemPending
@@ -49,7 +51,7 @@ func (j *job) mapPhase(ctx context.Context) error {
 	_ = g.Wait()
 	j.events.emit(evPhaseCompleted, map[string]any{"phase": "map"})
 	var left int
-	j.state.read(func(cp *Checkpoint) { left = cp.counts().pending })
+	j.state.Read(func(cp *jobstore.Checkpoint) { left = cp.Counts().Pending })
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)

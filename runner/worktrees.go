@@ -227,7 +227,7 @@ func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
 	j.warn(fmt.Sprintf("cleanup failed for agent %s (item %s) at %s: %v — the item's outcome is unaffected; remove it later with `action worktree clean-orphaned %s`",
 		orDash(agentID), orDash(itemID), path, cause, j.id))
 	o := OrphanedWorktree{Path: path, Branch: branch, AgentID: agentID, ItemID: itemID, FailedAt: j.now().UTC(), Error: cause.Error()}
-	if err := j.orphans.add(o); err != nil {
+	if err := j.orphans.Add(o); err != nil {
 		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", path, err))
 	}
 	j.events.emit(evCleanupFailed, map[string]any{"agent_id": agentID, "item_id": itemID, "path": path, "error": cause.Error()})

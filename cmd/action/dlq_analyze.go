@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 func init() { registerDLQCommand("analyze", newDLQAnalyzeCommand) }
@@ -77,7 +78,7 @@ FILE with --export (or prints it with --json).`,
 	return cmd
 }
 
-func printAnalysis(w io.Writer, ref dlq.JobRef, an dlq.Analysis) error {
+func printAnalysis(w io.Writer, ref runner.Paths, an dlq.Analysis) error {
 	fmt.Fprintf(w, "Job %s (repo %s): %d dead-lettered items\n", ref.JobID, ref.Repo, an.TotalItems)
 	if an.TotalItems == 0 {
 		return nil

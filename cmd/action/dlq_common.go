@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // resolveDLQJob picks the job a dlq subcommand works on. With jobID set it
@@ -20,26 +20,26 @@ import (
 // it, the only job that has a DLQ. No match, several jobs without --job-id,
 // or one id in several repositories are usage errors (exit 2) that list the
 // jobs there are.
-func resolveDLQJob(a *app, jobID string) (dlq.JobRef, error) {
+func resolveDLQJob(a *app, jobID string) (runner.Paths, error) {
 	home, err := a.home()
 	if err != nil {
-		return dlq.JobRef{}, err
+		return runner.Paths{}, err
 	}
-	jobs, err := dlq.Jobs(home)
+	jobs, err := runner.DLQJobs(home)
 	if err != nil {
-		return dlq.JobRef{}, err
+		return runner.Paths{}, err
 	}
 	root := filepath.Join(home, "dlq")
 	if jobID == "" {
 		switch len(jobs) {
 		case 0:
-			return dlq.JobRef{}, usageErrf("no job has a dead letter queue under %s", root)
+			return runner.Paths{}, usageErrf("no job has a dead letter queue under %s", root)
 		case 1:
 			return jobs[0], nil
 		}
-		return dlq.JobRef{}, usageErrf("%d jobs have a dead letter queue; choose one with --job-id:%s", len(jobs), jobList(jobs))
+		return runner.Paths{}, usageErrf("%d jobs have a dead letter queue; choose one with --job-id:%s", len(jobs), jobList(jobs))
 	}
-	var match []dlq.JobRef
+	var match []runner.Paths
 	for _, j := range jobs {
 		if j.JobID == jobID {
 			match = append(match, j)
@@ -51,33 +51,28 @@ func resolveDLQJob(a *app, jobID string) (dlq.JobRef, error) {
 	switch len(match) {
 	case 0:
 		if len(jobs) == 0 {
-			return dlq.JobRef{}, usageErrf("no dead letter queue for job %q: no job has one under %s", jobID, root)
+			return runner.Paths{}, usageErrf("no dead letter queue for job %q: no job has one under %s", jobID, root)
 		}
-		return dlq.JobRef{}, usageErrf("no dead letter queue for job %q; jobs with one:%s", jobID, jobList(jobs))
+		return runner.Paths{}, usageErrf("no dead letter queue for job %q; jobs with one:%s", jobID, jobList(jobs))
 	case 1:
 		return match[0], nil
 	}
-	return dlq.JobRef{}, usageErrf("job id %q exists in %d repositories:%s", jobID, len(match), jobList(match))
+	return runner.Paths{}, usageErrf("job id %q exists in %d repositories:%s", jobID, len(match), jobList(match))
 }
 
 // stateJobs finds jobs that ran (state/<repo>/jobs/<id>) but dead-lettered nothing.
-func stateJobs(home, jobID string) []dlq.JobRef {
-	if strings.ContainsAny(jobID, `/\`) || jobID == "." || jobID == ".." {
-		return nil
-	}
-	dirs, _ := filepath.Glob(filepath.Join(home, "state", "*", "jobs", jobID))
-	var refs []dlq.JobRef
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			continue
+func stateJobs(home, jobID string) []runner.Paths {
+	jobs, _ := runner.StateJobs(home)
+	var refs []runner.Paths
+	for _, j := range jobs {
+		if j.JobID == jobID {
+			refs = append(refs, j)
 		}
-		repo := filepath.Base(filepath.Dir(filepath.Dir(d)))
-		refs = append(refs, dlq.JobRef{Repo: repo, JobID: jobID, Dir: dlq.JobDir(home, repo, jobID)})
 	}
 	return refs
 }
 
-func jobList(jobs []dlq.JobRef) string {
+func jobList(jobs []runner.Paths) string {
 	var b strings.Builder
 	for _, j := range jobs {
 		fmt.Fprintf(&b, "\n  %s (repo %s)", j.JobID, j.Repo)
@@ -86,16 +81,12 @@ func jobList(jobs []dlq.JobRef) string {
 }
 
 // openDLQ resolves the job and opens its store; store warnings go to stderr.
-func openDLQ(a *app, jobID string) (*dlq.Store, dlq.JobRef, error) {
+func openDLQ(a *app, jobID string) (*dlq.Store, runner.Paths, error) {
 	ref, err := resolveDLQJob(a, jobID)
 	if err != nil {
 		return nil, ref, err
 	}
-	home, err := a.home()
-	if err != nil {
-		return nil, ref, err
-	}
-	s, err := dlq.Open(home, ref.Repo, ref.JobID, dlq.Options{Warn: func(m string) { fmt.Fprintf(a.stderr, "warning: %s\n", m) }})
+	s, err := dlq.Open(ref.DLQRoot(), ref.JobID, dlq.Options{Warn: func(m string) { fmt.Fprintf(a.stderr, "warning: %s\n", m) }})
 	if err != nil {
 		return nil, ref, usageErr(err)
 	}

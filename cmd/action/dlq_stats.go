@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 func init() { registerDLQCommand("stats", newDLQStatsCommand) }
@@ -53,7 +54,7 @@ func newDLQStatsCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-func printStats(a *app, ref dlq.JobRef, st dlq.Statistics) error {
+func printStats(a *app, ref runner.Paths, st dlq.Statistics) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Job:\t%s (repo %s)\n", ref.JobID, ref.Repo)
 	fmt.Fprintf(tw, "Total items:\t%d\n", st.TotalItems)
