@@ -72,7 +72,7 @@ type Options struct {
 type Store struct {
 	root, jobID   string
 	dir, itemsDir string
-	opts              Options
+	opts          Options
 
 	mu         sync.Mutex
 	idx        *indexState // nil until loaded under the lock
