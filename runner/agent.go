@@ -49,14 +49,14 @@ func (j *job) processItem(ctx context.Context, it *jobstore.CheckpointItem) {
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 	})
 	j.prog.started()
-	j.events.emit(evAgentStarted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + 1, "branch": ir.branch})
+	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 
 	err := retry.Do(ctx, j.itemPolicy, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
 		if a.Final {
 			return
 		}
 		msg := j.redact(errText(a.Err))
-		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": msg})
+		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
 		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
 	}}, func(_ context.Context, attempt int) error {
 		ir.attempts = attempt
@@ -81,7 +81,7 @@ func (j *job) processItem(ctx context.Context, it *jobstore.CheckpointItem) {
 		cs := j.release(ir, false)
 		j.clearFromDLQ(it.ItemID)
 		j.finishItem(ir, ItemMerged, "", "", duration)
-		j.events.emit(evAgentCompleted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "duration_ms": duration.Milliseconds(), "commits": ir.commits, "json_log_location": nilIfEmpty(ir.lastLog), "cleanup_status": cs, "attempts": ir.attempts})
+		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts})
 	case errors.Is(err, errInterrupted) || (len(ir.failures) < ir.attempts) || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		j.release(ir, false)
 		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
@@ -193,7 +193,7 @@ func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
 	}
 	if err == nil {
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
-		j.events.emit(evWorktreeMerged, map[string]any{"agent_id": ir.agentID, "item_id": ir.it.ItemID, "branch": ir.branch, "commits": ir.commits})
+		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
 	}
 	var mc *gitops.MergeConflictError
@@ -287,14 +287,14 @@ func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
 	}
-	j.events.emit(evAgentFailed, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "error": last.Message, "error_type": lastType, "attempts": ir.attempts, "json_log_location": nilIfEmpty(last.LogPath), "retry_eligible": dlq.ReprocessEligible(lastType, last.Message)})
+	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message)})
 
 	policy := j.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ
-	if policy == "skip" {
+	if policy == config.OnFailureSkip {
 		state = ItemSkipped
 	}
-	if policy == "custom" && j.runCustomHandler(ir, last, lastType) {
+	if policy == config.OnFailureCustom && j.runCustomHandler(ir, last, lastType) {
 		state = ItemSkipped
 	}
 	if state == ItemDLQ {
@@ -308,7 +308,7 @@ func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
 		})
 		j.dlqAdd(rec)
 	} else {
-		j.events.emit(evItemSkipped, map[string]any{"item_id": it.ItemID, "error": last.Message, "policy": policy})
+		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 	}
 	j.finishItem(ir, state, last.Message, lastType.String(), duration)
 	j.checkThresholds(policy)
@@ -324,7 +324,7 @@ func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
 		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v", rec.ItemID, err))
 		return
 	}
-	j.events.emit(evDLQItemAdded, map[string]any{"item_id": merged.ItemID, "error_signature": merged.ErrorSignature, "failure_count": merged.FailureCount})
+	j.events.emit(DLQItemAdded{ItemID: merged.ItemID, ErrorSignature: merged.ErrorSignature, FailureCount: merged.FailureCount})
 }
 
 // finishItem records an item's final state and reports it.
@@ -362,7 +362,7 @@ func (j *job) checkThresholds(policy string) {
 	failed := j.failures.Load()
 	done := j.finished.Load()
 	switch {
-	case policy == "stop":
+	case policy == config.OnFailureStop:
 		j.stop("on_item_failure: stop")
 	case !ep.ContinueOnFailure:
 		j.stop("continue_on_failure: false")
@@ -408,13 +408,6 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // lastLines returns the last n lines of s.

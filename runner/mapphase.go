@@ -24,12 +24,12 @@ func (j *job) mapPhase(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrJobFailed, err)
+		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	j.events.emit(evPhaseStarted, map[string]any{"phase": "map", "items": len(pending)})
+	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
 	if head, err := j.git.ResolveRef(j.runCtx, "refs/heads/"+j.branch); err == nil {
 		j.trees.warm(j.runCtx, min(j.maxParallel, len(pending)), head)
 	}
@@ -49,7 +49,7 @@ func (j *job) mapPhase(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	j.events.emit(evPhaseCompleted, map[string]any{"phase": "map"})
+	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
 	var left int
 	j.state.Read(func(cp *jobstore.Checkpoint) { left = cp.Counts().Pending })
 	switch {

@@ -72,7 +72,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
-	if err := j.open(ctx, cp, evJobResumed); err != nil {
+	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()
@@ -151,7 +151,7 @@ func (j *job) clearFromDLQ(itemID string) {
 		j.warn(fmt.Sprintf("item %s succeeded but its DLQ record could not be removed: %v", itemID, err))
 		return
 	}
-	j.events.emit(evDLQItemRemoved, map[string]any{"item_id": itemID})
+	j.events.emit(DLQItemRemoved{ItemID: itemID})
 }
 
 // loadDLQIDs remembers which items have a DLQ record when the job starts.

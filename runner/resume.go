@@ -61,7 +61,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		}
 		j.logf("resume: adding %d eligible DLQ item(s)", len(extra))
 	}
-	if err := j.open(ctx, cp, evJobResumed); err != nil {
+	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()

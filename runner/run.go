@@ -130,7 +130,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 // defaults for `on_item_failure: retry`, else a single attempt.
 func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
 	rc := wf.ErrorPolicy.Retry
-	if rc == nil && wf.ErrorPolicy.OnItemFailure == "retry" {
+	if rc == nil && wf.ErrorPolicy.OnItemFailure == config.OnFailureRetry {
 		d := DefaultRetryConfig()
 		rc = &d
 	}
@@ -164,19 +164,20 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 			return err
 		}
 	}
-	return j.open(ctx, cp, evJobStarted)
+	return j.open(ctx, cp, false)
 }
 
-// open attaches the job to its checkpoint and opens logs, DLQ and orphans.
-func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, startEvent string) error {
+// open attaches the job to its checkpoint and opens logs, DLQ and orphans;
+// resumed selects the job_resumed event over job_started.
+func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) error {
 	j.state = jobstore.NewState(j.paths, cp, j.now)
-	j.events = openEventLog(j.paths.Events(), j.id, j.now, func(m string) { j.warn(m) })
+	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
 	j.agentSeq.Store(int64(cp.NextAgent))
 	store, err := openDLQ(j.paths, dlq.Options{
 		Now:  j.now,
 		Warn: func(m string) { j.warn("DLQ: " + m) },
 		OnEvict: func(ids []string) {
-			j.events.emit(evDLQItemsEvicted, map[string]any{"item_ids": ids, "count": len(ids)})
+			j.events.emit(DLQItemsEvicted{ItemIDs: ids, Count: len(ids)})
 		},
 	})
 	if err != nil {
@@ -205,7 +206,12 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, startEvent stri
 	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning }); err != nil {
 		return err
 	}
-	j.events.emit(startEvent, map[string]any{"workflow": j.wf.Name, "results_branch": j.branch, "max_parallel": j.maxParallel})
+	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel}
+	if resumed {
+		j.events.emit(JobResumed(started))
+	} else {
+		j.events.emit(started)
+	}
 	return nil
 }
 
@@ -298,7 +304,7 @@ func (j *job) setup(ctx context.Context) error {
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup })
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
-		j.events.emit(evPhaseStarted, map[string]any{"phase": "setup"})
+		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl")}
 		if f := j.runSteps(j.runCtx, j.wf.Setup, sc); f != nil {
@@ -319,7 +325,7 @@ func (j *job) setup(ctx context.Context) error {
 				j.vars[k] = v
 			}
 		})
-		j.events.emit(evPhaseCompleted, map[string]any{"phase": "setup"})
+		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseSetup})
 	}
 	return nil
 }
@@ -416,7 +422,7 @@ func (j *job) reduce(ctx context.Context) error {
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
 		if err := j.git.SyncWorktree(j.runCtx, j.parentDir); err != nil {
-			return fmt.Errorf("%w: update the parent worktree before reduce: %v", ErrJobFailed, err)
+			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
 		}
 	}
 	if len(j.wf.Reduce) > 0 {
@@ -433,7 +439,7 @@ func (j *job) reduce(ctx context.Context) error {
 			fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
 			fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
 		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", len(j.wf.Reduce), res.Successful, res.Failed, res.Skipped)
-		j.events.emit(evPhaseStarted, map[string]any{"phase": "reduce"})
+		j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
 		if f := j.runSteps(j.runCtx, j.wf.Reduce, sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
@@ -441,7 +447,7 @@ func (j *job) reduce(ctx context.Context) error {
 			}
 			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
 		}
-		j.events.emit(evPhaseCompleted, map[string]any{"phase": "reduce"})
+		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
 	}
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
@@ -501,15 +507,15 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	switch status {
 	case StatusCompleted:
-		j.events.emit(evJobCompleted, map[string]any{"successful": res.Successful, "failed": res.Failed, "skipped": res.Skipped, "duration_ms": res.DurationMS})
+		j.events.emit(JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})
 	case StatusInterrupted:
-		j.events.emit(evJobInterrupted, map[string]any{"pending": res.Pending})
+		j.events.emit(JobPaused{Pending: res.Pending})
 	default:
-		j.events.emit(evJobFailed, map[string]any{"error": res.Error, "pending": res.Pending})
+		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
 	if werr != nil && cause == nil {
-		cause = fmt.Errorf("%w: %v", ErrJobFailed, werr)
+		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}
 	return res, cause
 }
