@@ -63,7 +63,6 @@ type job struct {
 	stopWhy  atomic.Value      // string
 	failures atomic.Int64      // items that ended failed in this execution
 	agentSeq atomic.Int64      // last agent number handed out
-	nItems   int               // item_total
 	vars     map[string]string // workflow env + setup captures
 
 	environ       []string

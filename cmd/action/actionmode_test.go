@@ -412,7 +412,7 @@ func TestActionModeForkPRAndFailOnDLQ(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (fail-on-dlq)\n%s", code, at.out.String())
 	}
 	summary := at.file(t, "GITHUB_STEP_SUMMARY")
-	if !strings.Contains(summary, "Could not comment on PR #​7") {
+	if !strings.Contains(summary, "Could not comment on PR #\u200b7") {
 		t.Errorf("summary lacks the fork notice:\n%s", summary)
 	}
 	if !strings.Contains(at.out.String(), "::notice::Could not comment on PR #7") {
