@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,11 +40,8 @@ type job struct {
 	itemPolicy  retry.Policy
 	agentTO     time.Duration
 
-	bash       string
-	claudeCmd  string
-	claudeArgs []string
-	grace      time.Duration
-	baseEnv    []string
+	steps   *stepRunner
+	baseEnv []string
 
 	clock  retry.Clock
 	rand   func() float64
@@ -53,9 +49,6 @@ type job struct {
 	hooks  Hooks
 	getenv func(string) string
 	redact func(string) string
-
-	// runCtx runs agents; it outlives a signal by a bounded grace period.
-	runCtx context.Context
 
 	mergeMu  sync.Mutex
 	logMu    sync.Mutex

@@ -9,10 +9,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// mapPhase runs every pending item, at most maxParallel at once. It stops
+// mapPhase runs every pending item, at most maxParallel at once, each
+// through its itemRunner under runCtx. It stops
 // starting items when ctx ends (interrupt) or a failure policy says stop;
 // items not started stay pending in the checkpoint.
-func (j *job) mapPhase(ctx context.Context) error {
+func (j *job) mapPhase(ctx, runCtx context.Context) error {
 	var pending []*jobstore.CheckpointItem
 	err := j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.Phase = jobstore.PhaseMap
@@ -30,8 +31,8 @@ func (j *job) mapPhase(ctx context.Context) error {
 		return nil
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
-	if head, err := j.git.ResolveRef(j.runCtx, "refs/heads/"+j.branch); err == nil {
-		j.trees.warm(j.runCtx, min(j.maxParallel, len(pending)), head)
+	if head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch); err == nil {
+		j.trees.warm(runCtx, min(j.maxParallel, len(pending)), head)
 	}
 	j.prog.begin(len(pending))
 	var g errgroup.Group
@@ -44,7 +45,7 @@ func (j *job) mapPhase(ctx context.Context) error {
 			if ctx.Err() != nil || j.stopping.Load() {
 				return nil
 			}
-			j.processItem(ctx, it)
+			j.newItemRunner(it).run(ctx, runCtx)
 			return nil
 		})
 	}

@@ -117,7 +117,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		id: paths.JobID, paths: paths, wf: wf, git: git,
 		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
-		bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second,
+		steps: &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
 		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv, redact: o.Redact,
 		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
 	}
@@ -242,14 +242,13 @@ func filterEnv(env []string) []string {
 func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	j.runCtx = runCtx
 	j.prog.start()
 	defer j.prog.stop()
 
 	var setupDone bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
 	if !setupDone {
-		if err := j.setup(ctx); err != nil {
+		if err := j.setup(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
@@ -260,10 +259,10 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	if len(extra) > 0 {
 		_ = j.state.Update(func(cp *jobstore.Checkpoint) { mergeItems(cp, extra) })
 	}
-	if err := j.mapPhase(ctx); err != nil {
+	if err := j.mapPhase(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
-	if err := j.reduce(ctx); err != nil {
+	if err := j.reduce(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
 	return j.end(nil)
@@ -299,15 +298,16 @@ func (j *job) interruptGrace() time.Duration {
 	return 30 * time.Second
 }
 
-// setup runs the setup steps in the parent worktree.
-func (j *job) setup(ctx context.Context) error {
+// setup runs the setup steps in the parent worktree under runCtx; ctx
+// ending means an interrupt.
+func (j *job) setup(ctx, runCtx context.Context) error {
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup })
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl")}
-		if f := j.runSteps(j.runCtx, j.wf.Setup, sc); f != nil {
+		if f := j.steps.run(runCtx, j.wf.Setup, sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
 			}
@@ -412,8 +412,9 @@ func (j *job) phaseLog(phase string) *prefixWriter {
 	return &prefixWriter{j: j, prefix: "[" + phase + "] "}
 }
 
-// reduce runs the reduce steps in the parent worktree with ${map.*}.
-func (j *job) reduce(ctx context.Context) error {
+// reduce runs the reduce steps in the parent worktree with ${map.*}, under
+// runCtx; ctx ending means an interrupt.
+func (j *job) reduce(ctx, runCtx context.Context) error {
 	var done bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
 	if done {
@@ -421,7 +422,7 @@ func (j *job) reduce(ctx context.Context) error {
 	}
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
-		if err := j.git.SyncWorktree(j.runCtx, j.parentDir); err != nil {
+		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
 			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
 		}
 	}
@@ -441,7 +442,7 @@ func (j *job) reduce(ctx context.Context) error {
 		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", len(j.wf.Reduce), res.Successful, res.Failed, res.Skipped)
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
-		if f := j.runSteps(j.runCtx, j.wf.Reduce, sc); f != nil {
+		if f := j.steps.run(runCtx, j.wf.Reduce, sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
