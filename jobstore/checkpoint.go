@@ -3,6 +3,7 @@ package jobstore
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -211,6 +212,12 @@ func (s *State) flush(v uint64) error {
 	}
 	s.flushed = snap
 	return nil
+}
+
+// HasCheckpoint reports whether the job has a checkpoint on disk.
+func HasCheckpoint(p Paths) bool {
+	_, err := os.Stat(p.Checkpoint())
+	return err == nil
 }
 
 // LoadCheckpoint reads a job's checkpoint.

@@ -72,7 +72,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 		return nil, "", usage(err)
 	}
 	paths := Paths{Home: o.Home, Repo: filepath.Base(git.TopLevel()), JobID: o.JobID}
-	if _, err := os.Stat(paths.Checkpoint()); err == nil {
+	if jobstore.HasCheckpoint(paths) {
 		return nil, "", usage(fmt.Errorf("job %s already exists; use `resume %s`", o.JobID, o.JobID))
 	}
 	branch := o.Branch
@@ -113,13 +113,21 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if err != nil {
 		return nil, err
 	}
+	grace := o.InterruptGrace
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
 	j := &job{
-		id: paths.JobID, paths: paths, wf: wf, git: git,
-		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
-		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
-		steps: &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
-		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv, redact: o.Redact,
-		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
+		settings: settings{
+			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
+			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
+			environ: o.Environ, clock: o.Clock, rand: o.Rand, redact: o.Redact, started: o.Clock.Now(),
+		},
+		services: services{
+			git:    git,
+			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
+			stderr: o.Stderr, hooks: o.Hooks,
+		},
 	}
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
 	j.trees = newWorktrees(j)
@@ -199,7 +207,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	for k, v := range cp.Vars {
 		j.vars[k] = v
 	}
-	env := withEnv(filterEnv(j.envBase()), ident)
+	env := withEnv(filterEnv(j.environ), ident)
 	env = append(env, envMap(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
@@ -213,13 +221,6 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 		j.events.emit(started)
 	}
 	return nil
-}
-
-func (j *job) envBase() []string {
-	if j.environ != nil {
-		return j.environ
-	}
-	return os.Environ()
 }
 
 // filterEnv drops variables that would confuse child git processes run in
@@ -279,8 +280,8 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 			return
 		case <-ctx.Done():
 		}
-		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace())
-		t := time.NewTimer(j.interruptGrace())
+		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace)
+		t := time.NewTimer(j.interruptGrace)
 		defer t.Stop()
 		select {
 		case <-done:
@@ -289,13 +290,6 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 		}
 	}()
 	return runCtx, func() { close(done); cancel(nil) }
-}
-
-func (j *job) interruptGrace() time.Duration {
-	if j.graceOverride > 0 {
-		return j.graceOverride
-	}
-	return 30 * time.Second
 }
 
 // setup runs the setup steps in the parent worktree under runCtx; ctx
