@@ -7,6 +7,7 @@ package fsx
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,7 +34,21 @@ func WriteFileNoSync(path string, data []byte, perm fs.FileMode) error {
 	return write(path, data, perm, false)
 }
 
-func write(path string, data []byte, perm fs.FileMode, durable bool) (err error) {
+func write(path string, data []byte, perm fs.FileMode, durable bool) error {
+	return stream(path, perm, durable, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteStream is WriteFile for content that write produces into the
+// temporary file (an export, say): path is replaced only when write
+// succeeds. write's error is returned wrapped.
+func WriteStream(path string, perm fs.FileMode, write func(io.Writer) error) error {
+	return stream(path, perm, true, write)
+}
+
+func stream(path string, perm fs.FileMode, durable bool, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, TempPrefix+"*")
 	if err != nil {
@@ -46,7 +61,7 @@ func write(path string, data []byte, perm fs.FileMode, durable bool) (err error)
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err = f.Chmod(perm); err != nil {

@@ -2,6 +2,7 @@ package fsx_test
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,30 @@ func TestLocksExcludeEachOther(t *testing.T) {
 	}
 	if _, err := fsx.LockFile(filepath.Join(path, "sub", "x.lock")); err == nil || errors.Is(err, fsx.ErrLocked) {
 		t.Errorf("LockFile on an impossible path = %v, want an open error", err)
+	}
+}
+
+func TestWriteStreamReplacesOnlyOnSuccess(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "export.csv")
+	if err := fsx.WriteStream(path, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, "a,b\n")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := fsx.WriteStream(path, 0o644, func(w io.Writer) error {
+		_, _ = io.WriteString(w, "partial")
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom wrapped", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "a,b\n" {
+		t.Errorf("a failed stream replaced the file: %q", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
 	}
 }
