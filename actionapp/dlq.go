@@ -42,7 +42,7 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 	if res.Repo == "" || res.JobID == "" {
 		return in, nil
 	}
-	store, err := dlq.Open(r.home, res.Repo, res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
+	store, err := dlq.Open(r.jobPaths(res).DLQRoot(), res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
 	if err != nil {
 		return in, err
 	}
@@ -94,7 +94,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	}
 	e := r.env
 	p := r.jobPaths(res)
-	data, n, err := ghaction.BuildDLQZip(dlq.JobDir(r.home, res.Repo, res.JobID), r.redact.Bytes,
+	data, n, err := ghaction.BuildDLQZip(dlq.Dir(p.DLQRoot(), res.JobID), r.redact.Bytes,
 		ghaction.ExtraFile{Name: zipCheckpoint, Path: p.Checkpoint()},
 		ghaction.ExtraFile{Name: zipWorkflow, Path: p.WorkflowCopy()})
 	if err != nil {
@@ -172,7 +172,7 @@ func (r *actionRun) restoreDLQ(ctx context.Context) (string, error) {
 		repo = filepath.Base(git.TopLevel())
 	}
 	p := runner.Paths{Home: r.home, Repo: repo, JobID: cp.JobID}
-	dlqDir := dlq.JobDir(r.home, repo, cp.JobID)
+	dlqDir := dlq.Dir(p.DLQRoot(), cp.JobID)
 	copies := map[string]string{
 		zipCheckpoint: p.Checkpoint(), zipWorkflow: p.WorkflowCopy(), "index.json": filepath.Join(dlqDir, "index.json"),
 	}

@@ -126,14 +126,6 @@ func (d *decoder) kind(n ast.Node) string {
 	}
 }
 
-func (d *decoder) isNull(n ast.Node) bool {
-	switch d.value(n).(type) {
-	case nil, *ast.NullNode:
-		return true
-	}
-	return false
-}
-
 // entries returns the key/value pairs of a mapping node, with `<<` merge
 // keys expanded (explicit keys win). ok is false (and an error recorded)
 // when n is not a mapping; a null value is an empty mapping.
@@ -223,11 +215,6 @@ func (o *object) take(key string) (entry, bool) {
 		}
 	}
 	return entry{}, false
-}
-
-// has reports whether key is present (without marking it accepted).
-func (o *object) has(key string) bool {
-	return slices.ContainsFunc(o.entries, func(e entry) bool { return e.key == key })
 }
 
 // finish reports every key that no take call accepted.

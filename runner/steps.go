@@ -15,8 +15,23 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
+
+// stepRunner executes workflow steps (shell, claude, write_file) with
+// their own retries, timeouts, commit checks and output captures. It holds
+// no per-run state: the working directory, scope and logs come in a
+// stepContext.
+type stepRunner struct {
+	git        *gitops.Client
+	bash       string   // bash for shell steps
+	claudeCmd  string   // the Claude Code executable
+	claudeArgs []string // extra arguments before the fixed flags
+	grace      time.Duration
+	clock      retry.Clock
+	rand       func() float64
+}
 
 // stepContext is what the steps of one phase or agent attempt share.
 type stepContext struct {
@@ -60,13 +75,13 @@ type stepFailure struct {
 
 func (f *stepFailure) Error() string { return f.Message }
 
-// runSteps runs steps in order. A failing step fails the sequence unless
+// run runs steps in order. A failing step fails the sequence unless
 // its on_failure handler succeeds, in which case the next step runs.
-func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
+func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
 	for i, st := range steps {
 		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", i+1, len(steps), oneLine(st.Describe(), 200))
 		sc.label = stepLabel(st, i)
-		f := j.runStepWithRetry(ctx, st, sc)
+		f := s.runWithRetry(ctx, st, sc)
 		if f == nil {
 			continue
 		}
@@ -74,7 +89,7 @@ func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext
 			return f
 		}
 		fmt.Fprintf(sc.log, "--- step failed (%s); running its on_failure handler\n", f.Message)
-		if hf := j.runSteps(ctx, st.OnFailure, sc); hf != nil {
+		if hf := s.run(ctx, st.OnFailure, sc); hf != nil {
 			if hf.Interrupted {
 				return hf
 			}
@@ -86,22 +101,22 @@ func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext
 	return nil
 }
 
-// runStepWithRetry applies the step's own `retry:` block, if any.
-func (j *job) runStepWithRetry(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
+// runWithRetry applies the step's own `retry:` block, if any.
+func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
 	if st.Retry == nil {
-		return j.runStep(ctx, st, sc)
+		return s.runOne(ctx, st, sc)
 	}
 	pol, err := RetryPolicy(st.Retry)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: err.Error(), Step: st.Describe(), Permanent: true}
 	}
 	var last *stepFailure
-	_ = retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+	_ = retry.Do(ctx, pol, retry.Options{Clock: s.clock, Rand: s.rand, OnAttempt: func(a retry.Attempt) {
 		if !a.Final {
 			fmt.Fprintf(sc.log, "--- step attempt %d failed; retrying in %s\n", a.Number, a.Delay)
 		}
 	}}, func(ctx context.Context, attempt int) error {
-		last = j.runStep(ctx, st, sc)
+		last = s.runOne(ctx, st, sc)
 		if last == nil {
 			return nil
 		}
@@ -116,8 +131,8 @@ func (j *job) runStepWithRetry(ctx context.Context, st config.Step, sc *stepCont
 	return last
 }
 
-// runStep runs one step with its timeout, commit check and capture.
-func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
+// runOne runs one step with its timeout, commit check and capture.
+func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
 	if st.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)
@@ -125,7 +140,7 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 	}
 	var before string
 	if st.CommitRequired {
-		h, err := j.git.Head(ctx, sc.dir)
+		h, err := s.git.Head(ctx, sc.dir)
 		if err != nil {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("read HEAD before step: %v", err), Step: st.Describe()}
 		}
@@ -137,11 +152,11 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 	)
 	switch {
 	case st.WriteFile != nil:
-		f = j.writeFileStep(st, sc)
+		f = s.writeFile(st, sc)
 	case st.Claude != "":
-		out, f = j.claudeStep(ctx, st, sc)
+		out, f = s.claude(ctx, st, sc)
 	default:
-		out, f = j.shellStep(ctx, st, sc)
+		out, f = s.shell(ctx, st, sc)
 	}
 	if f != nil {
 		f.Step = st.Describe()
@@ -151,7 +166,7 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 		sc.vars[st.CaptureOutput] = strings.TrimRight(out, "\r\n")
 	}
 	if st.CommitRequired {
-		after, err := j.git.Head(ctx, sc.dir)
+		after, err := s.git.Head(ctx, sc.dir)
 		if err != nil {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("read HEAD after step: %v", err), Step: st.Describe()}
 		}
@@ -206,21 +221,21 @@ func lastOutputLine(out string) string {
 	return ""
 }
 
-func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
+func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
 	script, extra, err := InterpolateShell(st.Shell, sc.vars)
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate shell step: %v", err), Permanent: true}
 	}
 	env := withEnv(sc.env, envMap(st.Env))
 	env = append(env, extra...)
-	res := runProcess(ctx, procSpec{Path: j.bash, Args: []string{"-c", script}, Dir: sc.dir, Env: env, Stdout: sc.log, Stderr: sc.log, Grace: j.grace})
+	res := runProcess(ctx, procSpec{Path: s.bash, Args: []string{"-c", script}, Dir: sc.dir, Env: env, Stdout: sc.log, Stderr: sc.log, Grace: s.grace})
 	if f := processFailure(sc.label, res, st.Timeout); f != nil {
 		return "", f
 	}
 	return string(res.Stdout), nil
 }
 
-func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
+func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
 	prompt, err := Interpolate(st.Claude, sc.vars)
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate claude step: %v", err), Permanent: true}
@@ -233,10 +248,10 @@ func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("open transcript: %v", err)}
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
-	args := append(append([]string{}, j.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
+	args := append(append([]string{}, s.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
 	env := withEnv(sc.env, envMap(st.Env))
 	env = append(env, "PRODIGY_AUTOMATION=true")
-	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: j.grace})
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: s.grace})
 	tf.Close()
 	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {
@@ -296,7 +311,7 @@ func finalClaudeResult(path string, offset int64) (claudeResult, bool, error) {
 	return last, found, sc.Err()
 }
 
-func (j *job) writeFileStep(st config.Step, sc *stepContext) *stepFailure {
+func (s *stepRunner) writeFile(st config.Step, sc *stepContext) *stepFailure {
 	wf := st.WriteFile
 	rel, err := Interpolate(wf.Path, sc.vars)
 	if err != nil {
