@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -136,7 +137,7 @@ func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
 	sc := &stepContext{
 		dir:        ir.tree.path,
 		vars:       vars,
-		env:        append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
+		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
 		log:        ir.log,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 	}
@@ -381,7 +382,7 @@ func (j *job) runCustomHandler(ir *itemRun, last dlq.Failure, t dlq.ErrorType) b
 	}
 	vars := j.itemVars(ir, ir.base+ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
+	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
 	j.mergeMu.Lock() // the parent worktree is shared with merges
 	defer j.mergeMu.Unlock()
 	if f := j.runSteps(j.runCtx, steps, sc); f != nil {
@@ -392,7 +393,7 @@ func (j *job) runCustomHandler(ir *itemRun, last dlq.Failure, t dlq.ErrorType) b
 }
 
 // itemVars is the interpolation scope of an agent.
-func (j *job) itemVars(ir *itemRun, attempt int) Vars {
+func (j *job) itemVars(ir *itemRun, attempt int) interp.Vars {
 	v := j.baseVars()
 	v["item"] = ir.data
 	v["item_id"] = ir.it.ItemID

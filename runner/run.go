@@ -17,6 +17,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
@@ -386,8 +387,8 @@ func mergeItems(cp *Checkpoint, extra []*CheckpointItem) {
 
 // baseVars is the interpolation scope shared by every step: workflow env
 // and setup captures.
-func (j *job) baseVars() Vars {
-	v := make(Vars, len(j.vars)+8)
+func (j *job) baseVars() interp.Vars {
+	v := make(interp.Vars, len(j.vars)+8)
 	for k, s := range j.vars {
 		v[k] = s
 	}

@@ -15,15 +15,16 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
 // stepContext is what the steps of one phase or agent attempt share.
 type stepContext struct {
-	dir  string    // working directory (a worktree)
-	vars Vars      // interpolation scope; captures are added as steps run
-	env  []string  // process environment
-	log  io.Writer // the agent's or phase's log
+	dir  string      // working directory (a worktree)
+	vars interp.Vars // interpolation scope; captures are added as steps run
+	env  []string    // process environment
+	log  io.Writer   // the agent's or phase's log
 	// transcript is where claude steps append their stream-json output.
 	transcript string
 	// label names the running step in messages: `shell step 2` or `step "lint"`.
@@ -207,7 +208,7 @@ func lastOutputLine(out string) string {
 }
 
 func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
-	script, extra, err := InterpolateShell(st.Shell, sc.vars)
+	script, extra, err := interp.InterpolateShell(st.Shell, sc.vars)
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate shell step: %v", err), Permanent: true}
 	}
@@ -221,7 +222,7 @@ func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (s
 }
 
 func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
-	prompt, err := Interpolate(st.Claude, sc.vars)
+	prompt, err := interp.Interpolate(st.Claude, sc.vars)
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate claude step: %v", err), Permanent: true}
 	}
@@ -298,14 +299,14 @@ func finalClaudeResult(path string, offset int64) (claudeResult, bool, error) {
 
 func (j *job) writeFileStep(st config.Step, sc *stepContext) *stepFailure {
 	wf := st.WriteFile
-	rel, err := Interpolate(wf.Path, sc.vars)
+	rel, err := interp.Interpolate(wf.Path, sc.vars)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file path: %v", err), Permanent: true}
 	}
 	if !filepath.IsLocal(rel) {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file path %q leaves the worktree", rel), Permanent: true}
 	}
-	content, err := Interpolate(wf.Content, sc.vars)
+	content, err := interp.Interpolate(wf.Content, sc.vars)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file content: %v", err), Permanent: true}
 	}

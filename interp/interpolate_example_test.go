@@ -1,14 +1,14 @@
-package runner_test
+package interp_test
 
 import (
 	"fmt"
 
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/interp"
 )
 
 func ExampleInterpolateShell() {
-	vars := runner.Vars{"item": map[string]any{"file": "it's $(rm -rf ~).txt"}}
-	script, env, err := runner.InterpolateShell(`echo ${item.file} "${item.file}" '${item.file}'`, vars)
+	vars := interp.Vars{"item": map[string]any{"file": "it's $(rm -rf ~).txt"}}
+	script, env, err := interp.InterpolateShell(`echo ${item.file} "${item.file}" '${item.file}'`, vars)
 	if err != nil {
 		panic(err)
 	}
