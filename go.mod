@@ -7,10 +7,10 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-github/v60 v60.0.0
 	github.com/sethvargo/go-githubactions v1.4.0
-	github.com/sethvargo/go-retry v0.5.0
 	github.com/spf13/cobra v1.10.2
 	github.com/theory/jsonpath v0.10.2
 	golang.org/x/sync v0.19.0
+	mvdan.cc/sh/v3 v3.13.1
 )
 
 require (

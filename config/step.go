@@ -1,8 +1,10 @@
 package config
 
 import (
+	"github.com/goccy/go-yaml/token"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,10 +62,12 @@ func (d *decoder) step(e entry) (Step, bool) {
 	if kv, ok := o.take("shell"); ok {
 		kinds++
 		s.Shell, _ = d.nonEmpty(kv)
+		s.TextPos, s.TextBlock = d.textPos(kv.val)
 	}
 	if kv, ok := o.take("claude"); ok {
 		kinds++
 		s.Claude, _ = d.nonEmpty(kv)
+		s.TextPos, s.TextBlock = d.textPos(kv.val)
 	}
 	if kv, ok := o.take("write_file"); ok {
 		kinds++
@@ -94,10 +98,13 @@ func (d *decoder) stepOptions(o *object, s *Step) {
 		s.CaptureOutput = d.captureOutput(kv)
 	}
 	if kv, ok := o.take("env"); ok {
-		s.Env = d.stringMap(kv)
+		s.Env, s.EnvPos = d.envMap(kv)
 	}
 	if kv, ok := o.take("retry"); ok {
 		s.Retry = d.retryConfig(kv)
+	}
+	if kv, ok := o.take("allow_nested_shell"); ok {
+		s.AllowNestedShell, _ = d.boolean(kv)
 	}
 }
 
@@ -201,4 +208,64 @@ func (d *decoder) fileMode(e entry) os.FileMode {
 		return 0
 	}
 	return os.FileMode(m)
+}
+
+// envName is the syntax of an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// textPos returns where a step's text value starts and whether it is a
+// block scalar (| or >), whose content starts on the next line at the
+// block's indentation.
+func (d *decoder) textPos(n ast.Node) (Position, bool) {
+	p := d.pos(n)
+	lit, ok := d.value(n).(*ast.LiteralNode)
+	if !ok {
+		if s, ok := d.value(n).(*ast.StringNode); ok {
+			if tk := s.GetToken(); tk != nil && (tk.Type == token.DoubleQuoteType || tk.Type == token.SingleQuoteType) {
+				p.Col++ // the opening quote
+			}
+		}
+		return p, false
+	}
+	p = d.pos(lit.Value)
+	if tk := lit.Value.GetToken(); tk != nil && tk.Position != nil {
+		// goccy positions a block scalar's content at its first line; the
+		// indentation is the column of that line's first character.
+		p.Col = tk.Position.Column
+	}
+	return p, true
+}
+
+// stringMapPos returns the position of every value of a mapping.
+func (d *decoder) stringMapPos(e entry) map[string]Position {
+	es, ok := d.entries(e.val, e.path)
+	if !ok || len(es) == 0 {
+		return nil
+	}
+	out := make(map[string]Position, len(es))
+	for _, kv := range es {
+		out[kv.key] = d.pos(kv.keyNode)
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// envMap decodes an env block; every name must be a valid environment
+// variable name.
+func (d *decoder) envMap(e entry) (map[string]string, map[string]Position) {
+	m, pos := d.stringMap(e), d.stringMapPos(e)
+	for _, name := range sortedNames(m) {
+		if !envName.MatchString(name) {
+			d.failAt(pos[name], join(e.path, name), "invalid environment variable name %q: use letters, digits and _, not starting with a digit", name)
+		}
+	}
+	return m, pos
 }

@@ -93,7 +93,7 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 		}
 	}
 	if kv, ok := o.take("env"); ok {
-		w.Env = d.stringMap(kv)
+		w.Env, _ = d.envMap(kv)
 	}
 	if kv, ok := o.take("setup"); ok {
 		w.Setup = d.steps(kv, true)

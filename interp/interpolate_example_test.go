@@ -8,7 +8,7 @@ import (
 
 func ExampleInterpolateShell() {
 	vars := interp.Vars{"item": map[string]any{"file": "it's $(rm -rf ~).txt"}}
-	script, env, err := interp.InterpolateShell(`echo ${item.file} "${item.file}" '${item.file}'`, vars)
+	script, env, err := interp.InterpolateShell(`echo ${item.file} "${item.file}" '${item.file}'`, vars, interp.ShellOptions{})
 	if err != nil {
 		panic(err)
 	}

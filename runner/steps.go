@@ -208,7 +208,7 @@ func lastOutputLine(out string) string {
 }
 
 func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
-	script, extra, err := interp.InterpolateShell(st.Shell, sc.vars)
+	script, extra, err := interp.InterpolateShell(st.Shell, sc.vars, interp.ShellOptions{AllowNestedShell: st.AllowNestedShell})
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate shell step: %v", err), Permanent: true}
 	}
