@@ -3,6 +3,7 @@ package interp
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -131,7 +132,7 @@ type analysis struct {
 
 // mark records every reference inside n as used in the given context.
 func (a *analysis) mark(n syntax.Node, kind useKind, what string) {
-	if n == nil {
+	if n == nil || reflect.ValueOf(n).IsNil() { // also a typed nil (*syntax.Word)(nil)
 		return
 	}
 	syntax.Walk(n, func(m syntax.Node) bool {
