@@ -212,7 +212,11 @@ func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (s
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate shell step: %v", err), Permanent: true}
 	}
-	env := withEnv(sc.env, envMap(st.Env))
+	stepEnv, f := interpolateEnv(st, sc.vars)
+	if f != nil {
+		return "", f
+	}
+	env := withEnv(sc.env, stepEnv)
 	env = append(env, extra...)
 	res := runProcess(ctx, procSpec{Path: j.bash, Args: []string{"-c", script}, Dir: sc.dir, Env: env, Stdout: sc.log, Stderr: sc.log, Grace: j.grace})
 	if f := processFailure(sc.label, res, st.Timeout); f != nil {
@@ -235,7 +239,11 @@ func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
 	args := append(append([]string{}, j.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
-	env := withEnv(sc.env, envMap(st.Env))
+	stepEnv, f := interpolateEnv(st, sc.vars)
+	if f != nil {
+		return "", f
+	}
+	env := withEnv(sc.env, stepEnv)
 	env = append(env, "PRODIGY_AUTOMATION=true")
 	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: j.grace})
 	tf.Close()
@@ -310,21 +318,73 @@ func (j *job) writeFileStep(st config.Step, sc *stepContext) *stepFailure {
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file content: %v", err), Permanent: true}
 	}
-	path := filepath.Join(sc.dir, rel)
-	if wf.CreateDirs {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
-		}
-	}
 	mode := wf.Mode
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+	if err := writeInside(sc.dir, rel, []byte(content), mode, wf.CreateDirs); err != nil {
+		if errors.Is(err, errEscapes) {
+			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file %s: %v", rel, err), Permanent: true}
+		}
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
 	}
 	fmt.Fprintf(sc.log, "wrote %s (%d bytes)\n", rel, len(content))
 	return nil
+}
+
+// errEscapes marks a write_file path that resolves outside the worktree.
+var errEscapes = errors.New("the path leaves the worktree (through .., an absolute path or a symbolic link)")
+
+// writeInside writes data to rel under dir through an os.Root, which
+// resolves every component (symbolic links included) inside dir: nothing
+// outside the worktree can be created, truncated or followed.
+func writeInside(dir, rel string, data []byte, mode os.FileMode, createDirs bool) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open worktree: %w", err)
+	}
+	defer root.Close()
+	escapes := func(err error) error {
+		var pe *os.PathError
+		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes from parent") {
+			return fmt.Errorf("%w: %v", errEscapes, err)
+		}
+		return err
+	}
+	if createDirs {
+		if d := filepath.Dir(rel); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return escapes(err)
+			}
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return escapes(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// interpolateEnv renders a step's env block: placeholders in the values
+// are replaced by their values as plain data (the variable receives the
+// text; nothing is evaluated).
+func interpolateEnv(st config.Step, vars interp.Vars) ([]string, *stepFailure) {
+	out := make([]string, 0, len(st.Env))
+	for _, k := range sortedKeys(st.Env) {
+		v, err := interp.Interpolate(st.Env[k], vars)
+		if err != nil {
+			return nil, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate env %s: %v", k, err), Permanent: true}
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("env %s: the value contains a NUL byte, which an environment variable cannot hold", k), Permanent: true}
+		}
+		out = append(out, k+"="+v)
+	}
+	return out, nil
 }
 
 // envMap turns a step env block into NAME=value pairs.
