@@ -16,6 +16,8 @@ import (
 // as many problems as possible.
 type decoder struct {
 	file     string
+	src      []byte   // the file's text
+	lines    []string // src split into lines, made when first needed
 	errs     []error
 	warnings []string
 	anchors  map[string]ast.Node

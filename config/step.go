@@ -3,6 +3,7 @@ package config
 import (
 	"github.com/goccy/go-yaml/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -138,6 +139,7 @@ func (d *decoder) onFailure(e entry) []Step {
 			return nil
 		}
 		s := Step{Pos: d.pos(e.val)}
+		s.TextPos, s.TextBlock = d.textPos(e.val)
 		if strings.HasPrefix(cmd, "/") {
 			s.Claude = cmd
 		} else {
@@ -180,6 +182,9 @@ func (d *decoder) writeFile(e entry) *WriteFile {
 	w := &WriteFile{}
 	if kv, ok := o.take("path"); ok {
 		w.Path, _ = d.nonEmpty(kv)
+		if w.Path != "" && !filepath.IsLocal(placeholderRE.ReplaceAllString(w.Path, "x")) {
+			d.fail(kv.val, kv.path, "%q leaves the worktree: write_file paths are relative to the worktree, without .. or a leading /", w.Path)
+		}
 	} else {
 		d.failAt(o.pos(), e.path, "missing path")
 	}
@@ -210,6 +215,9 @@ func (d *decoder) fileMode(e entry) os.FileMode {
 	return os.FileMode(m)
 }
 
+// placeholderRE matches a ${…} placeholder (for lexical checks only).
+var placeholderRE = regexp.MustCompile(`\$\{[^}]*\}`)
+
 // envName is the syntax of an environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -227,13 +235,24 @@ func (d *decoder) textPos(n ast.Node) (Position, bool) {
 		}
 		return p, false
 	}
-	p = d.pos(lit.Value)
-	if tk := lit.Value.GetToken(); tk != nil && tk.Position != nil {
-		// goccy positions a block scalar's content at its first line; the
-		// indentation is the column of that line's first character.
-		p.Col = tk.Position.Column
+	if lit.Start == nil || lit.Start.Position == nil {
+		return p, true
 	}
-	return p, true
+	// The content starts on the line after the | or > indicator, indented
+	// like its first non-blank line.
+	line := lit.Start.Position.Line + 1
+	if d.lines == nil {
+		d.lines = strings.Split(string(d.src), "\n")
+	}
+	lines := d.lines
+	col := 1
+	for i := line - 1; i >= 0 && i < len(lines); i++ {
+		if t := strings.TrimLeft(lines[i], " "); t != "" {
+			col = len(lines[i]) - len(t) + 1
+			break
+		}
+	}
+	return Position{File: d.file, Line: line, Col: col}, true
 }
 
 // stringMapPos returns the position of every value of a mapping.
@@ -268,4 +287,24 @@ func (d *decoder) envMap(e entry) (map[string]string, map[string]Position) {
 		}
 	}
 	return m, pos
+}
+
+// TextPosition maps a 1-based line and column inside the step's text
+// (shell script or claude prompt) to the file. Exact for block scalars
+// (| and >) and for single-line values; for a multi-line flow scalar the
+// column is the best guess.
+func (s Step) TextPosition(line, col int) Position {
+	p := s.TextPos
+	if p.Line == 0 {
+		return s.Pos
+	}
+	if line > 1 {
+		p.Line += line - 1
+		if !s.TextBlock {
+			p.Col = col
+			return p
+		}
+	}
+	p.Col += col - 1
+	return p
 }

@@ -31,7 +31,7 @@ func Load(path string) (*Workflow, error) {
 // (errors.Join of *Error, each "file:line:col: key: message"); on error the
 // workflow is nil.
 func Parse(file string, data []byte) (*Workflow, error) {
-	d := &decoder{file: file}
+	d := &decoder{file: file, src: data}
 	root, err := d.document(data)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,9 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if err := items.Check(itemOptions(wf, "", nil)); err != nil {
 		return nil, "", usage(err)
 	}
+	if err := checkInterpolationErr(wf); err != nil {
+		return nil, "", usage(err)
+	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
 	if err != nil {
 		return nil, "", usage(err)
