@@ -73,3 +73,25 @@ func TestNestedShellOptInValidates(t *testing.T) {
 		t.Errorf("non-boolean opt-in: exit %d: %s", code, errOut)
 	}
 }
+
+// TestValidateRejectsAliasBomb: the 400-byte alias bomb that used to grow
+// validate to gigabytes is an error with a position.
+func TestValidateRejectsAliasBomb(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`a: &a ["x","x","x","x","x","x","x","x","x"]` + "\n")
+	prev := "a"
+	for _, n := range "bcdefghi" {
+		b.WriteString(string(n) + ": &" + string(n) + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+",", 9), ",") + "]\n")
+		prev = string(n)
+	}
+	b.WriteString("map:\n  input: x.json\n  agent_template:\n    - shell: echo\n      on_failure: *i\n")
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(wf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runValidate(t, nil, wf)
+	if code != 2 || !strings.Contains(errOut, "alias bomb") || !regexp.MustCompile(`wf\.yml:\d+:\d+`).MatchString(errOut) {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ func init() { registerCommand("validate", newValidateCommand) }
 // workflow that parsed cleanly, such as compiling the items pipeline's
 // JSONPath, filter and sort_by. A non-empty result makes the file invalid.
 var validateExtra []func(*config.Workflow) []error
+
+// validateMemoryLimit is the soft heap limit while validating.
+const validateMemoryLimit = 64 << 20
 
 // githubJobLimit is GitHub's maximum job duration on hosted runners.
 const githubJobLimit = 6 * time.Hour
@@ -78,7 +82,19 @@ func newValidateCommand(a *app) *cobra.Command {
 			"worst case with jitter. Exit 0 when valid, 2 when not.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := a.validate(args[0])
+			// Parsing is bounded (config's limits); a soft memory limit keeps
+			// the garbage of a large file from growing the heap, and a signal
+			// stops validation at once.
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(validateMemoryLimit))
+			done := make(chan validateReport, 1)
+			go func() { done <- a.validate(args[0]) }()
+			var r validateReport
+			select {
+			case r = <-done:
+			case <-cmd.Context().Done():
+				fmt.Fprintln(a.stderr, "validate: interrupted")
+				return silentExit(exitInterrupted)
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
