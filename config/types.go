@@ -42,6 +42,8 @@ type MapPhase struct {
 	JSONPath string
 	// Filter is an expression keeping the items for which it is true.
 	Filter string
+	// FilterPos is where the filter expression's text starts.
+	FilterPos Position
 	// SortBy is "field DESC, other ASC".
 	SortBy string
 	// Distinct names a field whose first occurrence is kept.

@@ -166,6 +166,9 @@ func (d *decoder) mapPhase(e entry, w *Workflow) policySrc {
 	for _, s := range strs {
 		if kv, ok := o.take(s.key); ok {
 			*s.dst, _ = d.str(kv)
+			if s.key == "filter" {
+				m.FilterPos, _ = d.textPos(kv.val)
+			}
 		}
 	}
 	if kv, ok := o.take("offset"); ok {

@@ -29,6 +29,7 @@ func TestStaticMistakesFailBeforeAnythingRuns(t *testing.T) {
 		{"absolute write_file", "    - write_file:\n        path: /tmp/${item.name}\n        content: x\n", "", "leaves the worktree", ":8:15"},
 		{"env name with space", "    - shell: echo\n      env:\n        \"BAD NAME\": x\n", "", "invalid environment variable name", ":9:9"},
 		{"env value typo", "    - shell: echo\n      env:\n        N: ${itme.n}\n", "", "env N: unknown variable", ":9:9"},
+		{"unknown filter function", "    - shell: echo\n", "", "unknown function lenght()", ":6:21"},
 		{"map in agent env", "    - shell: echo\n", "reduce:\n  - shell: echo ${map.total} ${item.name}\n", "unknown variable ${item.name}", ":9:"},
 	}
 	posRE := regexp.MustCompile(`wf\.yml:\d+:\d+`)
@@ -36,7 +37,11 @@ func TestStaticMistakesFailBeforeAnythingRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			wf := filepath.Join(t.TempDir(), "wf.yml")
-			if err := os.WriteFile(wf, []byte(head+tc.steps+tc.extra), 0o644); err != nil {
+			body := head + tc.steps + tc.extra
+			if strings.HasPrefix(tc.name, "unknown filter") {
+				body = strings.Replace(body, "  input: items.json\n", "  input: items.json\n  filter: \"n > 0 && lenght(name) > 2\"\n", 1)
+			}
+			if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			code, _, errOut := runValidate(t, nil, wf)
