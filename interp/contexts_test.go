@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,5 +231,43 @@ func TestCheckText(t *testing.T) {
 	p := CheckText("fix ${item.name}\nin ${itme.file} ${map.total} ${x:-d} $${lit}", Scope{"item"})
 	if len(p) != 2 || p[0].Line != 2 || p[0].Col != 4 || !strings.Contains(p[1].Error(), "reduce") {
 		t.Fatalf("CheckText = %v", p)
+	}
+}
+
+// TestPrepareShellLargeValues: a 10 MB value reaches bash intact through a
+// file (one environment string is limited to 128 KiB).
+func TestPrepareShellLargeValues(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("line $(touch pwned) 'q' \"d\"\n", 10<<20/28) + "\n\n"
+	vars := Vars{"item": map[string]any{"v": big, "small": "s"}}
+	p, err := PrepareShell(`printf '%s' "${item.v}" > out.txt; echo "${item.small}"; echo 'x${item.v}' | wc -c`, vars, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Files) != 1 || len(p.Env) != 1 {
+		t.Fatalf("files %d, env %d; want the big value in a file", len(p.Files), len(p.Env))
+	}
+	dir := t.TempDir()
+	env := append([]string{}, p.Env...)
+	for _, f := range p.Files {
+		path := filepath.Join(t.TempDir(), f.EnvName)
+		if err := os.WriteFile(path, []byte(f.Content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, f.EnvName+"="+path)
+	}
+	stdout, stderr, err := runBash(t, dir, p.Script, env)
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, stderr)
+	}
+	if want := fmt.Sprintf("s\n%d\n", len(big)+2); stdout != want {
+		t.Errorf("stdout %q, want %q", stdout, want)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if string(got) != big {
+		t.Errorf("value changed in transit: %d bytes, want %d", len(got), len(big))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Fatal("payload ran")
 	}
 }

@@ -46,23 +46,77 @@ import (
 // the script of a second shell the placeholder is refused unless
 // opts.AllowNestedShell is set.
 func InterpolateShell(s string, vars Vars, opts ShellOptions) (script string, env []string, err error) {
+	opts.MaxEnvValue = -1
+	p, err := PrepareShell(s, vars, opts)
+	return p.Script, p.Env, err
+}
+
+// DefaultMaxEnvValue is the largest value PrepareShell passes in an
+// environment variable (Linux refuses a single environment string over
+// 128 KiB, and all of them share the argument space).
+const DefaultMaxEnvValue = 32 << 10
+
+// ShellScript is a prepared shell step.
+type ShellScript struct {
+	// Script is the bash script to run with bash -c.
+	Script string
+	// Env lists NAME=value pairs to add to the process environment.
+	Env []string
+	// Files are values too large for the environment: the caller writes
+	// each Content to a file and adds EnvName=<path> to the environment;
+	// the script reads the file into its variable before anything else.
+	Files []ValueFile
+}
+
+// ValueFile is one value passed through a file.
+type ValueFile struct {
+	EnvName string
+	Content string
+}
+
+// PrepareShell is InterpolateShell for values of any size: values longer
+// than opts.MaxEnvValue (0 = DefaultMaxEnvValue, negative = no limit) are
+// passed through files (see ShellScript.Files) and read by a prelude put
+// on the script's first line, so line numbers are unchanged.
+func PrepareShell(s string, vars Vars, opts ShellOptions) (ShellScript, error) {
 	sc := newShellScanner(s, vars, false)
 	if err := sc.run(); err != nil {
-		return "", nil, err
+		return ShellScript{}, err
 	}
-	script = sc.out.String()
+	script := sc.out.String()
 	if len(sc.refs) > 0 {
 		uses, err := analyseShell(script, sc.refs)
 		if err != nil {
-			return "", nil, fmt.Errorf("shell script: %w", err)
+			return ShellScript{}, fmt.Errorf("shell script: %w", err)
 		}
 		for _, u := range uses {
 			if err := u.check(sc.values[u.ref.name], opts); err != nil {
-				return "", nil, err
+				return ShellScript{}, err
 			}
 		}
 	}
-	return script, sc.env, nil
+	limit := opts.MaxEnvValue
+	if limit == 0 {
+		limit = DefaultMaxEnvValue
+	}
+	out := ShellScript{Script: script}
+	var prelude strings.Builder
+	for _, kv := range sc.env {
+		name, val, _ := strings.Cut(kv, "=")
+		if limit < 0 || len(val) <= limit {
+			out.Env = append(out.Env, kv)
+			continue
+		}
+		file := strings.Replace(name, "_V_", "_F_", 1)
+		out.Files = append(out.Files, ValueFile{EnvName: file, Content: val})
+		// read -d '' keeps every byte (trailing newlines included) up to
+		// the end of the file; values never hold NUL.
+		fmt.Fprintf(&prelude, `IFS= read -r -d '' %s < "$%s"; `, name, file)
+	}
+	if prelude.Len() > 0 {
+		out.Script = prelude.String() + script
+	}
+	return out, nil
 }
 
 func newShellScanner(s string, vars Vars, static bool) *shellScanner {

@@ -15,6 +15,9 @@ type ShellOptions struct {
 	// shell (`bash -c`, `eval`, `ssh` …; the step key allow_nested_shell).
 	// That shell parses the value as code: only for trusted values.
 	AllowNestedShell bool
+	// MaxEnvValue is PrepareShell's limit for values passed in the
+	// environment (0 = DefaultMaxEnvValue, negative = no limit).
+	MaxEnvValue int
 }
 
 // useKind classifies where bash uses a placeholder's value.
