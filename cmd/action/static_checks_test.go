@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -98,5 +101,28 @@ func TestValidateRejectsAliasBomb(t *testing.T) {
 	code, _, errOut := runValidate(t, nil, wf)
 	if code != 2 || !strings.Contains(errOut, "alias bomb") || !regexp.MustCompile(`wf\.yml:\d+:\d+`).MatchString(errOut) {
 		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestValidateStopsAtSignal: a cancelled context (SIGINT/SIGTERM in main)
+// ends validate at once with exit 130, even in the middle of a large file.
+func TestValidateStopsAtSignal(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("name: big\nmap:\n  input: items.json\n  agent_template:\n")
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "    - shell: echo %d \"${item.x}\"\n", i)
+	}
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(wf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	env := map[string]string{"PRODIGY_HOME": t.TempDir()}
+	code := newApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] }).Execute(ctx, []string{"validate", wf})
+	if code != 130 {
+		t.Fatalf("exit %d, want 130: %s", code, errb.String())
 	}
 }

@@ -86,6 +86,10 @@ func newValidateCommand(a *app) *cobra.Command {
 			// the garbage of a large file from growing the heap, and a signal
 			// stops validation at once.
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(validateMemoryLimit))
+			if cmd.Context().Err() != nil {
+				fmt.Fprintln(a.stderr, "validate: interrupted")
+				return silentExit(exitInterrupted)
+			}
 			done := make(chan validateReport, 1)
 			go func() { done <- a.validate(args[0]) }()
 			var r validateReport
