@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -269,5 +270,14 @@ func TestPrepareShellLargeValues(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 		t.Fatal("payload ran")
+	}
+}
+
+func TestRuntimeErrorNamesLine(t *testing.T) {
+	t.Parallel()
+	_, _, err := InterpolateShell("echo hi\n[[ ${item.v} -gt 1 ]]", Vars{"item": map[string]any{"v": "a[$(id)]"}}, ShellOptions{})
+	var se *ScriptError
+	if !errors.As(err, &se) || se.Line != 2 || se.Col != 4 || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 //
 // The reference depends on the quoting context, found by a scanner of
 // bash's quoting rules:
-//   - unquoted (also inside $( ), <( ), backticks, and unquoted ${x:-…}):
-//     "${__PRODIGY_V_n}";
+//   - unquoted (also inside $( ), <( ), backticks, a here-string's word
+//     after <<<, and unquoted ${x:-…}): "${__PRODIGY_V_n}";
 //   - inside "…" and in unquoted here-documents: ${__PRODIGY_V_n};
 //   - inside '…': '"${__PRODIGY_V_n}"' (close, insert, reopen), and
 //     likewise for $'…';
@@ -91,7 +91,9 @@ func PrepareShell(s string, vars Vars, opts ShellOptions) (ShellScript, error) {
 		}
 		for _, u := range uses {
 			if err := u.check(sc.values[u.ref.name], opts); err != nil {
-				return ShellScript{}, err
+				se := asScriptError(err)
+				se.Line, se.Col = lineColAt(s, u.ref.src)
+				return ShellScript{}, se
 			}
 		}
 	}
