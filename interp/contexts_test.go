@@ -83,6 +83,12 @@ var evaluatingTemplates = []struct {
 	{"here-string to bash", `bash <<< "${item.v}"`, true},
 	{"heredoc to sh", "sh <<EOF\necho ${item.v}\nEOF", true},
 	{"bash script from procsub", `bash <(echo "${item.v}")`, true},
+	{"quoted shell name", `"bash" -c "echo ${item.v}"`, true},
+	{"escaped shell name", `b\ash -c "echo ${item.v}"`, true},
+	{"shell from a variable", `"$BASH" -c "echo ${item.v}"`, true},
+	{"shell from command -v", `$(command -v bash) -c "echo ${item.v}"`, true},
+	{"exec bash -c", `exec bash -c "echo ${item.v}"`, true},
+	{"env bash -c", `/usr/bin/env bash -c "echo ${item.v}"`, true},
 	{"cmdsub inside bash -c", `bash -c "echo $(printf '%s' "${item.v}")"`, true},
 }
 

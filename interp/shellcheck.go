@@ -314,6 +314,13 @@ func (a *analysis) call(c *syntax.CallExpr) {
 			a.nameAfterOption(args[start+1:], cmd)
 		}
 	}
+	if start < len(args) && dynamic(args[start]) && hasCOption(args[start+1:]) {
+		// "$SHELL" -c …, $(command -v bash) -c …: the program is only known
+		// at run time; treat it as a shell.
+		if script := shellScriptArg(args[start+1:]); script != nil {
+			a.mark(script, useNested, "a program chosen at run time with -c")
+		}
+	}
 	for i, w := range args {
 		switch name := path.Base(lit(w)); {
 		case shellNames[name]:
@@ -332,6 +339,20 @@ func (a *analysis) call(c *syntax.CallExpr) {
 			}
 		}
 	}
+}
+
+// hasCOption reports whether args start with options including -c.
+func hasCOption(args []*syntax.Word) bool {
+	for _, w := range args {
+		l := lit(w)
+		if len(l) < 2 || l[0] != '-' || strings.HasPrefix(l, "--") {
+			return false
+		}
+		if strings.Contains(l, "c") {
+			return true
+		}
+	}
+	return false
 }
 
 // nameAfterOption marks the word after printf -v, wait -p, test -v/-R.
@@ -409,10 +430,50 @@ func (a *analysis) pipe(b *syntax.BinaryCmd) {
 	}
 }
 
-// lit is the literal text of a word without expansions ("" otherwise).
+// lit is the text a word without expansions has after quote removal
+// ("bash", 'bash', b\ash and bash all give bash); "" when the word holds
+// an expansion.
 func lit(w *syntax.Word) string {
 	if w == nil {
 		return ""
 	}
-	return w.Lit()
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(x.Value))
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return ""
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
 }
+
+// unescape removes the backslashes of an unquoted literal.
+func unescape(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// dynamic reports whether a word holds an expansion (its text is only
+// known when the script runs).
+func dynamic(w *syntax.Word) bool { return w != nil && lit(w) == "" && len(w.Parts) > 0 }
