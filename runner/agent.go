@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
@@ -143,7 +144,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	sc := &stepContext{
 		dir:        ir.tree.path,
 		vars:       vars,
-		env:        append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
+		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
 		log:        ir.log,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 	}
@@ -395,7 +396,7 @@ func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t 
 	}
 	vars := ir.vars(ir.base + ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
+	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
 	j.mergeMu.Lock() // the parent worktree is shared with merges
 	defer j.mergeMu.Unlock()
 	if f := j.steps.run(ctx, steps, sc); f != nil {
@@ -406,7 +407,7 @@ func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t 
 }
 
 // vars is the interpolation scope of the item's agent.
-func (ir *itemRunner) vars(attempt int) Vars {
+func (ir *itemRunner) vars(attempt int) interp.Vars {
 	j := ir.j
 	v := j.baseVars()
 	v["item"] = ir.data

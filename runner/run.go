@@ -16,6 +16,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
@@ -94,6 +95,9 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 		}
 	}
 	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
+		return nil, "", usage(err)
+	}
+	if err := checkInterpolationErr(wf); err != nil {
 		return nil, "", usage(err)
 	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
@@ -373,8 +377,8 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 
 // baseVars is the interpolation scope shared by every step: workflow env
 // and setup captures.
-func (j *job) baseVars() Vars {
-	v := make(Vars, len(j.vars)+8)
+func (j *job) baseVars() interp.Vars {
+	v := make(interp.Vars, len(j.vars)+8)
 	for k, s := range j.vars {
 		v[k] = s
 	}
