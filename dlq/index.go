@@ -385,7 +385,7 @@ func (s *Store) flushFromTimer() {
 func (s *Store) writeIndex(l *lockFile) error {
 	s.idx.updatedAt = s.opts.Now().UTC()
 	start := time.Now()
-	if err := writeFileAtomic(s.dir, indexName, s.indexBytes(), false); err != nil {
+	if err := writeFileAtomic(s.dir, indexName, s.opts.Redact(s.indexBytes()), false); err != nil {
 		return fmt.Errorf("write dlq index: %w", err)
 	}
 	s.lastWrite = time.Since(start)
