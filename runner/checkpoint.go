@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -116,6 +117,8 @@ func (c *Checkpoint) result() *Result {
 type jobState struct {
 	paths Paths
 	now   func() time.Time
+	// redact runs over the checkpoint and session JSON before writing.
+	redact func([]byte) []byte
 
 	mu      sync.Mutex
 	cp      *Checkpoint
@@ -152,16 +155,19 @@ func (s *jobState) flush(v uint64) error {
 	s.cp.CheckpointVersion++
 	s.cp.UpdatedAt = s.now().UTC()
 	data, err := json.MarshalIndent(s.cp, "", "  ")
-	sess := newSession(s.cp)
+	sessData, serr := json.MarshalIndent(newSession(s.cp), "", "  ")
 	snap := s.version
 	s.mu.Unlock()
-	if err != nil {
+	if err = errors.Join(err, serr); err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if s.redact != nil {
+		data, sessData = s.redact(data), s.redact(sessData)
 	}
 	if err := writeFileAtomic(s.paths.Checkpoint(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	if err := writeJSONAtomic(s.paths.Session(), sess); err != nil {
+	if err := writeFileAtomic(s.paths.Session(), append(sessData, '\n')); err != nil {
 		return fmt.Errorf("write session: %w", err)
 	}
 	s.flushed = snap

@@ -52,6 +52,8 @@ type eventLog struct {
 	now    func() time.Time
 	warn   func(string)
 	failed bool
+	// redact, when set, runs over each line before it is written.
+	redact func([]byte) []byte
 }
 
 func openEventLog(path, jobID string, now func() time.Time, warn func(string)) *eventLog {
@@ -91,6 +93,9 @@ func (l *eventLog) emit(eventType string, fields map[string]any) {
 		l.fail(err)
 		l.mu.Unlock()
 		return
+	}
+	if l.redact != nil {
+		line = l.redact(line)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

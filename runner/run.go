@@ -118,9 +118,11 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
 		bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second,
-		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv, redact: o.Redact,
+		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv,
 		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
 	}
+	j.red = jobRedactor(o.Redactor, o.Environ, wf)
+	j.redact = j.red.String
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
 	j.trees = newWorktrees(j)
 	return j, nil
@@ -160,7 +162,7 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		Status: StatusRunning, Phase: phaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*CheckpointItem{},
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
-		if err := writeFileAtomic(j.paths.WorkflowCopy(), data); err != nil {
+		if err := writeFileAtomic(j.paths.WorkflowCopy(), j.red.Bytes(data)); err != nil {
 			return err
 		}
 	}
@@ -169,12 +171,14 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 
 // open attaches the job to its checkpoint and opens logs, DLQ and orphans.
 func (j *job) open(ctx context.Context, cp *Checkpoint, startEvent string) error {
-	j.state = &jobState{paths: j.paths, now: j.now, cp: cp}
+	j.state = &jobState{paths: j.paths, now: j.now, cp: cp, redact: j.red.JSON}
 	j.events = openEventLog(j.paths.Events(), j.id, j.now, func(m string) { j.warn(m) })
+	j.events.redact = j.red.JSON
 	j.agentSeq.Store(int64(cp.NextAgent))
 	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{
-		Now:  j.now,
-		Warn: func(m string) { j.warn("DLQ: " + m) },
+		Now:    j.now,
+		Redact: j.red.JSON,
+		Warn:   func(m string) { j.warn("DLQ: " + m) },
 		OnEvict: func(ids []string) {
 			j.events.emit(evDLQItemsEvicted, map[string]any{"item_ids": ids, "count": len(ids)})
 		},

@@ -236,7 +236,9 @@ func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (
 	args := append(append([]string{}, j.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
 	env := withEnv(sc.env, envMap(st.Env))
 	env = append(env, "PRODIGY_AUTOMATION=true")
-	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: j.grace})
+	tw := j.red.JSONLinesWriter(tf)
+	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: sc.log, Grace: j.grace})
+	tw.Close()
 	tf.Close()
 	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {

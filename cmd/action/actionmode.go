@@ -18,6 +18,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -78,7 +79,7 @@ type actionRun struct {
 	ctx     *githubactions.GitHubContext
 	owner   string
 	repo    string
-	redact  *ghaction.Redactor
+	redact  *redact.Redactor
 	home    string
 	ws      string
 	notices []string
@@ -88,8 +89,7 @@ type actionRun struct {
 // summary → outputs → push → exit code.
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
-	r := &actionRun{env: e, in: in, redact: ghaction.NewRedactor(e.gha.AddMask)}
-	r.redact.Add(in.GitHubToken, e.getenv("ACTIONS_RUNTIME_TOKEN"), e.getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
 	if err != nil {
 		e.gha.Errorf("%s", oneLine(err))
 		return exitUsage
@@ -151,8 +151,11 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
 		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.app.clock,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redact: r.redact.String,
+		Hooks: &actionHooks{gha: e.gha, out: e.app.stdout, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redactor: r.redact,
 	}
+	// The engine's stderr carries step output and error text: no line of
+	// it may act as a workflow command.
+	opts.Stderr = ghaction.NeutralizeWriter(e.app.stderr)
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)
 		if err != nil {
@@ -302,6 +305,26 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 		repo = r.owner + "/" + r.repo
 	}
 	return &report.Redrive{Workflow: wf, Ref: branch, Repo: repo, RunID: r.ctx.RunID, Force: force}
+}
+
+// redactor is the Action's redactor: secret-looking environment variables,
+// the github-token input, the runtime tokens and the secret-values input.
+// Every value is registered as a mask too (each line of a multi-line one,
+// as the runner masks line by line), while commands are enabled.
+func (e *actionEnv) redactor(in ghaction.Inputs) *redact.Redactor {
+	vals := append([]string{in.GitHubToken, e.getenv("ACTIONS_RUNTIME_TOKEN"), e.getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN")}, in.SecretValues...)
+	red := redact.New(redact.Config{Environ: os.Environ(), Values: vals})
+	for _, v := range red.Values() {
+		e.gha.AddMask(v)
+		if strings.ContainsAny(v, "\r\n") {
+			for _, line := range strings.FieldsFunc(v, func(c rune) bool { return c == '\n' || c == '\r' }) {
+				if strings.TrimSpace(line) != "" {
+					e.gha.AddMask(line)
+				}
+			}
+		}
+	}
+	return red
 }
 
 // secretEnv are variables agents never see: the runtime tokens and the
