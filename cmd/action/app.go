@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -33,6 +34,22 @@ type app struct {
 	now    func() time.Time
 	// clock drives backoff sleeps of jobs; tests use a fake one.
 	clock retry.Clock
+	// environ is the process environment whose secret-looking values are
+	// redacted from every output; nil means os.Environ.
+	environ func() []string
+	red     *redact.Redactor // built by redactor
+}
+
+// redactor returns the CLI's redactor over the environment (built once).
+func (a *app) redactor() *redact.Redactor {
+	if a.red == nil {
+		env := os.Environ
+		if a.environ != nil {
+			env = a.environ
+		}
+		a.red = redact.New(redact.Config{Environ: env()})
+	}
+	return a.red
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -114,6 +131,16 @@ func (a *app) Execute(ctx context.Context, args []string) int {
 	if len(args) == 0 && a.getenv("GITHUB_ACTIONS") == "true" && actionMode != nil {
 		return actionMode(ctx, a)
 	}
+	// Everything the CLI prints passes the redactor: stdout as a stream
+	// (flushed before returning), stderr message by message so progress
+	// is not delayed.
+	stdout, stderr := a.stdout, a.stderr
+	rout := a.redactor().Writer(stdout)
+	a.stdout, a.stderr = rout, a.redactor().EachWrite(stderr)
+	defer func() {
+		_ = rout.Flush()
+		a.stdout, a.stderr = stdout, stderr
+	}()
 	root := a.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

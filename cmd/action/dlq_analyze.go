@@ -52,7 +52,7 @@ FILE with --export (or prints it with --json).`,
 			out := dlqAnalysisJSON{JobID: ref.JobID, Repo: ref.Repo, Analysis: an}
 			switch {
 			case export != "":
-				if err := writeOutput(a, export, func(w io.Writer) error {
+				if err := writeOutput(a, export, true, func(w io.Writer) error {
 					b, err := json.MarshalIndent(out, "", "  ")
 					if err != nil {
 						return err

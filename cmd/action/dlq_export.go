@@ -48,7 +48,7 @@ The file is written to a temporary name and renamed when complete.`,
 			}
 			defer store.Close()
 			n := 0
-			err = writeOutput(a, file, func(w io.Writer) error {
+			err = writeOutput(a, file, strings.EqualFold(format, "json"), func(w io.Writer) error {
 				var err error
 				n, err = export(w, store)
 				return err
@@ -68,7 +68,8 @@ The file is written to a temporary name and renamed when complete.`,
 
 // writeOutput streams write into file ("-" = stdout) through a temporary
 // file in the same directory, renamed into place only when complete.
-func writeOutput(a *app, file string, write func(io.Writer) error) (err error) {
+// Secrets are redacted on the way (as JSON when jsonText, else as text).
+func writeOutput(a *app, file string, jsonText bool, write func(io.Writer) error) (err error) {
 	if file == "-" {
 		return write(a.stdout)
 	}
@@ -83,7 +84,14 @@ func writeOutput(a *app, file string, write func(io.Writer) error) (err error) {
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if err = write(f); err != nil {
+	rw := a.redactor().Writer(f)
+	if jsonText {
+		rw = a.redactor().JSONLinesWriter(f)
+	}
+	if err = write(rw); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err = rw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if err = f.Chmod(0o644); err != nil {

@@ -67,7 +67,7 @@ func (a *app) runOptions(isolation, merge string) (runner.Options, error) {
 	if err != nil {
 		return runner.Options{}, usageErr(err)
 	}
-	o := runner.Options{Home: home, Stderr: a.stderr, Getenv: a.getenv, Clock: a.clock}
+	o := runner.Options{Home: home, Stderr: a.stderr, Getenv: a.getenv, Clock: a.clock, Redactor: a.redactor()}
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)
