@@ -49,7 +49,10 @@ type actionEnv struct {
 	gha    *githubactions.Action
 	getenv func(string) string
 	setenv func(k, v string) error
-	engine actionEngine
+	// environ is the process environment (agents' base environment and
+	// the source of secret-looking values to redact).
+	environ func() []string
+	engine  actionEngine
 	// hc sends GitHub API and artifact-service requests; blob fetches
 	// artifact zips from storage (never given the token).
 	hc, blob *http.Client
@@ -61,14 +64,15 @@ type actionEnv struct {
 
 func newActionEnv(a *app) *actionEnv {
 	return &actionEnv{
-		app:    a,
-		gha:    githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout)),
-		getenv: a.getenv,
-		setenv: os.Setenv,
-		engine: realEngine{},
-		hc:     &http.Client{Timeout: 2 * time.Minute},
-		blob:   &http.Client{Timeout: 5 * time.Minute},
-		git:    execGit,
+		app:     a,
+		gha:     githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout)),
+		getenv:  a.getenv,
+		setenv:  os.Setenv,
+		environ: os.Environ,
+		engine:  realEngine{},
+		hc:      &http.Client{Timeout: 2 * time.Minute},
+		blob:    &http.Client{Timeout: 5 * time.Minute},
+		git:     execGit,
 	}
 }
 
@@ -151,7 +155,7 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
 		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.app.clock,
-		Hooks: &actionHooks{gha: e.gha, out: e.app.stdout, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redactor: r.redact,
+		Hooks: &actionHooks{gha: e.gha, out: e.app.stdout, redact: r.redact}, Environ: scrubEnv(e.environ()), Redactor: r.redact,
 	}
 	// The engine's stderr carries step output and error text: no line of
 	// it may act as a workflow command.
@@ -313,7 +317,7 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 // as the runner masks line by line), while commands are enabled.
 func (e *actionEnv) redactor(in ghaction.Inputs) *redact.Redactor {
 	vals := append([]string{in.GitHubToken, e.getenv("ACTIONS_RUNTIME_TOKEN"), e.getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN")}, in.SecretValues...)
-	red := redact.New(redact.Config{Environ: os.Environ(), Values: vals})
+	red := redact.New(redact.Config{Environ: e.environ(), Values: vals})
 	for _, v := range red.Values() {
 		e.gha.AddMask(v)
 		if strings.ContainsAny(v, "\r\n") {
@@ -328,10 +332,12 @@ func (e *actionEnv) redactor(in ghaction.Inputs) *redact.Redactor {
 }
 
 // secretEnv are variables agents never see: the runtime tokens and the
-// github-token input. Workflows that want an agent to use a token pass it
-// explicitly through the step's env.
+// github-token input (workflows that want an agent to use a token pass it
+// explicitly through the step's env), and the runner's file commands
+// (outputs, environment, PATH, state, summary are the Action's alone).
 var secretEnv = map[string]bool{
 	"ACTIONS_RUNTIME_TOKEN": true, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": true, "INPUT_GITHUB-TOKEN": true,
+	"GITHUB_OUTPUT": true, "GITHUB_ENV": true, "GITHUB_PATH": true, "GITHUB_STATE": true, "GITHUB_STEP_SUMMARY": true,
 }
 
 // scrubEnv returns env without secretEnv entries.
