@@ -250,6 +250,7 @@ func forms(s string) []string {
 	q := strconv.Quote(s)
 	add(q[1 : len(q)-1])
 	add(url.QueryEscape(s))
+	add(strings.ReplaceAll(s, `"`, `""`)) // a CSV field
 	return out
 }
 

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -140,4 +141,49 @@ func (w *Writer) safeCut() (int, []span) {
 		return n, spans
 	}
 	return cut, spans
+}
+
+// EachWrite returns a writer that redacts every Write on its own and holds
+// nothing back: for writers fed whole messages (log lines, progress
+// redraws) whose output must not be delayed. A secret split across two
+// Write calls is not found; use Writer for streams.
+func (r *Redactor) EachWrite(w io.Writer) io.Writer { return eachWriter{r, w} }
+
+type eachWriter struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (e eachWriter) Write(p []byte) (int, error) {
+	if _, err := e.w.Write(e.r.Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// WithNames returns a Redactor that also redacts the values that names
+// have in environ (KEY=VALUE entries), whatever the names look like;
+// values shorter than MinValue are ignored.
+func (r *Redactor) WithNames(environ []string, names ...string) *Redactor {
+	if len(names) == 0 {
+		return r.orShapes()
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var vals []string
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && want[k] {
+			vals = append(vals, v)
+		}
+	}
+	return r.With(vals...)
+}
+
+func (r *Redactor) orShapes() *Redactor {
+	if r == nil {
+		return shapesOnly
+	}
+	return r
 }

@@ -95,7 +95,7 @@ func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
 	if err != nil {
-		e.gha.Errorf("%s", oneLine(err))
+		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return exitUsage
 	}
 	if r.ctx, err = e.gha.Context(); err != nil {

@@ -518,7 +518,8 @@ func TestAuthEnv(t *testing.T) {
 
 func TestScrubEnv(t *testing.T) {
 	t.Parallel()
-	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z"})
+	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z",
+		"GITHUB_OUTPUT=/o", "GITHUB_ENV=/e", "GITHUB_PATH=/p", "GITHUB_STATE=/s", "GITHUB_STEP_SUMMARY=/m"})
 	if strings.Join(got, " ") != "PATH=/bin INPUT_WORKFLOW=w" {
 		t.Errorf("scrubEnv = %v", got)
 	}
