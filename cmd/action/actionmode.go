@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -192,6 +193,7 @@ func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error
 	if err != nil {
 		e.gha.Warningf("read the DLQ: %s", r.redact.String(oneLine(err)))
 	}
+	rep = redactReport(r.redact, rep)
 	art := r.uploadDLQ(ctx, res, rep)
 	if art != nil {
 		rep.Artifact = art
@@ -309,6 +311,23 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 		repo = r.owner + "/" + r.repo
 	}
 	return &report.Redrive{Workflow: wf, Ref: branch, Repo: repo, RunID: r.ctx.RunID, Force: force}
+}
+
+// redactReport redacts the text of a report before it is rendered:
+// markdown escaping changes how a secret looks (ghp\_…), so the rendered
+// summary and comment cannot be redacted reliably afterwards (they still
+// are, as a second line). A report that does not survive the round trip is
+// returned as it was.
+func redactReport(red *redact.Redactor, in report.Input) report.Input {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return in
+	}
+	var out report.Input
+	if err := json.Unmarshal(red.JSON(b), &out); err != nil {
+		return in
+	}
+	return out
 }
 
 // redactor is the Action's redactor: secret-looking environment variables,

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/ghaction/ghactiontest"
+	"github.com/prodigy-action/prodigy-action/redact"
+	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
@@ -676,4 +678,26 @@ func TestActionModeHostileOutput(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRedactReportBeforeEscaping: escaping turns ghp_… into ghp\_…, which
+// no redactor of the rendered markdown recognises; the report's text is
+// redacted before rendering.
+func TestRedactReportBeforeEscaping(t *testing.T) {
+	t.Parallel()
+	in := report.Input{JobID: "j", Status: "completed", DLQCount: 1, Error: "job failed: " + testGHP,
+		FailedItems: []report.FailedItem{{ItemID: "item_1", ErrorType: "CommandFailed", Attempts: 1, LastError: "push " + testGHP + " key_" + testAPISecret}}}
+	red := redact.New(redact.Config{Values: []string{"key_" + testAPISecret}})
+	if raw := red.String(report.Summary(in)); !strings.Contains(raw, `ghp\_`) {
+		t.Fatalf("escaping no longer hides the token shape; the test proves nothing:\n%s", raw)
+	}
+	got := redactReport(red, in)
+	for name, text := range map[string]string{"summary": report.Summary(got), "comment": report.Comment(got)} {
+		if strings.Contains(text, "ghp") || strings.Contains(text, "secret") {
+			t.Errorf("%s leaks:\n%s", name, text)
+		}
+	}
+	if got.FailedItems[0].ItemID != "item_1" || got.DLQCount != 1 {
+		t.Errorf("redactReport lost data: %+v", got)
+	}
 }
