@@ -3,14 +3,16 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 )
 
 // JSON redacts JSON text (one value, or JSON lines). Each string literal
 // is decoded, redacted and re-encoded when it changed, so a secret written
 // with escapes (quotes, newlines, \u sequences) is found and the result
 // stays valid JSON with its layout kept. Text outside string literals, and
-// text that is not a valid string literal, is redacted as plain text, so
-// non-JSON input is still covered. b itself is returned when it holds no
+// text that is not a valid string literal, is redacted as plain text; input
+// that is not a JSON stream is also redacted as a whole, so non-JSON text
+// is covered as Bytes covers it. b itself is returned when it holds no
 // secret.
 func (r *Redactor) JSON(b []byte) []byte {
 	var out []byte
@@ -76,9 +78,28 @@ func (r *Redactor) JSON(b []byte) []byte {
 	}
 	plain(p, len(b))
 	if !changed {
-		return b
+		out = b
+	}
+	// Text that is not JSON can hold a secret across a quote (a"b), which
+	// the string-literal split hides: redact the result once more as text
+	// unless it is a valid JSON stream, where such a match is structure.
+	if spans := r.orShapes().find(out); len(spans) > 0 && !validStream(out) {
+		return apply(out, spans)
 	}
 	return out
+}
+
+// validStream reports whether b is a sequence of JSON values.
+func validStream(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err == io.EOF {
+			return true
+		} else if err != nil {
+			return false
+		}
+	}
 }
 
 // jsonString encodes s as a JSON string literal.
