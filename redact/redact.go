@@ -33,10 +33,12 @@ type Config struct {
 type Redactor struct {
 	values []string // the secret values as given (for runner masks)
 	pats   []pattern
-	filter []bool             // filterSize entries, indexed by hash3
-	byKey  map[uint32][]int32 // first 3 bytes → indexes into pats
-	maxLit int                // longest literal pattern
-	star   bool               // a literal contains '*': redact until stable
+	// filter maps hash3 of a 3-byte prefix to 1 + an index into buckets
+	// (0: no pattern starts with such a prefix).
+	filter  []int32
+	buckets [][]int32 // indexes into pats
+	maxLit  int       // longest literal pattern
+	star    bool      // a literal contains '*': redact until stable
 }
 
 // pattern is a literal secret or the anchor of a token shape.
@@ -192,7 +194,7 @@ func (r *Redactor) Values() []string {
 }
 
 func build(vals []string) *Redactor {
-	r := &Redactor{filter: make([]bool, filterSize), byKey: map[uint32][]int32{}}
+	r := &Redactor{filter: make([]int32, filterSize)}
 	seenVal := map[string]bool{}
 	seenLit := map[string]bool{}
 	addLit := func(s string) {
@@ -262,9 +264,13 @@ func key3(b []byte, i int) uint32 { return uint32(b[i]) | uint32(b[i+1])<<8 | ui
 func hash3(k uint32) uint32 { return (k * 2654435761) >> 16 }
 
 func (r *Redactor) add(p pattern) {
-	k := key3(p.lit, 0)
-	r.filter[hash3(k)] = true
-	r.byKey[k] = append(r.byKey[k], int32(len(r.pats)))
+	h := hash3(key3(p.lit, 0))
+	if r.filter[h] == 0 {
+		r.buckets = append(r.buckets, nil)
+		r.filter[h] = int32(len(r.buckets))
+	}
+	bi := r.filter[h] - 1
+	r.buckets[bi] = append(r.buckets[bi], int32(len(r.pats)))
 	r.pats = append(r.pats, p)
 }
 
@@ -283,11 +289,11 @@ func (r *Redactor) find(b []byte) []span {
 	}
 	filter := r.filter
 	for i := 0; i+3 <= len(b); i++ {
-		k := key3(b, i)
-		if !filter[hash3(k)] {
+		bi := filter[hash3(key3(b, i))]
+		if bi == 0 {
 			continue
 		}
-		for _, pi := range r.byKey[k] {
+		for _, pi := range r.buckets[bi-1] {
 			p := &r.pats[pi]
 			if !bytes.HasPrefix(b[i:], p.lit) {
 				continue
