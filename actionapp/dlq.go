@@ -94,7 +94,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	}
 	e := r.env
 	p := r.jobPaths(res)
-	data, n, err := ghaction.BuildDLQZip(dlq.Dir(p.DLQRoot(), res.JobID), r.redact.Bytes,
+	data, n, err := ghaction.BuildDLQZip(dlq.Dir(p.DLQRoot(), res.JobID), r.redact.JSON,
 		ghaction.ExtraFile{Name: zipCheckpoint, Path: p.Checkpoint()},
 		ghaction.ExtraFile{Name: zipWorkflow, Path: p.WorkflowCopy()})
 	if err != nil {

@@ -16,6 +16,9 @@ type Workflow struct {
 	Mode string
 	// Env is the top-level `env`; numbers and booleans are kept as written.
 	Env map[string]string
+	// Secrets is the top-level `secrets`: environment variable names whose
+	// values are redacted from every output.
+	Secrets []string
 	// Setup runs in the parent worktree before the map phase.
 	Setup []Step
 	// Map is the map phase.

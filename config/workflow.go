@@ -119,6 +119,9 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("env"); ok {
 		w.Env, _ = d.envMap(kv)
 	}
+	if kv, ok := o.take("secrets"); ok {
+		w.Secrets = d.secrets(kv)
+	}
 	if kv, ok := o.take("setup"); ok {
 		w.Setup = d.steps(kv, true)
 	}

@@ -391,7 +391,7 @@ func (s *Store) flushFromTimer() {
 func (s *Store) writeIndex(l *lockFile) error {
 	s.idx.updatedAt = s.opts.Now().UTC()
 	start := time.Now()
-	if err := fsx.WriteFileNoSync(filepath.Join(s.dir, indexName), s.indexBytes(), 0o644); err != nil {
+	if err := fsx.WriteFileNoSync(filepath.Join(s.dir, indexName), s.opts.Redact(s.indexBytes()), 0o644); err != nil {
 		return fmt.Errorf("write dlq index: %w", err)
 	}
 	s.lastWrite = time.Since(start)

@@ -58,6 +58,10 @@ type Options struct {
 	// delay grows to 10× the last index write (at most 2 s) so rewriting
 	// the index stays a small share of the time.
 	FlushDelay time.Duration
+	// Redact is applied to the JSON bytes of every item file and of
+	// index.json before they are written (redact.Redactor.JSON); nil
+	// writes them as they are.
+	Redact func(jsonText []byte) []byte
 }
 
 // Store is the DLQ of one job. It is safe for concurrent use by many
@@ -123,6 +127,9 @@ func Open(root, jobID string, o Options) (*Store, error) {
 	}
 	if o.Warn == nil {
 		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "warning: "+msg) }
+	}
+	if o.Redact == nil {
+		o.Redact = func(b []byte) []byte { return b }
 	}
 	dir := Dir(root, jobID)
 	return &Store{root: filepath.Clean(root), jobID: jobID, dir: dir, itemsDir: filepath.Join(dir, "items"), opts: o}, nil
@@ -197,6 +204,7 @@ func (s *Store) addLocked(l *lockFile, item DeadLetteredItem) (DeadLetteredItem,
 	if err != nil {
 		return DeadLetteredItem{}, nil, err
 	}
+	data = s.opts.Redact(data)
 	stored, err := Decode(data)
 	if err != nil {
 		return DeadLetteredItem{}, nil, err

@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -155,6 +156,8 @@ func (c *Checkpoint) Counts() Counts {
 type State struct {
 	paths Paths
 	now   func() time.Time
+	// redact runs over the checkpoint and session JSON before writing.
+	redact func([]byte) []byte
 
 	mu      sync.Mutex
 	cp      *Checkpoint
@@ -169,6 +172,10 @@ type State struct {
 func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 	return &State{paths: p, now: now, cp: cp}
 }
+
+// RedactWith makes every later write pass the checkpoint and session JSON
+// through fn (the job's redactor) first. Call it before the first Update.
+func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
 
 // Update applies fn to the checkpoint and makes the change durable:
 // checkpoint.json and the session file are rewritten atomically.
@@ -198,16 +205,19 @@ func (s *State) flush(v uint64) error {
 	s.cp.CheckpointVersion++
 	s.cp.UpdatedAt = s.now().UTC()
 	data, err := json.MarshalIndent(s.cp, "", "  ")
-	sess := SessionOf(s.cp)
+	sessData, serr := json.MarshalIndent(SessionOf(s.cp), "", "  ")
 	snap := s.version
 	s.mu.Unlock()
-	if err != nil {
+	if err = errors.Join(err, serr); err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if s.redact != nil {
+		data, sessData = s.redact(data), s.redact(sessData)
 	}
 	if err := writeFile(s.paths.Checkpoint(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	if err := writeJSON(s.paths.Session(), sess); err != nil {
+	if err := writeFile(s.paths.Session(), append(sessData, '\n')); err != nil {
 		return fmt.Errorf("write session: %w", err)
 	}
 	s.flushed = snap

@@ -203,6 +203,8 @@ type eventLog struct {
 	now    func() time.Time
 	warn   func(string)
 	failed bool
+	// redact, when set, runs over each line before it is written.
+	redact func([]byte) []byte
 }
 
 func openEventLog(p jobstore.Paths, now func() time.Time, warn func(string)) *eventLog {
@@ -226,6 +228,9 @@ func (l *eventLog) fail(err error) {
 // emit writes one event.
 func (l *eventLog) emit(ev Event) {
 	line, err := encodeEvent(l.jobID, newUUID(), l.now().UTC(), ev)
+	if err == nil && l.redact != nil {
+		line = l.redact(line)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -47,7 +48,8 @@ type settings struct {
 	vars           map[string]string // workflow env + setup captures
 	clock          retry.Clock
 	rand           func() float64
-	redact         func(string) string
+	red            *redact.Redactor    // the job's redactor (environment, secrets:, env:)
+	redact         func(string) string // red.String
 	started        time.Time
 }
 
@@ -100,8 +102,8 @@ func (o *Options) defaults() {
 	if o.Hooks == nil {
 		o.Hooks = nopHooks{}
 	}
-	if o.Redact == nil {
-		o.Redact = func(s string) string { return s }
+	if o.Redactor == nil {
+		o.Redactor = redact.New(redact.Config{Environ: o.Environ})
 	}
 	if o.Isolation == "" {
 		o.Isolation = IsolationPool
@@ -127,14 +129,14 @@ func (j *job) logf(format string, args ...any) {
 	j.logMu.Lock()
 	defer j.logMu.Unlock()
 	j.prog.clearLine()
-	fmt.Fprintf(j.stderr, format+"\n", args...)
+	fmt.Fprint(j.stderr, j.redact(fmt.Sprintf(format+"\n", args...)))
 	j.prog.redraw()
 }
 
 // warn logs a warning (WARN level), forwards it to the hooks and never fails the job.
 func (j *job) warn(msg string) {
 	j.logf("WARN %s", msg)
-	j.hooks.Warning(msg)
+	j.hooks.Warning(j.redact(msg))
 }
 
 func (j *job) now() time.Time { return j.clock.Now() }
@@ -205,4 +207,19 @@ func (j *job) lock() (func(), error) {
 			j.warn(fmt.Sprintf("release the job lock: %v", err))
 		}
 	}, nil
+}
+
+// jobRedactor is the job's redactor: base (or one over environ) plus the
+// values of the workflow's `secrets:` names and of secret-looking names in
+// its `env:`.
+func jobRedactor(base *redact.Redactor, environ []string, wf *config.Workflow) *redact.Redactor {
+	if base == nil {
+		base = redact.New(redact.Config{Environ: environ})
+	}
+	var wfEnv []string
+	for k, v := range wf.Env {
+		wfEnv = append(wfEnv, k+"="+v)
+	}
+	all := append(append([]string{}, environ...), wfEnv...)
+	return base.WithNames(all, wf.Secrets...).With(redact.New(redact.Config{Environ: wfEnv}).Values()...)
 }

@@ -125,7 +125,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		settings: settings{
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
-			environ: o.Environ, clock: o.Clock, rand: o.Rand, redact: o.Redact, started: o.Clock.Now(),
+			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
 		},
 		services: services{
 			git:    git,
@@ -133,6 +133,9 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
+	j.red = jobRedactor(o.Redactor, o.Environ, wf)
+	j.redact = j.red.String
+	j.steps.red = j.red
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
 	j.trees = newWorktrees(j)
 	return j, nil
@@ -159,7 +162,7 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*jobstore.CheckpointItem{},
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
-		if err := jobstore.SaveWorkflowCopy(j.paths, data); err != nil {
+		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {
 			return err
 		}
 	}
@@ -170,11 +173,14 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 // resumed selects the job_resumed event over job_started.
 func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) error {
 	j.state = jobstore.NewState(j.paths, cp, j.now)
+	j.state.RedactWith(j.red.JSON)
 	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
+	j.events.redact = j.red.JSON
 	j.agentSeq.Store(int64(cp.NextAgent))
 	store, err := openDLQ(j.paths, dlq.Options{
-		Now:  j.now,
-		Warn: func(m string) { j.warn("DLQ: " + m) },
+		Now:    j.now,
+		Redact: j.red.JSON,
+		Warn:   func(m string) { j.warn("DLQ: " + m) },
 		OnEvict: func(ids []string) {
 			j.events.emit(DLQItemsEvicted{ItemIDs: ids, Count: len(ids)})
 		},

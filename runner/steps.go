@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -33,6 +34,7 @@ type stepRunner struct {
 	grace      time.Duration
 	clock      retry.Clock
 	rand       func() float64
+	red        *redact.Redactor // claude transcripts are redacted as they are written
 }
 
 // stepContext is what the steps of one phase or agent attempt share.
@@ -293,7 +295,9 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		return "", f
 	}
 	defer cleanup()
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: s.grace})
+	tw := s.red.JSONLinesWriter(tf)
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: sc.log, Grace: s.grace})
+	tw.Close()
 	tf.Close()
 	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {
