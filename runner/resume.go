@@ -111,6 +111,10 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *Checkpoint, f
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
+	if err := endJobLeftovers(p, j.logf); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
 	return j, cp, unlock, nil
 }
 

@@ -236,7 +236,12 @@ func filterEnv(env []string) []string {
 func (j *job) execute(ctx context.Context, extra []*CheckpointItem) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	j.runCtx = runCtx
+	procRec, err := openProcessRecord(j.paths)
+	if err != nil {
+		j.warn(err.Error() + " (a resume after a crash may not find this run's processes by their group)")
+	}
+	defer procRec.close()
+	j.runCtx = withProcessRecord(runCtx, procRec)
 	j.prog.start()
 	defer j.prog.stop()
 
