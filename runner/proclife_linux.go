@@ -243,7 +243,7 @@ func endLeftoverProcesses(p Paths, groups []pgroupEntry) (int, error) {
 	}
 	found := 0
 	for _, pi := range snap {
-		if pi.stat.state != 'Z' && (ours(pi) || containsInt(pgids, pi.stat.pgrp)) {
+		if pi.stat.state != 'Z' && pi.pid != os.Getpid() && (ours(pi) || containsInt(pgids, pi.stat.pgrp)) {
 			found++
 		}
 	}
