@@ -198,8 +198,8 @@ type killer struct {
 	grace time.Duration
 
 	mu       sync.Mutex
-	finished bool  // the process has exited; never signal its group again
-	cause    error // set before the first signal is sent
+	finished bool          // the process has exited; never signal its group again
+	cause    error         // set before the first signal is sent
 	done     chan struct{} // closed by finish
 }
 
