@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -348,8 +349,18 @@ func tagInEnviron(data []byte) string {
 	return tag
 }
 
+// haveChildrenFiles reports whether the kernel has
+// /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN).
+var haveChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	return err == nil
+})
+
 // childPIDs lists this process's children (all threads' children).
 func childPIDs() []int {
+	if !haveChildrenFiles() {
+		return childPIDsByScan()
+	}
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return nil
@@ -358,10 +369,7 @@ func childPIDs() []int {
 	for _, task := range tasks {
 		data, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return childPIDsByScan()
-			}
-			continue
+			continue // the thread exited meanwhile
 		}
 		for _, f := range strings.Fields(string(data)) {
 			if n, err := strconv.Atoi(f); err == nil {
