@@ -170,3 +170,47 @@ map:
 		t.Fatalf("resume: %v %+v\n%s", err, res, out.String())
 	}
 }
+
+// `npm start &`: a step that exits 0 while a background child holds its
+// output succeeds; the child is ended with the step, and the log says why
+// output stopped.
+func TestStepLeavingBackgroundChildHoldingOutputSucceeds(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
+	pidDir := t.TempDir()
+	wf := r.workflow(fmt.Sprintf(`
+name: background
+mode: mapreduce
+setup:
+  - shell: sleep 300 & echo $! > %[1]q/setup; echo setup-done
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        sleep 301 & echo $! > %[1]q/agent
+        echo x > f.txt && git add f.txt && git commit -qm x
+`, pidDir))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 1 || res.Failed != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	if !strings.Contains(stderr.String(), "later output was dropped") {
+		t.Errorf("no note about the dropped output:\n%s", stderr)
+	}
+	for _, name := range []string{"setup", "agent"} {
+		data, err := os.ReadFile(filepath.Join(pidDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatalf("%s: %q", name, data)
+		}
+		// The step ends once its processes are gone: no waiting here.
+		if !exited(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the %s step's background child %d outlived it", name, pid)
+		}
+	}
+}
