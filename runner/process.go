@@ -26,7 +26,7 @@ type procSpec struct {
 	Path   string
 	Args   []string
 	Dir    string
-	Env    []string
+	Env    []string // nil: this process's environment; the process tag is added
 	Stdout io.Writer // receives stdout in addition to the captures
 	Stderr io.Writer // receives stderr in addition to the captures; notes about the process go here too
 	// Grace is the time between SIGTERM and SIGKILL on cancellation
@@ -96,7 +96,11 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
-	cmd.Env = append(s.Env[:len(s.Env):len(s.Env)], processTagEnv+"="+g.tag)
+	env := s.Env
+	if env == nil {
+		env = os.Environ() // as exec does for a nil Env
+	}
+	cmd.Env = append(env[:len(env):len(env)], processTagEnv+"="+g.tag)
 	// The pipes are passed as files, so Wait returns when the process
 	// exits, not when every holder of the pipes has closed them.
 	cmd.Stdout = outW
