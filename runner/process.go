@@ -26,7 +26,7 @@ type procSpec struct {
 	Path   string
 	Args   []string
 	Dir    string
-	Env    []string // nil: this process's environment; the process tag is added
+	Env    []string  // nil: this process's environment; the process tag is added
 	Stdout io.Writer // receives stdout in addition to the captures
 	Stderr io.Writer // receives stderr in addition to the captures; notes about the process go here too
 	// Grace is the time between SIGTERM and SIGKILL on cancellation
