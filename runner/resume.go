@@ -112,6 +112,10 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := endJobLeftovers(p, j.logf); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
 	return j, cp, unlock, nil
 }
 

@@ -240,6 +240,12 @@ func filterEnv(env []string) []string {
 func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
+	procRec, err := openProcessRecord(j.paths)
+	if err != nil {
+		j.warn(err.Error() + " (a resume after a crash may not find this run's processes by their group)")
+	}
+	defer procRec.close()
+	runCtx = withProcessRecord(runCtx, procRec)
 	j.prog.start()
 	defer j.prog.stop()
 

@@ -16,13 +16,12 @@ import (
 )
 
 func main() {
+	// After the first signal the job winds down gracefully; a second one
+	// ends the agents' process groups and exits at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal the job winds down gracefully; restoring
-		// the default handlers lets a second Ctrl-C abort at once.
-		<-ctx.Done()
-		stop()
-	}()
+	go hardAbortOnSecondSignal(ctx, sigs, os.Stderr, os.Exit)
 	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)
