@@ -3,8 +3,8 @@ package actionapp
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"

@@ -32,9 +32,9 @@ type fakeGitHub struct {
 	forkPR   bool
 	comments []map[string]any
 	patches  int
-	blocks   map[string][]byte // artifact name → uploaded bytes
-	arts     []map[string]any  // finalized: {id, name, run[, expired, created_at, expires_at]}
-	runID    int64             // run whose artifacts the current token addresses
+	blocks   map[string][]byte         // artifact name → uploaded bytes
+	arts     []map[string]any          // finalized: {id, name, run[, expired, created_at, expires_at]}
+	runID    int64                     // run whose artifacts the current token addresses
 	runs     map[string]map[string]any // run objects by id; missing ids get a same-repository run
 	zipGets  int                       // artifact zip downloads
 }
@@ -485,8 +485,8 @@ func TestActionModeBadInputsExitTwo(t *testing.T) {
 	gh := newFakeGitHub(t)
 	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
 	tests := map[string]map[string]string{
-		"bad comment":       {"INPUT_COMMENT": "sometimes"},
-		"missing workflow":  {"INPUT_WORKFLOW": "nope.yml"},
+		"bad comment":            {"INPUT_COMMENT": "sometimes"},
+		"missing workflow":       {"INPUT_WORKFLOW": "nope.yml"},
 		"retry without run":      {"INPUT_COMMAND": "retry"},
 		"retry without workflow": {"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": ""},
 		"bad comment key":        {"INPUT_COMMENT-KEY": "a\u202eb"},
