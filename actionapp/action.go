@@ -354,8 +354,17 @@ func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
 		r.env.gha.Warningf("write summary copy: %s", oneLine(err))
 		return ""
 	}
-	if filepath.Clean(r.ws) == containerWorkspace {
-		return filepath.ToSlash(filepath.Join(summaryDir, filepath.Base(p)))
+	return summaryOutputPath(r.ws, p)
+}
+
+// summaryOutputPath is the summary-path output for file p in workspace ws:
+// relative to the workspace inside GitHub's container (whose paths do not
+// exist on the host), else p.
+func summaryOutputPath(ws, p string) string {
+	if filepath.Clean(ws) == containerWorkspace {
+		if rel, err := filepath.Rel(ws, p); err == nil {
+			return filepath.ToSlash(rel)
+		}
 	}
 	return p
 }
