@@ -118,8 +118,8 @@ func (r *actionRun) loadWorkflow() (*config.Workflow, error) {
 
 // selectArtifacts picks the DLQ artifacts of run: the one named exactly
 // name, else every one named "<name>-…" (matrix jobs and attempts upload
-// several), oldest first. Expired matches are reported with their expiry
-// date when nothing else matches.
+// several), oldest first. Expired matches are skipped, and reported with
+// their expiry date when nothing else is left.
 func selectArtifacts(all []*github.Artifact, name string, runID int64) ([]*github.Artifact, error) {
 	var exact, live, expired []*github.Artifact
 	for _, a := range all {
@@ -136,10 +136,13 @@ func selectArtifacts(all []*github.Artifact, name string, runID int64) ([]*githu
 			live = append(live, a)
 		}
 	}
-	for _, a := range exact {
-		if !a.GetExpired() {
-			return []*github.Artifact{a}, nil
+	if len(exact) > 0 { // artifact-name names one artifact: only that one
+		for _, a := range exact {
+			if !a.GetExpired() {
+				return []*github.Artifact{a}, nil
+			}
 		}
+		live, expired = nil, exact
 	}
 	if len(live) == 0 {
 		if len(expired) > 0 {

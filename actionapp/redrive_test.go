@@ -3,11 +3,16 @@ package actionapp
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/prodigy-action/prodigy-action/ghaction"
 )
 
 // craftedRecord is a DLQ record written by hand in the seeds' shape.
@@ -376,5 +381,32 @@ func TestParseMetaValidates(t *testing.T) {
 	}
 	if _, warns := parseMeta([]byte(`{"format":2}`)); len(warns) != 1 {
 		t.Errorf("format 2 accepted: %q", warns)
+	}
+}
+
+func TestSelectArtifacts(t *testing.T) {
+	t.Parallel()
+	art := func(id int64, name string, expired bool) *github.Artifact {
+		return &github.Artifact{ID: github.Int64(id), Name: github.String(name), Expired: github.Bool(expired)}
+	}
+	all := []*github.Artifact{art(3, "dlq-5-1-2", false), art(1, "dlq-5-1", false), art(2, "dlqx-5-1", false), art(4, "other", false), art(5, "dlq-5-2", true)}
+	names := func(as []*github.Artifact) string {
+		var s []string
+		for _, a := range as {
+			s = append(s, a.GetName())
+		}
+		return strings.Join(s, " ")
+	}
+	if got, err := selectArtifacts(all, "dlq", 5); err != nil || names(got) != "dlq-5-1 dlq-5-1-2" {
+		t.Errorf("prefix: %q, %v", names(got), err)
+	}
+	if got, err := selectArtifacts(all, "dlq-5-1-2", 5); err != nil || names(got) != "dlq-5-1-2" {
+		t.Errorf("exact: %q, %v", names(got), err)
+	}
+	if _, err := selectArtifacts(all, "dlq-5-2", 5); err == nil || !strings.Contains(err.Error(), "artifact dlq-5-2 has expired") {
+		t.Errorf("exact but expired: %v", err)
+	}
+	if _, err := selectArtifacts(all, "none", 5); !errors.Is(err, ghaction.ErrNoArtifact) {
+		t.Errorf("no match: %v", err)
 	}
 }
