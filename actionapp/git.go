@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -93,13 +92,4 @@ func execGit(ctx context.Context, dir string, env []string, args ...string) erro
 		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
-}
-
-// gitClient opens the workspace's repository through gitops.
-func (r *actionRun) gitClient() (*gitops.Client, error) {
-	o := r.env.GitOptions
-	if o.Env == nil {
-		o.Env = r.env.Environ()
-	}
-	return gitops.New(r.ws, o)
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
-	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -82,9 +81,6 @@ type Deps struct {
 	RetrySleep ghaction.Sleeper
 	// Git runs git push/fetch/branch in the workspace; nil runs the git CLI.
 	Git GitFunc
-	// GitOptions configure the gitops client opened on the workspace
-	// (repository reads); a nil Env means Environ().
-	GitOptions gitops.Options
 	// Engine runs and redrives jobs; nil means the runner.
 	Engine Engine
 }
