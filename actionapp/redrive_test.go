@@ -84,7 +84,11 @@ func TestRedriveCraftedArtifactRunsOnlyTheCheckoutWorkflow(t *testing.T) {
 	t.Parallel()
 	gh := newFakeGitHub(t)
 	gh.runID = 777
-	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	// The checkout's workflow with setup and reduce steps that log they ran.
+	stateLog := filepath.Join(t.TempDir(), "phases.log")
+	wf := strings.Replace(actionWorkflow, "mode: mapreduce\n", "mode: mapreduce\nsetup:\n  - shell: echo setup >> "+stateLog+"\n", 1) +
+		"reduce:\n  - shell: echo \"reduce ${map.successful}/${map.total}\" >> " + stateLog + "\n"
+	repo := cliRepo(t, map[string]string{"workflow.yml": wf, "items.json": actionItems})
 	evilDir := t.TempDir()
 	sentinel := filepath.Join(t.TempDir(), "SENTINEL")
 	if err := os.WriteFile(filepath.Join(evilDir, "evil.yml"), []byte(maliciousFiles(sentinel, evilDir)["job/workflow.yml"]), 0o644); err != nil {
@@ -108,6 +112,11 @@ func TestRedriveCraftedArtifactRunsOnlyTheCheckoutWorkflow(t *testing.T) {
 	// The checkout's workflow ran on the record's data: its step writes out-<name>.txt.
 	if got := gitOut(t, repo, "show", out["results-branch"]+":out-z.txt"); got != "z" {
 		t.Errorf("results branch out-z.txt = %q", got)
+	}
+	// setup ran once (a fresh job of the checkout's workflow), reduce once,
+	// after the redriven item.
+	if b, err := os.ReadFile(stateLog); err != nil || string(b) != "setup\nreduce 1/1\n" {
+		t.Errorf("phases ran: %q (%v); want setup then reduce 1/1, once each", b, err)
 	}
 	log := at.out.String()
 	for _, want := range []string{
