@@ -11,6 +11,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	github.com/theory/jsonpath v0.10.2
 	golang.org/x/sync v0.19.0
+	mvdan.cc/sh/v3 v3.13.1
 )
 
 require (

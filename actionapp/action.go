@@ -2,6 +2,7 @@ package actionapp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -47,7 +49,7 @@ type actionRun struct {
 	ctx     *githubactions.GitHubContext
 	owner   string
 	repo    string
-	redact  *ghaction.Redactor
+	redact  *redact.Redactor
 	home    string
 	ws      string
 	notices []string
@@ -61,8 +63,7 @@ type actionRun struct {
 // summary → outputs → push → exit code.
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
-	r := &actionRun{env: e, in: in, redact: ghaction.NewRedactor(e.gha.AddMask)}
-	r.redact.Add(in.GitHubToken, e.Getenv("ACTIONS_RUNTIME_TOKEN"), e.Getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
 	err = errors.Join(err, r.readRedriveInputs())
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
@@ -146,8 +147,11 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redact: r.redact.String,
+		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redactor: r.redact,
 	}
+	// The engine's stderr carries step output and error text: no line of
+	// it may act as a workflow command.
+	opts.Stderr = ghaction.NeutralizeWriter(e.Stderr)
 	if r.in.Command == "retry" {
 		return r.redrive(ctx, opts)
 	}
@@ -227,6 +231,7 @@ func (r *actionRun) publish(ctx context.Context, o *jobOutcome) (published, erro
 	if err != nil {
 		e.gha.Warningf("read the DLQ: %s", r.redact.String(oneLine(err)))
 	}
+	rep = redactReport(r.redact, rep)
 	if o.source != "" {
 		rep.Notices = append(rep.Notices, fmt.Sprintf("Redrive of artifact %s of run %d with the workflow %s of this checkout.", o.source, r.in.RetryFromRun, r.in.Workflow))
 	}
@@ -417,11 +422,50 @@ func (r *actionRun) redriveInfo(force bool) *report.Redrive {
 	return &report.Redrive{Workflow: wf, Ref: branch, Repo: repo, RunID: r.ctx.RunID, Force: force}
 }
 
+// redactReport redacts the text of a report before it is rendered:
+// markdown escaping changes how a secret looks (ghp\_…), so the rendered
+// summary and comment cannot be redacted reliably afterwards (they still
+// are, as a second line). A report that does not survive the round trip is
+// returned as it was.
+func redactReport(red *redact.Redactor, in report.Input) report.Input {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return in
+	}
+	var out report.Input
+	if err := json.Unmarshal(red.JSON(b), &out); err != nil {
+		return in
+	}
+	return out
+}
+
+// redactor is the Action's redactor: secret-looking environment variables,
+// the github-token input, the runtime tokens and the secret-values input.
+// Every value is registered as a mask too (each line of a multi-line one,
+// as the runner masks line by line), while commands are enabled.
+func (e *actionEnv) redactor(in ghaction.Inputs) *redact.Redactor {
+	vals := append([]string{in.GitHubToken, e.Getenv("ACTIONS_RUNTIME_TOKEN"), e.Getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN")}, in.SecretValues...)
+	red := redact.New(redact.Config{Environ: e.Environ(), Values: vals})
+	for _, v := range red.Values() {
+		e.gha.AddMask(v)
+		if strings.ContainsAny(v, "\r\n") {
+			for _, line := range strings.FieldsFunc(v, func(c rune) bool { return c == '\n' || c == '\r' }) {
+				if strings.TrimSpace(line) != "" {
+					e.gha.AddMask(line)
+				}
+			}
+		}
+	}
+	return red
+}
+
 // secretEnv are variables agents never see: the runtime tokens and the
-// github-token input. Workflows that want an agent to use a token pass it
-// explicitly through the step's env.
+// github-token input (workflows that want an agent to use a token pass it
+// explicitly through the step's env), and the runner's file commands
+// (outputs, environment, PATH, state, summary are the Action's alone).
 var secretEnv = map[string]bool{
 	"ACTIONS_RUNTIME_TOKEN": true, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": true, "INPUT_GITHUB-TOKEN": true,
+	"GITHUB_OUTPUT": true, "GITHUB_ENV": true, "GITHUB_PATH": true, "GITHUB_STATE": true, "GITHUB_STEP_SUMMARY": true,
 }
 
 // scrubEnv returns env without secretEnv entries.

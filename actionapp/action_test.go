@@ -12,11 +12,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/ghaction/ghactiontest"
+	"github.com/prodigy-action/prodigy-action/redact"
+	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
@@ -604,7 +608,8 @@ func TestAuthEnv(t *testing.T) {
 
 func TestScrubEnv(t *testing.T) {
 	t.Parallel()
-	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z"})
+	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z",
+		"GITHUB_OUTPUT=/o", "GITHUB_ENV=/e", "GITHUB_PATH=/p", "GITHUB_STATE=/s", "GITHUB_STEP_SUMMARY=/m"})
 	if strings.Join(got, " ") != "PATH=/bin INPUT_WORKFLOW=w" {
 		t.Errorf("scrubEnv = %v", got)
 	}
@@ -616,4 +621,171 @@ func keys(m map[string]string) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// hostileWorkflow's agents print workflow commands and secrets from their
+// environment; item "b" fails.
+const hostileWorkflow = `name: hostile
+mode: mapreduce
+secrets: [DEPLOY_HOOK]
+setup:
+  - shell: |
+      echo "##[error]pwned setup legacy $API_SECRET"
+      echo "::warning::pwned setup"
+map:
+  input: items.json
+  json_path: "$.items[*]"
+  agent_template:
+    - shell: |
+        echo "::error::pwned annotation"
+        echo "  ::warning file=x.go,line=1::pwned warning"
+        echo "::set-output name=dlq-count::pwned"
+        echo "::add-mask::pwned-mask"
+        echo "::group::pwned group"
+        echo "::endgroup::"
+        echo "prefix ##[error]pwned legacy"
+        echo "::stop-commands::x"
+        echo "::error::pwned inside a fake stop"
+        echo "::x::"
+        echo "::notice::pwned after a fake resume"
+        echo "pushing with $GH_PAT and key=$API_SECRET extra=$EXTRA_VAL hook=$DEPLOY_HOOK"
+        echo "::error::pwned on stderr $API_SECRET" >&2
+        if [ "${item.name}" = b ]; then exit 3; fi
+`
+
+// TestActionModeHostileOutput runs agents that print workflow commands and
+// secrets. Read as the runner reads it, stdout holds only the Action's own
+// commands (masks, item groups, annotations, which still work after the
+// echoed output), stderr holds none; no secret reaches stdout (outside
+// masks), stderr, GITHUB_OUTPUT, the summary, the PR comment, the artifact
+// or any file under the state directory.
+func TestActionModeHostileOutput(t *testing.T) {
+	// t.Setenv: agents get the process environment.
+	t.Setenv("GH_PAT", testGHP)
+	t.Setenv("API_SECRET", testAPISecret)
+	t.Setenv("DEPLOY_HOOK", "https://hooks.example/deploy-0123")
+	t.Setenv("EXTRA_VAL", "declared-by-input-77")
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	repo := cliRepo(t, map[string]string{"workflow.yml": hostileWorkflow, "items.json": `{"items":[{"name":"a"},{"name":"b"}]}`})
+	at := newActionTest(t, gh, repo, map[string]string{"INPUT_SECRET-VALUES": "\n  declared-by-input-77  \n"})
+	if code := at.run(t); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, at.out.String(), at.errb.String())
+	}
+	stdout, stderr := at.out.String(), at.errb.String()
+	if !strings.Contains(stdout, "::error::pwned annotation") || !strings.Contains(stdout, "pushing with ***") {
+		t.Fatalf("the agents' output was not echoed:\n%s", stdout)
+	}
+
+	var ours []string
+	errorLine, firstEchoEnd := 0, 0
+	for i, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "::prodigy-") && firstEchoEnd == 0 {
+			firstEchoEnd = i + 1 // the line that enables commands again
+		}
+	}
+	for _, c := range ghactiontest.Parse(stdout) {
+		switch {
+		case c.Name == "error" && c.Props["title"] == "item item_1":
+			// Ours: the item's error message (agent text, escaped by
+			// go-githubactions) is its data.
+			errorLine = c.Line
+			ours = append(ours, "error "+c.Props["title"])
+			continue
+		case strings.Contains(c.Data, "pwned") || strings.Contains(fmt.Sprint(c.Props), "pwned"):
+			t.Errorf("line %d: agent command %s %v %q was processed", c.Line, c.Name, c.Props, c.Data)
+		case c.Name == "add-mask":
+			continue
+		}
+		ours = append(ours, c.Name+" "+c.Props["title"]+":"+strings.SplitN(c.Data, " (", 2)[0])
+	}
+	slices.Sort(ours)
+	want := []string{"endgroup :", "endgroup :", "error item item_1", "group :item item_0: merged", "group :item item_1: dlq",
+		"notice :DLQ artifact prodigy-dlq-555-1 uploaded"}
+	if strings.Join(ours, "\n") != strings.Join(want, "\n") {
+		t.Errorf("processed commands:\n%s\nwant:\n%s\nstdout:\n%s", strings.Join(ours, "\n"), strings.Join(want, "\n"), stdout)
+	}
+	if firstEchoEnd == 0 || errorLine < firstEchoEnd {
+		t.Errorf("our annotation (line %d) is not after echoed output (ending on line %d)", errorLine, firstEchoEnd)
+	}
+	if cmds := ghactiontest.Parse(stderr); len(cmds) != 0 {
+		t.Errorf("stderr carries commands %v:\n%s", cmds, stderr)
+	}
+	if out := at.file(t, "GITHUB_OUTPUT"); strings.Contains(out, "pwned") {
+		t.Errorf("GITHUB_OUTPUT holds agent output:\n%s", out)
+	}
+
+	// Secrets: masked for the runner, redacted everywhere.
+	var masks []string
+	var rest strings.Builder
+	for _, line := range strings.Split(stdout, "\n") {
+		if m, ok := strings.CutPrefix(line, "::add-mask::"); ok {
+			masks = append(masks, m)
+			continue
+		}
+		rest.WriteString(line + "\n")
+	}
+	for _, m := range []string{testToken, testAPISecret, "declared-by-input-77"} {
+		if !slices.Contains(masks, m) {
+			t.Errorf("%q not masked (masks %q)", m, masks)
+		}
+	}
+	extra := []string{"declared-by-input-77", "https://hooks.example/deploy-0123", testToken}
+	check := func(where, text string) {
+		t.Helper()
+		assertNoSecrets(t, where, text)
+		for _, s := range extra {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds %q", where, s)
+			}
+		}
+	}
+	check("stdout", rest.String())
+	check("stderr", stderr)
+	check("summary", at.file(t, "GITHUB_STEP_SUMMARY"))
+	check("outputs", at.file(t, "GITHUB_OUTPUT"))
+	if len(gh.comments) != 1 {
+		t.Fatalf("comments = %d", len(gh.comments))
+	}
+	check("comment", gh.comments[0]["body"].(string))
+	files := gh.unzipped(t, "prodigy-dlq-555-1")
+	if !strings.Contains(files["items/item_1.json"], "pushing with ***") {
+		t.Errorf("the record lost the failing step's output:\n%s", files["items/item_1.json"])
+	}
+	for name, content := range files {
+		check("artifact "+name, content)
+	}
+	state := filepath.Join(at.env["RUNNER_TEMP"], "prodigy")
+	if n := assertNoSecretFiles(t, state); n < 5 {
+		t.Errorf("only %d files under %s", n, state)
+	}
+	_ = filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, "/worktrees/") {
+			b, _ := os.ReadFile(p)
+			check(p, string(b))
+		}
+		return nil
+	})
+}
+
+// TestRedactReportBeforeEscaping: escaping turns ghp_… into ghp\_…, which
+// no redactor of the rendered markdown recognises; the report's text is
+// redacted before rendering.
+func TestRedactReportBeforeEscaping(t *testing.T) {
+	t.Parallel()
+	in := report.Input{JobID: "j", Status: "completed", DLQCount: 1, Error: "job failed: " + testGHP,
+		FailedItems: []report.FailedItem{{ItemID: "item_1", ErrorType: "CommandFailed", Attempts: 1, LastError: "push " + testGHP + " key_" + testAPISecret}}}
+	red := redact.New(redact.Config{Values: []string{"key_" + testAPISecret}})
+	if raw := red.String(report.Summary(in)); !strings.Contains(raw, `ghp\_`) {
+		t.Fatalf("escaping no longer hides the token shape; the test proves nothing:\n%s", raw)
+	}
+	got := redactReport(red, in)
+	for name, text := range map[string]string{"summary": report.Summary(got), "comment": report.Comment(got)} {
+		if strings.Contains(text, "ghp") || strings.Contains(text, "secret") {
+			t.Errorf("%s leaks:\n%s", name, text)
+		}
+	}
+	if got.FailedItems[0].ItemID != "item_1" || got.DLQCount != 1 {
+		t.Errorf("redactReport lost data: %+v", got)
+	}
 }

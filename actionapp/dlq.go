@@ -35,7 +35,7 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 	if res.Repo == "" || res.JobID == "" {
 		return in, nil
 	}
-	store, err := dlq.Open(r.home, res.Repo, res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
+	store, err := dlq.Open(r.jobPaths(res).DLQRoot(), res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
 	if err != nil {
 		return in, err
 	}
@@ -94,7 +94,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 		return nil
 	}
 	defer os.Remove(metaPath)
-	data, n, err := ghaction.BuildDLQZip(dlq.JobDir(r.home, res.Repo, res.JobID), r.redact.Bytes,
+	data, n, err := ghaction.BuildDLQZip(dlq.Dir(r.jobPaths(res).DLQRoot(), res.JobID), r.redact.JSON,
 		ghaction.ExtraFile{Name: zipMeta, Path: metaPath})
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))

@@ -20,12 +20,13 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // redactedMark is what the redactor writes in place of a secret; a record
 // whose item_data contains it was stored with parts of its data masked.
-const redactedMark = "***"
+const redactedMark = redact.Mask
 
 // Bounds on a downloaded DLQ zip (it may have been crafted by hand).
 const (
@@ -266,9 +267,12 @@ func (r *actionRun) prepareJob(ctx context.Context, wf *config.Workflow, base ru
 }
 
 // importRecords adds recs to the DLQ of res's job through the store
-// (atomic, locked, validated).
+// (atomic, locked, validated). The records are not redacted again: they
+// were redacted before upload, and an item re-read from the checkout must
+// reach the redrive unmasked (the runner redacts the record it writes if
+// the item fails again; the uploaded artifact is redacted as always).
 func (r *actionRun) importRecords(res *runner.Result, recs []dlq.DeadLetteredItem) error {
-	store, err := dlq.Open(r.home, res.Repo, res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
+	store, err := dlq.Open(r.jobPaths(res).DLQRoot(), res.JobID, dlq.Options{Warn: func(m string) { r.env.gha.Warningf("DLQ: %s", r.redact.String(m)) }})
 	if err != nil {
 		return fmt.Errorf("open the DLQ of job %s: %w", res.JobID, err)
 	}

@@ -15,10 +15,17 @@ import (
 // collected with its position; decoding goes on so that one run reports
 // as many problems as possible.
 type decoder struct {
-	file     string
-	errs     []error
-	warnings []string
-	anchors  map[string]ast.Node
+	file  string
+	src   []byte   // the file's text
+	lines []string // src split into lines, made when first needed
+	// aliasNodes counts the nodes reached through aliases; past
+	// MaxAliasNodes, aliasErr is set and aliases resolve to nothing.
+	aliasNodes  int
+	anchorSizes map[string]int
+	aliasErr    error
+	errs        []error
+	warnings    []string
+	anchors     map[string]ast.Node
 }
 
 // entry is one key/value pair of a mapping.
@@ -84,11 +91,15 @@ func (d *decoder) value(n ast.Node) ast.Node {
 		case *ast.AnchorNode:
 			n = v.Value
 		case *ast.AliasNode:
-			if v.Value == nil {
+			if v.Value == nil || d.aliasErr != nil {
 				return nil
 			}
-			target, ok := d.anchors[v.Value.GetToken().Value]
+			name := v.Value.GetToken().Value
+			target, ok := d.anchors[name]
 			if !ok {
+				return nil
+			}
+			if !d.chargeAlias(v, name, target) {
 				return nil
 			}
 			n = target
@@ -103,6 +114,32 @@ func (d *decoder) value(n ast.Node) ast.Node {
 	}
 	return nil
 }
+
+// chargeAlias counts the nodes an alias expands to and reports false
+// (recording aliasErr once) when the document's aliases exceed
+// MaxAliasNodes: the decoder's work stays proportional to the limit, not
+// to the exponential size an alias bomb describes.
+func (d *decoder) chargeAlias(alias *ast.AliasNode, name string, target ast.Node) bool {
+	if d.anchorSizes == nil {
+		d.anchorSizes = map[string]int{}
+	}
+	size, ok := d.anchorSizes[name]
+	if !ok {
+		ast.Walk(nodeCounter(func() { size++ }), target)
+		d.anchorSizes[name] = size
+	}
+	d.aliasNodes += size + 1
+	if d.aliasNodes > MaxAliasNodes {
+		d.aliasErr = &Error{Pos: d.pos(alias), Msg: fmt.Sprintf("aliases expand to more than %d nodes (a YAML alias bomb?); "+
+			"use fewer or smaller anchors", MaxAliasNodes)}
+		return false
+	}
+	return true
+}
+
+type nodeCounter func()
+
+func (c nodeCounter) Visit(ast.Node) ast.Visitor { c(); return c }
 
 // kind names a node's YAML type for error messages.
 func (d *decoder) kind(n ast.Node) string {
@@ -124,14 +161,6 @@ func (d *decoder) kind(n ast.Node) string {
 	default:
 		return v.Type().String()
 	}
-}
-
-func (d *decoder) isNull(n ast.Node) bool {
-	switch d.value(n).(type) {
-	case nil, *ast.NullNode:
-		return true
-	}
-	return false
 }
 
 // entries returns the key/value pairs of a mapping node, with `<<` merge
@@ -223,11 +252,6 @@ func (o *object) take(key string) (entry, bool) {
 		}
 	}
 	return entry{}, false
-}
-
-// has reports whether key is present (without marking it accepted).
-func (o *object) has(key string) bool {
-	return slices.ContainsFunc(o.entries, func(e entry) bool { return e.key == key })
 }
 
 // finish reports every key that no take call accepted.

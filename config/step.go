@@ -1,8 +1,11 @@
 package config
 
 import (
+	"github.com/goccy/go-yaml/token"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,10 +63,12 @@ func (d *decoder) step(e entry) (Step, bool) {
 	if kv, ok := o.take("shell"); ok {
 		kinds++
 		s.Shell, _ = d.nonEmpty(kv)
+		s.TextPos, s.TextBlock = d.textPos(kv.val)
 	}
 	if kv, ok := o.take("claude"); ok {
 		kinds++
 		s.Claude, _ = d.nonEmpty(kv)
+		s.TextPos, s.TextBlock = d.textPos(kv.val)
 	}
 	if kv, ok := o.take("write_file"); ok {
 		kinds++
@@ -94,10 +99,13 @@ func (d *decoder) stepOptions(o *object, s *Step) {
 		s.CaptureOutput = d.captureOutput(kv)
 	}
 	if kv, ok := o.take("env"); ok {
-		s.Env = d.stringMap(kv)
+		s.Env, s.EnvPos = d.envMap(kv)
 	}
 	if kv, ok := o.take("retry"); ok {
 		s.Retry = d.retryConfig(kv)
+	}
+	if kv, ok := o.take("allow_nested_shell"); ok {
+		s.AllowNestedShell, _ = d.boolean(kv)
 	}
 }
 
@@ -131,6 +139,7 @@ func (d *decoder) onFailure(e entry) []Step {
 			return nil
 		}
 		s := Step{Pos: d.pos(e.val)}
+		s.TextPos, s.TextBlock = d.textPos(e.val)
 		if strings.HasPrefix(cmd, "/") {
 			s.Claude = cmd
 		} else {
@@ -173,6 +182,9 @@ func (d *decoder) writeFile(e entry) *WriteFile {
 	w := &WriteFile{}
 	if kv, ok := o.take("path"); ok {
 		w.Path, _ = d.nonEmpty(kv)
+		if w.Path != "" && !filepath.IsLocal(placeholderRE.ReplaceAllString(w.Path, "x")) {
+			d.fail(kv.val, kv.path, "%q leaves the worktree: write_file paths are relative to the worktree, without .. or a leading /", w.Path)
+		}
 	} else {
 		d.failAt(o.pos(), e.path, "missing path")
 	}
@@ -201,4 +213,98 @@ func (d *decoder) fileMode(e entry) os.FileMode {
 		return 0
 	}
 	return os.FileMode(m)
+}
+
+// placeholderRE matches a ${…} placeholder (for lexical checks only).
+var placeholderRE = regexp.MustCompile(`\$\{[^}]*\}`)
+
+// envName is the syntax of an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// textPos returns where a step's text value starts and whether it is a
+// block scalar (| or >), whose content starts on the next line at the
+// block's indentation.
+func (d *decoder) textPos(n ast.Node) (Position, bool) {
+	p := d.pos(n)
+	lit, ok := d.value(n).(*ast.LiteralNode)
+	if !ok {
+		if s, ok := d.value(n).(*ast.StringNode); ok {
+			if tk := s.GetToken(); tk != nil && (tk.Type == token.DoubleQuoteType || tk.Type == token.SingleQuoteType) {
+				p.Col++ // the opening quote
+			}
+		}
+		return p, false
+	}
+	if lit.Start == nil || lit.Start.Position == nil {
+		return p, true
+	}
+	// The content starts on the line after the | or > indicator, indented
+	// like its first non-blank line.
+	line := lit.Start.Position.Line + 1
+	if d.lines == nil {
+		d.lines = strings.Split(string(d.src), "\n")
+	}
+	lines := d.lines
+	col := 1
+	for i := line - 1; i >= 0 && i < len(lines); i++ {
+		if t := strings.TrimLeft(lines[i], " "); t != "" {
+			col = len(lines[i]) - len(t) + 1
+			break
+		}
+	}
+	return Position{File: d.file, Line: line, Col: col}, true
+}
+
+// stringMapPos returns the position of every value of a mapping.
+func (d *decoder) stringMapPos(e entry) map[string]Position {
+	es, ok := d.entries(e.val, e.path)
+	if !ok || len(es) == 0 {
+		return nil
+	}
+	out := make(map[string]Position, len(es))
+	for _, kv := range es {
+		out[kv.key] = d.pos(kv.keyNode)
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// envMap decodes an env block; every name must be a valid environment
+// variable name.
+func (d *decoder) envMap(e entry) (map[string]string, map[string]Position) {
+	m, pos := d.stringMap(e), d.stringMapPos(e)
+	for _, name := range sortedNames(m) {
+		if !envName.MatchString(name) {
+			d.failAt(pos[name], join(e.path, name), "invalid environment variable name %q: use letters, digits and _, not starting with a digit", name)
+		}
+	}
+	return m, pos
+}
+
+// TextPosition maps a 1-based line and column inside the step's text
+// (shell script or claude prompt) to the file. Exact for block scalars
+// (| and >) and for single-line values; for a multi-line flow scalar the
+// column is the best guess.
+func (s Step) TextPosition(line, col int) Position {
+	p := s.TextPos
+	if p.Line == 0 {
+		return s.Pos
+	}
+	if line > 1 {
+		p.Line += line - 1
+		if !s.TextBlock {
+			p.Col = col
+			return p
+		}
+	}
+	p.Col += col - 1
+	return p
 }

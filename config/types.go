@@ -16,6 +16,9 @@ type Workflow struct {
 	Mode string
 	// Env is the top-level `env`; numbers and booleans are kept as written.
 	Env map[string]string
+	// Secrets is the top-level `secrets`: environment variable names whose
+	// values are redacted from every output.
+	Secrets []string
 	// Setup runs in the parent worktree before the map phase.
 	Setup []Step
 	// Map is the map phase.
@@ -42,6 +45,8 @@ type MapPhase struct {
 	JSONPath string
 	// Filter is an expression keeping the items for which it is true.
 	Filter string
+	// FilterPos is where the filter expression's text starts.
+	FilterPos Position
 	// SortBy is "field DESC, other ASC".
 	SortBy string
 	// Distinct names a field whose first occurrence is kept.
@@ -168,8 +173,19 @@ type Step struct {
 	Env map[string]string
 	// Retry retries this one step; nil = no step-level retry.
 	Retry *RetryConfig
+	// AllowNestedShell (`allow_nested_shell: true`) lets placeholders sit
+	// inside the script of a second shell (bash -c, eval, ssh …), which
+	// parses their values as code; refused by default.
+	AllowNestedShell bool
 	// Pos is where the step starts.
 	Pos Position
+	// TextPos is where the step's text (shell script, claude prompt or
+	// write_file path) starts; TextBlock is true for a literal or folded
+	// block scalar (| or >), whose lines start at column TextPos.Col.
+	TextPos   Position
+	TextBlock bool
+	// EnvPos is where each `env` value is.
+	EnvPos map[string]Position
 }
 
 // Describe returns "shell: <cmd>", "claude: <prompt>" or

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/scanner"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Load reads the workflow file at path and parses it (see Parse). A read
@@ -31,12 +34,15 @@ func Load(path string) (*Workflow, error) {
 // (errors.Join of *Error, each "file:line:col: key: message"); on error the
 // workflow is nil.
 func Parse(file string, data []byte) (*Workflow, error) {
-	d := &decoder{file: file}
+	d := &decoder{file: file, src: data}
 	root, err := d.document(data)
 	if err != nil {
 		return nil, err
 	}
 	w := d.workflow(root)
+	if d.aliasErr != nil {
+		return nil, d.aliasErr
+	}
 	if len(d.errs) > 0 {
 		slices.SortStableFunc(d.errs, byPosition)
 		return nil, errors.Join(d.errs...)
@@ -46,9 +52,27 @@ func Parse(file string, data []byte) (*Workflow, error) {
 	return w, nil
 }
 
+// Parsing limits: a workflow file larger than MaxFileSize, nested deeper
+// than MaxDepth flow collections, or whose aliases expand to more than
+// MaxAliasNodes nodes is rejected before or while decoding, so a "billion
+// laughs" or deeply nested file fails fast in little memory.
+const (
+	MaxFileSize   = 4 << 20
+	MaxDepth      = 100
+	MaxAliasNodes = 10_000
+)
+
 // document parses the YAML text into the body of its single document.
 func (d *decoder) document(data []byte) (ast.Node, error) {
-	f, err := parser.ParseBytes(data, 0)
+	if len(data) > MaxFileSize {
+		return nil, &Error{Pos: Position{File: d.file, Line: 1, Col: 1},
+			Msg: fmt.Sprintf("the workflow file is %d bytes, more than the %d MiB limit", len(data), MaxFileSize>>20)}
+	}
+	tokens, err := d.tokenize(string(data))
+	if err != nil {
+		return nil, err
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil && se.Token.Position != nil {
@@ -93,7 +117,10 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 		}
 	}
 	if kv, ok := o.take("env"); ok {
-		w.Env = d.stringMap(kv)
+		w.Env, _ = d.envMap(kv)
+	}
+	if kv, ok := o.take("secrets"); ok {
+		w.Secrets = d.secrets(kv)
 	}
 	if kv, ok := o.take("setup"); ok {
 		w.Setup = d.steps(kv, true)
@@ -142,6 +169,9 @@ func (d *decoder) mapPhase(e entry, w *Workflow) policySrc {
 	for _, s := range strs {
 		if kv, ok := o.take(s.key); ok {
 			*s.dst, _ = d.str(kv)
+			if s.key == "filter" {
+				m.FilterPos, _ = d.textPos(kv.val)
+			}
 		}
 	}
 	if kv, ok := o.take("offset"); ok {
@@ -261,4 +291,51 @@ func byPosition(a, b error) int {
 		return ea.Pos.Line - eb.Pos.Line
 	}
 	return ea.Pos.Col - eb.Pos.Col
+}
+
+// tokenize scans the YAML text into tokens (as lexer.Tokenize does),
+// rejecting flow collections ([ ], { }) nested deeper than MaxDepth and
+// block collections indented deeper than MaxDepth levels as soon as the
+// scanner reaches them, before the recursive parser sees them.
+func (d *decoder) tokenize(src string) (token.Tokens, error) {
+	var (
+		sc      scanner.Scanner
+		tokens  token.Tokens
+		depth   int
+		indents []int // columns of the open block levels
+	)
+	sc.Init(src)
+	for {
+		sub, err := sc.Scan()
+		if err == io.EOF {
+			return tokens, nil
+		}
+		for _, tk := range sub {
+			switch tk.Type {
+			case token.SequenceStartType, token.MappingStartType:
+				depth++
+			case token.SequenceEndType, token.MappingEndType:
+				depth--
+			case token.MappingValueType, token.SequenceEntryType:
+				if depth > 0 || tk.Position == nil {
+					break
+				}
+				col := tk.Position.Column
+				for len(indents) > 0 && indents[len(indents)-1] > col {
+					indents = indents[:len(indents)-1]
+				}
+				if len(indents) == 0 || indents[len(indents)-1] < col {
+					indents = append(indents, col)
+				}
+			}
+			if depth > MaxDepth || len(indents) > MaxDepth {
+				p := Position{File: d.file, Line: 1, Col: 1}
+				if tk.Position != nil {
+					p.Line, p.Col = tk.Position.Line, tk.Position.Column
+				}
+				return nil, &Error{Pos: p, Msg: fmt.Sprintf("collections are nested more than %d levels deep", MaxDepth)}
+			}
+		}
+		tokens.Add(sub...)
+	}
 }

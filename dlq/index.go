@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
 )
 
 // The index of a job is index.json plus index.journal: writers append one
@@ -103,7 +105,7 @@ func (s *Store) withLock(create bool, fn func(l *lockFile) error) error {
 	return s.withFileLock(create, fn)
 }
 
-func (s *Store) withFileLock(create bool, fn func(l *lockFile) error) error {
+func (s *Store) withFileLock(create bool, fn func(l *lockFile) error) (err error) {
 	if create {
 		if err := os.MkdirAll(s.itemsDir, 0o755); err != nil {
 			return fmt.Errorf("create dlq directory: %w", err)
@@ -116,7 +118,11 @@ func (s *Store) withFileLock(create bool, fn func(l *lockFile) error) error {
 	if err != nil {
 		return err
 	}
-	defer l.release()
+	defer func() {
+		if rerr := l.release(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
 	if err := s.refresh(l); err != nil {
 		return err
 	}
@@ -385,7 +391,7 @@ func (s *Store) flushFromTimer() {
 func (s *Store) writeIndex(l *lockFile) error {
 	s.idx.updatedAt = s.opts.Now().UTC()
 	start := time.Now()
-	if err := writeFileAtomic(s.dir, indexName, s.indexBytes(), false); err != nil {
+	if err := fsx.WriteFileNoSync(filepath.Join(s.dir, indexName), s.opts.Redact(s.indexBytes()), 0o644); err != nil {
 		return fmt.Errorf("write dlq index: %w", err)
 	}
 	s.lastWrite = time.Since(start)

@@ -78,7 +78,7 @@ func TestRecordGolden(t *testing.T) {
 			if d == nil {
 				t.Fatal("FromAgentResult returned nil for a failure")
 			}
-			s, err := Open(t.TempDir(), "prodigy", "job-1", Options{Warn: func(m string) { t.Error(m) }})
+			s, err := Open(t.TempDir(), "job-1", Options{Warn: func(m string) { t.Error(m) }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
 )
 
 // DefaultCapacity is the number of records a job's DLQ keeps before it
@@ -56,6 +58,10 @@ type Options struct {
 	// delay grows to 10× the last index write (at most 2 s) so rewriting
 	// the index stays a small share of the time.
 	FlushDelay time.Duration
+	// Redact is applied to the JSON bytes of every item file and of
+	// index.json before they are written (redact.Redactor.JSON); nil
+	// writes them as they are.
+	Redact func(jsonText []byte) []byte
 }
 
 // Store is the DLQ of one job. It is safe for concurrent use by many
@@ -68,9 +74,9 @@ type Options struct {
 // disagrees with items/ at rest; after a crash the next operation rebuilds
 // it from items/ (see docs/dlq.md). Call Close when done.
 type Store struct {
-	home, repo, jobID string
-	dir, itemsDir     string
-	opts              Options
+	root, jobID   string
+	dir, itemsDir string
+	opts          Options
 
 	mu         sync.Mutex
 	idx        *indexState // nil until loaded under the lock
@@ -81,15 +87,16 @@ type Store struct {
 	lastWrite  time.Duration  // duration of the last index.json write
 }
 
-// JobDir returns the DLQ directory of a job:
-// <home>/dlq/<repo>/<jobID>/mapreduce/dlq/<jobID>.
-func JobDir(home, repo, jobID string) string {
-	return filepath.Join(home, "dlq", repo, jobID, "mapreduce", "dlq", jobID)
+// Dir returns the directory that holds a job's index.json and items/
+// inside root, the folder the caller assigns to the job's DLQ (jobstore's
+// dlq/<repo>/<job_id>): root/mapreduce/dlq/<jobID>, the seeds' layout.
+func Dir(root, jobID string) string {
+	return filepath.Join(root, "mapreduce", "dlq", jobID)
 }
 
 // checkSegment rejects names that are not a single path element. Job ids
-// may not start with '.' either: Clear renames a job to ".<job_id>.cleared-…"
-// and Jobs ignores such names.
+// may not start with '.' either: Clear renames a job's root to
+// ".<name>.cleared-…" and job listings ignore such names.
 func checkSegment(what, s string, noDot bool) error {
 	if s == "" || s == "." || s == ".." || noDot && strings.HasPrefix(s, ".") || strings.ContainsAny(s, "/\\\x00") {
 		return fmt.Errorf("invalid dlq %s %q: must be one file name without '/', '\\' or NUL", what, s)
@@ -97,12 +104,14 @@ func checkSegment(what, s string, noDot bool) error {
 	return nil
 }
 
-// Open returns the store of job jobID of repository repo under home. It
-// creates nothing: directories and files appear on the first write, and
-// reading a job without a DLQ yields an empty store.
-func Open(home, repo, jobID string, o Options) (*Store, error) {
-	if err := checkSegment("repo", repo, false); err != nil {
-		return nil, err
+// Open returns the store of job jobID whose DLQ lives under root, a
+// directory that belongs to this job's DLQ alone (the caller decides where:
+// the store never computes state-directory paths). It creates nothing:
+// directories and files appear on the first write, and reading a job
+// without a DLQ yields an empty store.
+func Open(root, jobID string, o Options) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("dlq: no directory given")
 	}
 	if err := checkSegment("job id", jobID, true); err != nil {
 		return nil, err
@@ -119,17 +128,17 @@ func Open(home, repo, jobID string, o Options) (*Store, error) {
 	if o.Warn == nil {
 		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "warning: "+msg) }
 	}
-	dir := JobDir(home, repo, jobID)
-	return &Store{home: home, repo: repo, jobID: jobID, dir: dir, itemsDir: filepath.Join(dir, "items"), opts: o}, nil
+	if o.Redact == nil {
+		o.Redact = func(b []byte) []byte { return b }
+	}
+	dir := Dir(root, jobID)
+	return &Store{root: filepath.Clean(root), jobID: jobID, dir: dir, itemsDir: filepath.Join(dir, "items"), opts: o}, nil
 }
 
 // JobID returns the store's job id.
 func (s *Store) JobID() string { return s.jobID }
 
-// Repo returns the store's repository name.
-func (s *Store) Repo() string { return s.repo }
-
-// Dir returns the job's DLQ directory (JobDir).
+// Dir returns the job's DLQ directory (Dir(root, jobID)).
 func (s *Store) Dir() string { return s.dir }
 
 // ItemPath returns the path of the file that stores itemID.
@@ -195,13 +204,14 @@ func (s *Store) addLocked(l *lockFile, item DeadLetteredItem) (DeadLetteredItem,
 	if err != nil {
 		return DeadLetteredItem{}, nil, err
 	}
+	data = s.opts.Redact(data)
 	stored, err := Decode(data)
 	if err != nil {
 		return DeadLetteredItem{}, nil, err
 	}
 	if contains(s.idx.set, item.ItemID) {
 		// Same membership: only the item file changes.
-		return stored, nil, writeFileAtomic(s.itemsDir, name, data, true)
+		return stored, nil, fsx.WriteFile(filepath.Join(s.itemsDir, name), data, 0o644)
 	}
 	if err := s.markDirty(l); err != nil {
 		return DeadLetteredItem{}, nil, err
@@ -210,7 +220,7 @@ func (s *Store) addLocked(l *lockFile, item DeadLetteredItem) (DeadLetteredItem,
 	if err != nil {
 		return DeadLetteredItem{}, evicted, err
 	}
-	if err := writeFileAtomic(s.itemsDir, name, data, true); err != nil {
+	if err := fsx.WriteFile(filepath.Join(s.itemsDir, name), data, 0o644); err != nil {
 		return DeadLetteredItem{}, evicted, err
 	}
 	if err := s.journal('+', item.ItemID); err != nil {
@@ -511,13 +521,13 @@ func (s *Store) Index() (Index, error) {
 	return ix, nil
 }
 
-// Clear deletes the job's whole DLQ (<home>/dlq/<repo>/<job_id>): the
-// directory is renamed away under the lock, then removed, so readers see
-// all or nothing. Clearing a job without a DLQ is not an error.
+// Clear deletes the job's whole DLQ (its root directory): the directory is
+// renamed away under the lock, then removed, so readers see all or
+// nothing. Clearing a job without a DLQ is not an error.
 func (s *Store) Clear() error {
-	root := filepath.Join(s.home, "dlq", s.repo, s.jobID)
+	root := s.root
 	err := s.withLock(false, func(*lockFile) error {
-		trash := filepath.Join(s.home, "dlq", s.repo, fmt.Sprintf(".%s.cleared-%d-%d", s.jobID, os.Getpid(), time.Now().UnixNano()))
+		trash := filepath.Join(filepath.Dir(root), fmt.Sprintf(".%s.cleared-%d-%d", filepath.Base(root), os.Getpid(), time.Now().UnixNano()))
 		if err := os.Rename(root, trash); err != nil {
 			return err
 		}

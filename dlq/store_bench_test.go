@@ -33,7 +33,7 @@ func BenchmarkAdd(b *testing.B) {
 	}{{0, 0}, {10000, 0}, {0, -1}, {10000, -1}} {
 		b.Run(fmt.Sprintf("existing=%d/flush_delay=%v", tc.n, tc.delay), func(b *testing.B) {
 			n := tc.n
-			s, _ := Open(b.TempDir(), "repo", "job-1", Options{Capacity: -1, FlushDelay: tc.delay, Warn: func(string) {}})
+			s, _ := Open(b.TempDir(), "job-1", Options{Capacity: -1, FlushDelay: tc.delay, Warn: func(string) {}})
 			defer s.Close()
 			populate(b, s, n)
 			b.ResetTimer()

@@ -39,6 +39,9 @@ type Inputs struct {
 	// RedriveWorkflow is the workflow file shown in the redrive command;
 	// "" means the current workflow's file.
 	RedriveWorkflow string
+	// SecretValues are extra values to redact (input secret-values, one
+	// per line; blank lines ignored).
+	SecretValues []string
 }
 
 // ReadInputs reads every input through a (INPUT_* variables, already
@@ -58,6 +61,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
 
 		RedriveWorkflow: a.GetInput("redrive-workflow"),
+		SecretValues:    secretLines(a.GetInput("secret-values")),
 	}
 	var errs []error
 	if in.Command == "" {
@@ -129,4 +133,16 @@ func parseBool(s string) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("%q is not true or false", s)
+}
+
+// secretLines splits the secret-values input: one value per line, surrounding
+// blanks trimmed, empty lines dropped.
+func secretLines(s string) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -60,3 +60,14 @@ func TestReadInputsErrors(t *testing.T) {
 		t.Errorf("missing workflow: %v", err)
 	}
 }
+
+func TestReadInputsSecretValues(t *testing.T) {
+	t.Parallel()
+	in, err := ReadInputs(actionWith(map[string]string{"INPUT_WORKFLOW": "wf.yml", "INPUT_SECRET-VALUES": "  first value \n\n\tsecond\r\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(in.SecretValues, "|") != "first value|second" {
+		t.Errorf("SecretValues = %q", in.SecretValues)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/redact"
 )
 
 func writeFile(t *testing.T, path, data string) {
@@ -28,8 +30,7 @@ func TestBuildDLQZipRoundTrip(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "items", "a.json"), `{"item_id":"a","failure_count":1}`)
 	writeFile(t, filepath.Join(dir, "items", "notes.txt"), `ignored`)
 	writeFile(t, filepath.Join(dir, "index.json"), `{"job_id":"j","item_count":2,"item_ids":["a","b"]}`)
-	r := NewRedactor(nil)
-	r.Add("ghs_SECRET")
+	r := redact.New(redact.Config{Values: []string{"ghs_SECRET"}})
 
 	state := filepath.Join(t.TempDir(), "checkpoint.json")
 	writeFile(t, state, `{"job_id":"j","vars":{"T":"ghs_SECRET"}}`)
@@ -146,23 +147,6 @@ func TestExtractZipRefusesUnsafeArchives(t *testing.T) {
 				t.Error("a file escaped the destination")
 			}
 		})
-	}
-}
-
-func TestRedactor(t *testing.T) {
-	t.Parallel()
-	var masked []string
-	r := NewRedactor(func(s string) { masked = append(masked, s) })
-	r.Add("", "abc", "p@ss\"word", "tok-123456")
-	if got := r.String(`token tok-123456 and json "p@ss\"word" and abc`); got != `token *** and json "***" and abc` {
-		t.Errorf("String = %q", got)
-	}
-	if len(masked) != 2 {
-		t.Errorf("masked %q, want the two real secrets", masked)
-	}
-	var nilR *Redactor
-	if nilR.String("x") != "x" {
-		t.Error("nil Redactor changed text")
 	}
 }
 

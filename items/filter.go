@@ -12,6 +12,8 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
@@ -50,7 +52,7 @@ func CompileFilter(src string) (*Filter, error) {
 	}
 	f := &Filter{src: src}
 	rewritten, pos := rewriteFilter(src)
-	patch := &nilSafe{}
+	patch := &nilSafe{pos: pos}
 	opts := []expr.Option{
 		expr.AllowUndefinedVariables(),
 		expr.Patch(patch),
@@ -80,12 +82,14 @@ func CompileFilter(src string) (*Filter, error) {
 		expr.Function("is_array", args1(func(v any) (any, error) { _, ok := v.([]any); return ok, nil })),
 		expr.Function("is_object", args1(func(v any) (any, error) { _, ok := v.(map[string]any); return ok, nil })),
 	}
+	patch.known = knownFunctions(opts)
 	program, err := expr.Compile(rewritten, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("invalid filter %q: %s", src, describeExprError(err, pos))
-	}
 	if patch.err != nil {
-		return nil, fmt.Errorf("invalid filter %q: %w", src, patch.err)
+		return nil, &FilterError{Filter: src, Column: patch.errCol, Err: patch.err}
+	}
+	if err != nil {
+		msg, col := describeExprError(err, pos)
+		return nil, &FilterError{Filter: src, Column: col, Err: errors.New(msg)}
 	}
 	f.program = program
 	return f, nil
@@ -120,24 +124,67 @@ func (f *Filter) Match(env map[string]any) (bool, error) {
 
 // describeExprError turns an expr compile error into one line whose column
 // refers to the user's source (pos maps rewritten runes to source runes).
-func describeExprError(err error, pos []int) string {
+func describeExprError(err error, pos []int) (string, int) {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		return err.Error()
+		return err.Error(), 0
 	}
 	at := fe.From
 	if at >= 0 && at < len(pos) {
 		at = pos[at]
 	}
-	return fmt.Sprintf("%s (at column %d)", fe.Message, at+1)
+	return fe.Message, at + 1
 }
+
+// FilterError is a filter that does not compile; Column (1-based, in
+// bytes of Filter; 0 when unknown) is where the problem is.
+type FilterError struct {
+	Filter string
+	Column int
+	Err    error
+}
+
+func (e *FilterError) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("invalid filter %q: %v (at column %d)", e.Filter, e.Err, e.Column)
+	}
+	return fmt.Sprintf("invalid filter %q: %v", e.Filter, e.Err)
+}
+
+func (e *FilterError) Unwrap() error { return e.Err }
 
 // nilSafe rewrites the AST so missing values never raise errors: ordering
 // comparisons, `contains` and `matches` become calls to helpers that are
 // false for nil or mismatched kinds, and !nil is true. (Member access is made optional by
 // rewriteFilter.) Constant regular expressions are checked here, so a bad
 // pattern is a compile error; err keeps the first one.
-type nilSafe struct{ err error }
+type nilSafe struct {
+	err    error
+	errCol int
+	pos    []int           // rewritten offset → source offset
+	known  map[string]bool // functions a filter may call
+}
+
+// knownFunctions names the functions a filter may call: ours (opts) and
+// expr's builtins. A call of anything else is a compile error, not a
+// failure of every item at run time.
+func knownFunctions(opts []expr.Option) map[string]bool {
+	known := map[string]bool{}
+	for _, f := range builtin.Builtins {
+		known[f.Name] = true
+	}
+	conf := conf.CreateNew()
+	for _, o := range opts {
+		o(conf)
+	}
+	for name := range conf.Functions {
+		known[name] = true
+	}
+	return known
+}
+
+// userFunctions lists the documented filter functions for messages.
+const userFunctions = "contains, matches, starts_with, ends_with, length, is_null, is_not_null, is_number, is_string, is_bool, is_array, is_object (and expr-lang's builtins such as len, lower, upper, trim)"
 
 var cmpHelpers = map[string]string{
 	"<": "__lt", "<=": "__le", ">": "__gt", ">=": "__ge", "contains": "__contains", "matches": "__matches",
@@ -148,6 +195,16 @@ func (v *nilSafe) Visit(node *ast.Node) {
 	if n, ok := (*node).(*ast.UnaryNode); ok && (n.Operator == "!" || n.Operator == "not") {
 		ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: "__not"}, Arguments: []ast.Node{n.Node}})
 		return
+	}
+	if n, ok := (*node).(*ast.CallNode); ok && v.err == nil {
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && !v.known[id.Value] {
+			at := n.Location().From
+			if at >= 0 && at < len(v.pos) {
+				at = v.pos[at]
+			}
+			v.err = fmt.Errorf("unknown function %s(); filters can call %s", id.Value, userFunctions)
+			v.errCol = at + 1
+		}
 	}
 	if n, ok := (*node).(*ast.BinaryNode); ok {
 		if fn, ok := cmpHelpers[n.Operator]; ok {

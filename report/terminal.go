@@ -68,7 +68,7 @@ func WriteDLQTable(w io.Writer, rows []dlq.Summary) error {
 }
 
 // WriteDLQAnalysis writes the human form of `dlq analyze`.
-func WriteDLQAnalysis(w io.Writer, ref dlq.JobRef, an dlq.Analysis) error {
+func WriteDLQAnalysis(w io.Writer, ref runner.Paths, an dlq.Analysis) error {
 	fmt.Fprintf(w, "Job %s (repo %s): %d dead-lettered items\n", ref.JobID, ref.Repo, an.TotalItems)
 	if an.TotalItems == 0 {
 		return nil
@@ -102,7 +102,7 @@ func WriteDLQAnalysis(w io.Writer, ref dlq.JobRef, an dlq.Analysis) error {
 }
 
 // WriteDLQStats writes the human form of `dlq stats`.
-func WriteDLQStats(w io.Writer, ref dlq.JobRef, st dlq.Statistics) error {
+func WriteDLQStats(w io.Writer, ref runner.Paths, st dlq.Statistics) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Job:\t%s (repo %s)\n", ref.JobID, ref.Repo)
 	fmt.Fprintf(tw, "Total items:\t%d\n", st.TotalItems)

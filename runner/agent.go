@@ -12,12 +12,17 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
-// itemRun is the execution of one item in this process: all its attempts.
-type itemRun struct {
-	it      *CheckpointItem
+// itemRunner runs one item in this process: all its attempts, the merge,
+// cleanup and the on_item_failure policy. One per item; the job it belongs
+// to provides the shared services (git, state, DLQ, events, worktrees).
+type itemRunner struct {
+	j       *job
+	it      *jobstore.CheckpointItem
 	data    any
 	agentID string
 	branch  string
@@ -37,37 +42,39 @@ type itemRun struct {
 	began                              time.Time
 }
 
-// processItem runs one item to a final state (merged, skipped, dlq) or
-// back to pending when the job is interrupted.
-func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
-	ir := j.newItemRun(it)
+// run takes the item to a final state (merged, skipped, dlq) or back to
+// pending when the job is interrupted. ctx ends on an interrupt (no new
+// attempt starts); runCtx is what agents run under (it outlives ctx by the
+// interrupt grace period).
+func (ir *itemRunner) run(ctx, runCtx context.Context) {
+	j, it := ir.j, ir.it
 	ir.began = time.Now()
 	start := j.now()
-	_ = j.state.update(func(cp *Checkpoint) {
+	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 	})
 	j.prog.started()
-	j.events.emit(evAgentStarted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + 1, "branch": ir.branch})
+	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 
 	err := retry.Do(ctx, j.itemPolicy, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
 		if a.Final {
 			return
 		}
 		msg := j.redact(errText(a.Err))
-		j.events.emit(evAgentRetrying, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "attempt": ir.base + a.Number + 1, "backoff_ms": a.Delay.Milliseconds(), "error": msg})
+		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
 		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
 	}}, func(_ context.Context, attempt int) error {
 		ir.attempts = attempt
 		began := j.now()
-		f := j.attempt(ir, attempt)
+		f := ir.attempt(runCtx, attempt)
 		if f == nil {
 			return nil
 		}
 		if f.Interrupted {
 			return retry.Permanent(errInterrupted)
 		}
-		ir.failures = append(ir.failures, j.failureOf(ir, attempt, f, j.now().Sub(began)))
+		ir.failures = append(ir.failures, ir.failureOf(attempt, f, j.now().Sub(began)))
 		if f.Permanent {
 			return retry.Permanent(f)
 		}
@@ -77,25 +84,26 @@ func (j *job) processItem(ctx context.Context, it *CheckpointItem) {
 
 	switch {
 	case err == nil:
-		cs := j.release(ir, false)
+		cs := ir.release(runCtx, false)
 		j.clearFromDLQ(it.ItemID)
-		j.finishItem(ir, ItemMerged, "", "", duration)
-		j.events.emit(evAgentCompleted, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "duration_ms": duration.Milliseconds(), "commits": ir.commits, "json_log_location": nilIfEmpty(ir.lastLog), "cleanup_status": cs, "attempts": ir.attempts})
+		ir.finish(ItemMerged, "", "", duration)
+		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts})
 	case errors.Is(err, errInterrupted) || (len(ir.failures) < ir.attempts) || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
-		j.release(ir, false)
-		_ = j.state.update(func(*Checkpoint) { it.State = ItemPending })
+		ir.release(runCtx, false)
+		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
 	default:
-		j.itemFailed(ir, err, duration)
+		ir.failed(runCtx, err, duration)
 	}
 }
 
-// agentSeq is stored on the job; see newItemRun.
-func (j *job) newItemRun(it *CheckpointItem) *itemRun {
+// newItemRunner numbers the item's agent (unique across runs of the job).
+func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 	n := j.agentSeq.Add(1)
 	agentID := fmt.Sprintf("agent-%d", n)
-	return &itemRun{
+	return &itemRunner{
+		j:       j,
 		it:      it,
 		data:    json.RawMessage(it.Data),
 		agentID: agentID,
@@ -107,8 +115,8 @@ func (j *job) newItemRun(it *CheckpointItem) *itemRun {
 
 // attempt runs the agent template once in a clean worktree and merges the
 // agent's commits. A nil result means the attempt succeeded.
-func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
-	ctx := j.runCtx
+func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
+	j := ir.j
 	if j.agentTO > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, j.agentTO, errAgentTimeout)
@@ -118,25 +126,25 @@ func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
 	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
 	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
-		return j.gitFailure(ctx, "resolve the results branch", err)
+		return gitFailure(ctx, "resolve the results branch", err)
 	}
 	t0 := time.Now()
 	if ir.tree == nil {
 		t, err := j.trees.acquire(ctx, ir.agentID, ir.branch, head)
 		if err != nil {
-			return j.gitFailure(ctx, "prepare the agent worktree", err)
+			return gitFailure(ctx, "prepare the agent worktree", err)
 		}
 		ir.tree = t
 	} else if err := j.trees.reset(ctx, ir.tree, head); err != nil {
 		// A retry reuses the item's worktree, reset to the new head.
-		return j.gitFailure(ctx, "reset the agent worktree for a retry", err)
+		return gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
 	ir.tPrepare += time.Since(t0)
-	vars := j.itemVars(ir, n)
+	vars := ir.vars(n)
 	sc := &stepContext{
 		dir:        ir.tree.path,
 		vars:       vars,
-		env:        append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
+		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
 		log:        ir.log,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 	}
@@ -144,32 +152,32 @@ func (j *job) attempt(ir *itemRun, attempt int) *stepFailure {
 		ir.lastLog = sc.transcript
 	}
 	t0 = time.Now()
-	f := j.runSteps(ctx, j.wf.Map.AgentTemplate, sc)
+	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
 	if f != nil {
-		j.captureArtifacts(ir, f)
+		ir.captureArtifacts(ctx, f)
 		return f
 	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
-		return j.gitFailure(ctx, "list the agent's commits", err)
+		return gitFailure(ctx, "list the agent's commits", err)
 	}
 	ir.commits = len(commits)
 	if len(commits) == 0 {
 		fmt.Fprintf(ir.log, "no commits to merge\n")
 		return nil
 	}
-	if f := j.merge(ctx, ir); f != nil {
-		j.captureArtifacts(ir, f)
+	if f := ir.merge(ctx); f != nil {
+		ir.captureArtifacts(ctx, f)
 		return f
 	}
 	return nil
 }
 
 // gitFailure classifies a git error during an attempt.
-func (j *job) gitFailure(ctx context.Context, what string, err error) *stepFailure {
+func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 	if c := context.Cause(ctx); c != nil {
 		if errors.Is(c, errAgentTimeout) {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.Timeout}, Message: what + ": agent timeout exceeded", Step: "agent"}
@@ -180,7 +188,8 @@ func (j *job) gitFailure(ctx context.Context, what string, err error) *stepFailu
 }
 
 // merge merges the agent branch into the results branch; one at a time.
-func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
+func (ir *itemRunner) merge(ctx context.Context) *stepFailure {
+	j := ir.j
 	j.mergeMu.Lock()
 	defer j.mergeMu.Unlock()
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
@@ -192,7 +201,7 @@ func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
 	}
 	if err == nil {
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
-		j.events.emit(evWorktreeMerged, map[string]any{"agent_id": ir.agentID, "item_id": ir.it.ItemID, "branch": ir.branch, "commits": ir.commits})
+		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
 	}
 	var mc *gitops.MergeConflictError
@@ -203,18 +212,20 @@ func (j *job) merge(ctx context.Context, ir *itemRun) *stepFailure {
 		}
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.MergeConflict}, Message: msg, Step: "merge", Tail: mc.Detail}
 	}
-	f := j.gitFailure(ctx, "merge "+ir.branch, err)
+	f := gitFailure(ctx, "merge "+ir.branch, err)
 	f.Step = "merge"
 	return f
 }
 
-// captureArtifacts records what the failed worktree looks like.
-func (j *job) captureArtifacts(ir *itemRun, f *stepFailure) {
+// captureArtifacts records what the failed worktree looks like; it runs
+// even after ctx ended, for a bounded time.
+func (ir *itemRunner) captureArtifacts(ctx context.Context, f *stepFailure) {
+	j := ir.j
 	ir.errorLogs = j.redact(f.Tail)
 	if ir.tree == nil || f.Interrupted {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if s, err := j.git.StatusSummary(ctx, ir.tree.path); err == nil {
 		ir.uncommitted = j.redact(s)
@@ -222,7 +233,8 @@ func (j *job) captureArtifacts(ir *itemRun, f *stepFailure) {
 }
 
 // failureOf turns a failed attempt into a DLQ failure detail.
-func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Duration) dlq.Failure {
+func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration) dlq.Failure {
+	j := ir.j
 	var t *dlq.ErrorType
 	if f.Type.Kind != "" {
 		tt := f.Type
@@ -253,20 +265,22 @@ func (j *job) failureOf(ir *itemRun, attempt int, f *stepFailure, took time.Dura
 	}
 }
 
-// release cleans up the item's worktree (see worktrees.release).
-func (j *job) release(ir *itemRun, keep bool) CleanupStatus {
+// release cleans up the item's worktree (see worktrees.release); it runs
+// even after ctx ended, for a bounded time.
+func (ir *itemRunner) release(ctx context.Context, keep bool) CleanupStatus {
+	j := ir.j
 	t0 := time.Now()
 	defer func() { ir.tCleanup += time.Since(t0) }()
 	t := ir.tree
 	ir.tree = nil
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.runCtx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	return j.trees.release(ctx, t, ir.agentID, ir.it.ItemID, keep)
 }
 
-// itemFailed applies on_item_failure after the attempts are exhausted.
-func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
-	it := ir.it
+// failed applies on_item_failure after the attempts are exhausted.
+func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Duration) {
+	j, it := ir.j, ir.it
 	path, branch := "", ir.branch
 	if ir.tree != nil {
 		path = ir.tree.path
@@ -278,22 +292,22 @@ func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
 		lastType = *last.Type
 	}
 	if ir.tree != nil && !keep {
-		j.release(ir, false)
+		ir.release(ctx, false)
 	} else if keep {
-		j.release(ir, true)
+		ir.release(ctx, true)
 		j.logf("  preserved failed worktree of %s: %s (branch %s)", it.ItemID, path, branch)
 	}
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
 	}
-	j.events.emit(evAgentFailed, map[string]any{"agent_id": ir.agentID, "item_id": it.ItemID, "error": last.Message, "error_type": lastType, "attempts": ir.attempts, "json_log_location": nilIfEmpty(last.LogPath), "retry_eligible": dlq.ReprocessEligible(lastType, last.Message)})
+	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message)})
 
 	policy := j.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ
-	if policy == "skip" {
+	if policy == config.OnFailureSkip {
 		state = ItemSkipped
 	}
-	if policy == "custom" && j.runCustomHandler(ir, last, lastType) {
+	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
 		state = ItemSkipped
 	}
 	if state == ItemDLQ {
@@ -307,9 +321,9 @@ func (j *job) itemFailed(ir *itemRun, err error, duration time.Duration) {
 		})
 		j.dlqAdd(rec)
 	} else {
-		j.events.emit(evItemSkipped, map[string]any{"item_id": it.ItemID, "error": last.Message, "policy": policy})
+		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 	}
-	j.finishItem(ir, state, last.Message, lastType.String(), duration)
+	ir.finish(state, last.Message, lastType.String(), duration)
 	j.checkThresholds(policy)
 }
 
@@ -323,13 +337,13 @@ func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
 		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v", rec.ItemID, err))
 		return
 	}
-	j.events.emit(evDLQItemAdded, map[string]any{"item_id": merged.ItemID, "error_signature": merged.ErrorSignature, "failure_count": merged.FailureCount})
+	j.events.emit(DLQItemAdded{ItemID: merged.ItemID, ErrorSignature: merged.ErrorSignature, FailureCount: merged.FailureCount})
 }
 
-// finishItem records an item's final state and reports it.
-func (j *job) finishItem(ir *itemRun, state ItemState, errMsg, errType string, d time.Duration) {
-	it := ir.it
-	_ = j.state.update(func(*Checkpoint) {
+// finish records the item's final state and reports it.
+func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration) {
+	j, it := ir.j, ir.it
+	_ = j.state.Update(func(*jobstore.Checkpoint) {
 		it.State = state
 		it.Attempts = ir.base + ir.attempts
 		it.Error = errMsg
@@ -361,7 +375,7 @@ func (j *job) checkThresholds(policy string) {
 	failed := j.failures.Load()
 	done := j.finished.Load()
 	switch {
-	case policy == "stop":
+	case policy == config.OnFailureStop:
 		j.stop("on_item_failure: stop")
 	case !ep.ContinueOnFailure:
 		j.stop("continue_on_failure: false")
@@ -374,25 +388,27 @@ func (j *job) checkThresholds(policy string) {
 
 // runCustomHandler runs on_item_failure: custom handler steps in the parent
 // worktree with the item and the error; true when it succeeded.
-func (j *job) runCustomHandler(ir *itemRun, last dlq.Failure, t dlq.ErrorType) bool {
+func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t dlq.ErrorType) bool {
+	j := ir.j
 	steps := j.wf.ErrorPolicy.CustomHandler
 	if len(steps) == 0 {
 		return false
 	}
-	vars := j.itemVars(ir, ir.base+ir.attempts)
+	vars := ir.vars(ir.base + ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
+	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
 	j.mergeMu.Lock() // the parent worktree is shared with merges
 	defer j.mergeMu.Unlock()
-	if f := j.runSteps(j.runCtx, steps, sc); f != nil {
+	if f := j.steps.run(ctx, steps, sc); f != nil {
 		j.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
 		return false
 	}
 	return true
 }
 
-// itemVars is the interpolation scope of an agent.
-func (j *job) itemVars(ir *itemRun, attempt int) Vars {
+// vars is the interpolation scope of the item's agent.
+func (ir *itemRunner) vars(attempt int) interp.Vars {
+	j := ir.j
 	v := j.baseVars()
 	v["item"] = ir.data
 	v["item_id"] = ir.it.ItemID
@@ -409,13 +425,6 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // lastLines returns the last n lines of s.
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
@@ -430,7 +439,7 @@ func lastLines(s string, n int) string {
 }
 
 // timings reports the item's wall-time split; bookkeeping is the rest.
-func (ir *itemRun) timings() *Timings {
+func (ir *itemRunner) timings() *Timings {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	total := time.Since(ir.began)
 	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup

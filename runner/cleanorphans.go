@@ -6,45 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
-
-// OrphanSet is one job's orphan registry.
-type OrphanSet struct {
-	File string
-	OrphanFile
-}
-
-// FindOrphans reads the orphan registries under home: one job's, or every
-// job's when jobID is "".
-func FindOrphans(home, jobID string) ([]OrphanSet, error) {
-	pattern := filepath.Join(home, "orphaned_worktrees", "*", "*.json")
-	if jobID != "" {
-		if err := ValidJobID(jobID); err != nil {
-			return nil, usage(err)
-		}
-		pattern = filepath.Join(home, "orphaned_worktrees", "*", jobID+".json")
-	}
-	files, err := filepath.Glob(pattern)
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	var out []OrphanSet
-	for _, f := range files {
-		of, err := LoadOrphans(f)
-		if err != nil {
-			return nil, fmt.Errorf("read orphan registry: %w", err)
-		}
-		if len(of.Worktrees) > 0 {
-			out = append(out, OrphanSet{File: f, OrphanFile: of})
-		}
-	}
-	return out, nil
-}
 
 // CleanOrphans removes the worktrees (and their branches) of an orphan
 // registry, runs `git worktree prune`, and rewrites the registry with what
@@ -69,7 +34,7 @@ func CleanOrphans(ctx context.Context, set OrphanSet) (removed []string, failed 
 		_ = git.WorktreePrune(ctx)
 	}
 	set.Worktrees = left
-	if err := SaveOrphans(set.File, set.OrphanFile); err != nil {
+	if err := jobstore.SaveOrphans(set.File, set.OrphanFile); err != nil {
 		return removed, failed, fmt.Errorf("update %s: %w", set.File, err)
 	}
 	return removed, failed, nil

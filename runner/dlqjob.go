@@ -2,11 +2,8 @@ package runner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
 // FindDLQJob picks the job a `dlq` command works on. With jobID set it is
@@ -15,60 +12,51 @@ import (
 // only job that has a DLQ. No match, several jobs without an id, or one id
 // in several repositories are *UsageError values that list the jobs there
 // are.
-func FindDLQJob(home, jobID string) (dlq.JobRef, error) {
-	jobs, err := dlq.Jobs(home)
+func FindDLQJob(home, jobID string) (Paths, error) {
+	jobs, err := DLQJobs(home)
 	if err != nil {
-		return dlq.JobRef{}, err
+		return Paths{}, err
 	}
 	root := filepath.Join(home, "dlq")
 	if jobID == "" {
 		switch len(jobs) {
 		case 0:
-			return dlq.JobRef{}, usage(fmt.Errorf("no job has a dead letter queue under %s", root))
+			return Paths{}, usage(fmt.Errorf("no job has a dead letter queue under %s", root))
 		case 1:
 			return jobs[0], nil
 		}
-		return dlq.JobRef{}, usage(fmt.Errorf("%d jobs have a dead letter queue; choose one with --job-id:%s", len(jobs), jobList(jobs)))
+		return Paths{}, usage(fmt.Errorf("%d jobs have a dead letter queue; choose one with --job-id:%s", len(jobs), jobList(jobs)))
 	}
-	var match []dlq.JobRef
+	var match []Paths
 	for _, j := range jobs {
 		if j.JobID == jobID {
 			match = append(match, j)
 		}
 	}
 	if len(match) == 0 {
-		match = stateJobs(home, jobID)
+		all, err := StateJobs(home)
+		if err != nil {
+			return Paths{}, err
+		}
+		for _, j := range all {
+			if j.JobID == jobID {
+				match = append(match, j)
+			}
+		}
 	}
 	switch len(match) {
 	case 0:
 		if len(jobs) == 0 {
-			return dlq.JobRef{}, usage(fmt.Errorf("no dead letter queue for job %q: no job has one under %s", jobID, root))
+			return Paths{}, usage(fmt.Errorf("no dead letter queue for job %q: no job has one under %s", jobID, root))
 		}
-		return dlq.JobRef{}, usage(fmt.Errorf("no dead letter queue for job %q; jobs with one:%s", jobID, jobList(jobs)))
+		return Paths{}, usage(fmt.Errorf("no dead letter queue for job %q; jobs with one:%s", jobID, jobList(jobs)))
 	case 1:
 		return match[0], nil
 	}
-	return dlq.JobRef{}, usage(fmt.Errorf("job id %q exists in %d repositories:%s", jobID, len(match), jobList(match)))
+	return Paths{}, usage(fmt.Errorf("job id %q exists in %d repositories:%s", jobID, len(match), jobList(match)))
 }
 
-// stateJobs finds jobs that ran (state/<repo>/jobs/<id>) but dead-lettered nothing.
-func stateJobs(home, jobID string) []dlq.JobRef {
-	if strings.ContainsAny(jobID, `/\`) || jobID == "." || jobID == ".." {
-		return nil
-	}
-	dirs, _ := filepath.Glob(filepath.Join(home, "state", "*", "jobs", jobID))
-	var refs []dlq.JobRef
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			continue
-		}
-		repo := filepath.Base(filepath.Dir(filepath.Dir(d)))
-		refs = append(refs, dlq.JobRef{Repo: repo, JobID: jobID, Dir: dlq.JobDir(home, repo, jobID)})
-	}
-	return refs
-}
-
-func jobList(jobs []dlq.JobRef) string {
+func jobList(jobs []Paths) string {
 	var b strings.Builder
 	for _, j := range jobs {
 		fmt.Fprintf(&b, "\n  %s (repo %s)", j.JobID, j.Repo)

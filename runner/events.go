@@ -5,46 +5,197 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// Event types written to events.jsonl (names of Prodigy's event log).
-const (
-	evJobStarted      = "job_started"
-	evJobResumed      = "job_resumed"
-	evJobCompleted    = "job_completed"
-	evJobFailed       = "job_failed"
-	evJobInterrupted  = "job_paused"
-	evAgentStarted    = "agent_started"
-	evAgentRetrying   = "agent_retrying"
-	evAgentCompleted  = "agent_completed"
-	evAgentFailed     = "agent_failed"
-	evItemSkipped     = "item_skipped"
-	evDLQItemAdded    = "dlq_item_added"
-	evDLQItemRemoved  = "dlq_item_removed"
-	evDLQItemsEvicted = "dlq_items_evicted"
-	evWorktreeCreated = "worktree_created"
-	evWorktreeMerged  = "worktree_merged"
-	evWorktreeCleaned = "worktree_cleaned"
-	evCleanupFailed   = "worktree_cleanup_failed"
-	evPhaseStarted    = "phase_started"
-	evPhaseCompleted  = "phase_completed"
-)
-
-// EventRecord is one line of events.jsonl: an envelope with a unique id, a
-// timestamp and the job id as correlation id around the event itself,
-// whose `event_type` field names it.
-type EventRecord struct {
-	ID            string         `json:"id"`
-	Timestamp     time.Time      `json:"timestamp"`
-	CorrelationID string         `json:"correlation_id"`
-	Event         map[string]any `json:"event"`
+// Event is one event of a job's event log (events.jsonl). Every event type
+// is a struct below whose fields are the event's JSON fields; the emitter
+// adds "event_type" (EventType) and "job_id". The names are those of
+// Prodigy's event log.
+type Event interface {
+	// EventType is the event's "event_type" value.
+	EventType() string
 }
 
-// eventLog appends events to a JSONL file; safe for concurrent use. Write
-// errors are reported once through warn and never fail the job.
+// JobStarted: a new job begins (after its state is created).
+type JobStarted struct {
+	Workflow      string `json:"workflow"`
+	ResultsBranch string `json:"results_branch"`
+	MaxParallel   int    `json:"max_parallel"`
+}
+
+// JobResumed: a resume or a DLQ redrive continues a job.
+type JobResumed JobStarted
+
+// JobCompleted: the job completed (items in the DLQ do not fail it).
+type JobCompleted struct {
+	Successful int   `json:"successful"`
+	Failed     int   `json:"failed"`
+	Skipped    int   `json:"skipped"`
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// JobPaused: the job was interrupted; Pending items are left for resume.
+type JobPaused struct {
+	Pending int `json:"pending"`
+}
+
+// JobFailed: setup, reduce or a stop policy failed the job.
+type JobFailed struct {
+	Error   string `json:"error"`
+	Pending int    `json:"pending"`
+}
+
+// PhaseStarted: setup, map or reduce begins; Items is the number of items
+// the map phase runs (absent for setup and reduce).
+type PhaseStarted struct {
+	Phase string `json:"phase"`
+	Items int    `json:"items,omitempty"`
+}
+
+// PhaseCompleted: setup, map or reduce ended.
+type PhaseCompleted struct {
+	Phase string `json:"phase"`
+}
+
+// AgentStarted: an agent takes an item; Attempt is its first attempt number.
+type AgentStarted struct {
+	AgentID string `json:"agent_id"`
+	ItemID  string `json:"item_id"`
+	Attempt int    `json:"attempt"`
+	Branch  string `json:"branch"`
+}
+
+// AgentRetrying: an attempt failed; attempt Attempt starts after BackoffMS.
+type AgentRetrying struct {
+	AgentID   string `json:"agent_id"`
+	ItemID    string `json:"item_id"`
+	Attempt   int    `json:"attempt"`
+	BackoffMS int64  `json:"backoff_ms"`
+	Error     string `json:"error"`
+}
+
+// AgentCompleted: the item succeeded and its commits are merged.
+// CleanupStatus says whether its worktree was cleaned up (spec 136);
+// JSONLogLocation is the last claude transcript, or null.
+type AgentCompleted struct {
+	AgentID         string        `json:"agent_id"`
+	ItemID          string        `json:"item_id"`
+	DurationMS      int64         `json:"duration_ms"`
+	Commits         int           `json:"commits"`
+	JSONLogLocation *string       `json:"json_log_location"`
+	CleanupStatus   CleanupStatus `json:"cleanup_status"`
+	Attempts        int           `json:"attempts"`
+}
+
+// AgentFailed: the item's attempts are exhausted; on_item_failure decides
+// what follows (item_skipped or dlq_item_added).
+type AgentFailed struct {
+	AgentID         string        `json:"agent_id"`
+	ItemID          string        `json:"item_id"`
+	Error           string        `json:"error"`
+	ErrorType       dlq.ErrorType `json:"error_type"`
+	Attempts        int           `json:"attempts"`
+	JSONLogLocation *string       `json:"json_log_location"`
+	RetryEligible   bool          `json:"retry_eligible"`
+}
+
+// ItemSkippedEvent (named apart from the item state ItemSkipped): a failed item is skipped (on_item_failure skip, or a custom
+// handler that succeeded); Policy is the on_item_failure value.
+type ItemSkippedEvent struct {
+	ItemID string `json:"item_id"`
+	Error  string `json:"error"`
+	Policy string `json:"policy"`
+}
+
+// DLQItemAdded: a failed item's record was written to the DLQ.
+type DLQItemAdded struct {
+	ItemID         string `json:"item_id"`
+	ErrorSignature string `json:"error_signature"`
+	FailureCount   uint32 `json:"failure_count"`
+}
+
+// DLQItemRemoved: a redriven item succeeded and left the DLQ.
+type DLQItemRemoved struct {
+	ItemID string `json:"item_id"`
+}
+
+// DLQItemsEvicted: the DLQ was full; the oldest records were evicted.
+type DLQItemsEvicted struct {
+	ItemIDs []string `json:"item_ids"`
+	Count   int      `json:"count"`
+}
+
+// WorktreeCreated: an agent worktree was created, for an agent or (Pool)
+// as a reusable pool slot before any agent runs.
+type WorktreeCreated struct {
+	AgentID string `json:"agent_id,omitempty"`
+	Path    string `json:"path"`
+	Branch  string `json:"branch,omitempty"`
+	Pool    bool   `json:"pool,omitempty"`
+}
+
+// WorktreeMerged: an agent's branch was merged into the results branch.
+type WorktreeMerged struct {
+	AgentID string `json:"agent_id"`
+	ItemID  string `json:"item_id"`
+	Branch  string `json:"branch"`
+	Commits int    `json:"commits"`
+}
+
+// WorktreeCleaned: an agent worktree was cleaned (pool) or removed (fresh).
+type WorktreeCleaned struct {
+	AgentID string `json:"agent_id"`
+	ItemID  string `json:"item_id"`
+	Path    string `json:"path"`
+}
+
+// WorktreeCleanupFailed: a worktree could not be cleaned up; it is in the
+// orphan registry and the item's outcome is unaffected (spec 136).
+type WorktreeCleanupFailed struct {
+	AgentID string `json:"agent_id"`
+	ItemID  string `json:"item_id"`
+	Path    string `json:"path"`
+	Error   string `json:"error"`
+}
+
+func (JobStarted) EventType() string            { return "job_started" }
+func (JobResumed) EventType() string            { return "job_resumed" }
+func (JobCompleted) EventType() string          { return "job_completed" }
+func (JobPaused) EventType() string             { return "job_paused" }
+func (JobFailed) EventType() string             { return "job_failed" }
+func (PhaseStarted) EventType() string          { return "phase_started" }
+func (PhaseCompleted) EventType() string        { return "phase_completed" }
+func (AgentStarted) EventType() string          { return "agent_started" }
+func (AgentRetrying) EventType() string         { return "agent_retrying" }
+func (AgentCompleted) EventType() string        { return "agent_completed" }
+func (AgentFailed) EventType() string           { return "agent_failed" }
+func (ItemSkippedEvent) EventType() string      { return "item_skipped" }
+func (DLQItemAdded) EventType() string          { return "dlq_item_added" }
+func (DLQItemRemoved) EventType() string        { return "dlq_item_removed" }
+func (DLQItemsEvicted) EventType() string       { return "dlq_items_evicted" }
+func (WorktreeCreated) EventType() string       { return "worktree_created" }
+func (WorktreeMerged) EventType() string        { return "worktree_merged" }
+func (WorktreeCleaned) EventType() string       { return "worktree_cleaned" }
+func (WorktreeCleanupFailed) EventType() string { return "worktree_cleanup_failed" }
+
+// EventRecord is one line of events.jsonl: an envelope with a unique id, a
+// timestamp and the job id as correlation id around the event object, which
+// holds "event_type", "job_id" and the fields of the event's struct.
+type EventRecord struct {
+	ID            string          `json:"id"`
+	Timestamp     time.Time       `json:"timestamp"`
+	CorrelationID string          `json:"correlation_id"`
+	Event         json.RawMessage `json:"event"`
+}
+
+// eventLog is the job's one event emitter: it appends events to
+// events.jsonl; safe for concurrent use. Write errors are reported once
+// through warn and never fail the job.
 type eventLog struct {
 	mu     sync.Mutex
 	f      *os.File
@@ -52,15 +203,13 @@ type eventLog struct {
 	now    func() time.Time
 	warn   func(string)
 	failed bool
+	// redact, when set, runs over each line before it is written.
+	redact func([]byte) []byte
 }
 
-func openEventLog(path, jobID string, now func() time.Time, warn func(string)) *eventLog {
-	l := &eventLog{jobID: jobID, now: now, warn: warn}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		l.fail(err)
-		return l
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func openEventLog(p jobstore.Paths, now func() time.Time, warn func(string)) *eventLog {
+	l := &eventLog{jobID: p.JobID, now: now, warn: warn}
+	f, err := jobstore.OpenEvents(p)
 	if err != nil {
 		l.fail(err)
 		return l
@@ -76,37 +225,59 @@ func (l *eventLog) fail(err error) {
 	}
 }
 
-// emit writes one event; fields are merged into the event object.
-func (l *eventLog) emit(eventType string, fields map[string]any) {
-	ev := make(map[string]any, len(fields)+2)
-	for k, v := range fields {
-		ev[k] = v
-	}
-	ev["event_type"] = eventType
-	ev["job_id"] = l.jobID
-	rec := EventRecord{ID: newUUID(), Timestamp: l.now().UTC(), CorrelationID: l.jobID, Event: ev}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		l.mu.Lock()
-		l.fail(err)
-		l.mu.Unlock()
-		return
+// emit writes one event.
+func (l *eventLog) emit(ev Event) {
+	line, err := encodeEvent(l.jobID, newUUID(), l.now().UTC(), ev)
+	if err == nil && l.redact != nil {
+		line = l.redact(line)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err != nil {
+		l.fail(err)
+		return
+	}
 	if l.f == nil {
 		return
 	}
-	if _, err := l.f.Write(append(line, '\n')); err != nil {
+	if _, err := l.f.Write(line); err != nil {
 		l.fail(err)
 	}
+}
+
+// encodeEvent renders one events.jsonl line (newline included).
+func encodeEvent(jobID, id string, at time.Time, ev Event) ([]byte, error) {
+	fields, err := json.Marshal(ev)
+	if err != nil || len(fields) < 2 || fields[0] != '{' {
+		return nil, fmt.Errorf("encode %s event: %w", ev.EventType(), err)
+	}
+	head, err := json.Marshal(struct {
+		Type  string `json:"event_type"`
+		JobID string `json:"job_id"`
+	}{ev.EventType(), jobID})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event: %w", ev.EventType(), err)
+	}
+	obj := head[:len(head)-1]
+	if len(fields) > 2 {
+		obj = append(append(obj, ','), fields[1:]...)
+	} else {
+		obj = append(obj, '}')
+	}
+	line, err := json.Marshal(EventRecord{ID: id, Timestamp: at, CorrelationID: jobID, Event: obj})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event: %w", ev.EventType(), err)
+	}
+	return append(line, '\n'), nil
 }
 
 func (l *eventLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
-		l.f.Close()
+		if err := l.f.Close(); err != nil {
+			l.fail(err)
+		}
 		l.f = nil
 	}
 }
@@ -118,4 +289,12 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// strOrNil is s, or nil when s is empty (a JSON null).
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // TestRealFailuresHaveTheSeedShape runs real failing items (a non-zero exit,
@@ -45,7 +46,7 @@ map:
 	if res.Failed != 4 || res.Successful != 1 {
 		t.Fatalf("result = %+v\n%s", res, stderr)
 	}
-	store, err := dlq.Open(r.home, "repo", "job-1", dlq.Options{})
+	store, err := dlq.Open(runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}.DLQRoot(), "job-1", dlq.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func (r *testRepo) run(o runner.Options) (*runner.Result, error) {
 // dlqRecords reads every DLQ record of the job.
 func (r *testRepo) dlqRecords(jobID string) map[string]dlq.DeadLetteredItem {
 	r.t.Helper()
-	store, err := dlq.Open(r.home, filepath.Base(r.dir), jobID, dlq.Options{})
+	store, err := dlq.Open(runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: jobID}.DLQRoot(), jobID, dlq.Options{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,61 +15,69 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
-// job is one execution (run, resume or redrive) of a job.
+// job is one execution (run, resume or redrive) of a job: what it runs
+// with, the services its items share and what it has done so far. The
+// work of one item is an itemRunner's, step execution a stepRunner's.
 type job struct {
-	id      string
-	paths   Paths
-	wf      *config.Workflow
+	settings
+	services
+	tally
+}
+
+// settings are fixed when the job is built (vars also gets setup's
+// captures before the map phase starts).
+type settings struct {
+	id             string
+	paths          Paths
+	wf             *config.Workflow
+	branch         string // results branch
+	parentDir      string
+	maxParallel    int
+	isolation      Isolation
+	mergeMode      MergeMode
+	itemPolicy     retry.Policy
+	agentTO        time.Duration
+	interruptGrace time.Duration     // how long agents may finish after an interrupt
+	environ        []string          // the caller's environment
+	baseEnv        []string          // environ plus git identity, workflow env and PRODIGY_* values
+	vars           map[string]string // workflow env + setup captures
+	clock          retry.Clock
+	rand           func() float64
+	red            *redact.Redactor    // the job's redactor (environment, secrets:, env:)
+	redact         func(string) string // red.String
+	started        time.Time
+}
+
+// services are shared by the job's item runners; each is safe for
+// concurrent use.
+type services struct {
 	git     *gitops.Client
-	state   *jobState
+	steps   *stepRunner
+	state   *jobstore.State
 	events  *eventLog
 	store   *dlq.Store
-	orphans *orphanRegistry
+	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
 	prog    *progress
+	stderr  io.Writer
+	hooks   Hooks
+	logMu   sync.Mutex // one log line at a time (and the progress line)
+	mergeMu sync.Mutex // one merge at a time; guards the parent worktree
+}
 
-	branch      string // results branch
-	parentDir   string
-	maxParallel int
-	isolation   Isolation
-	mergeMode   MergeMode
-	itemPolicy  retry.Policy
-	agentTO     time.Duration
-
-	bash       string
-	claudeCmd  string
-	claudeArgs []string
-	grace      time.Duration
-	baseEnv    []string
-
-	clock  retry.Clock
-	rand   func() float64
-	stderr io.Writer
-	hooks  Hooks
-	getenv func(string) string
-	redact func(string) string
-
-	// runCtx runs agents; it outlives a signal by a bounded grace period.
-	runCtx context.Context
-
-	mergeMu  sync.Mutex
-	logMu    sync.Mutex
-	stopping atomic.Bool
-	stopWhy  atomic.Value      // string
-	failures atomic.Int64      // items that ended failed in this execution
-	agentSeq atomic.Int64      // last agent number handed out
-	nItems   int               // item_total
-	vars     map[string]string // workflow env + setup captures
-
-	environ       []string
-	graceOverride time.Duration
-	inDLQ         map[string]bool // items with a DLQ record when the job started
-	finished      atomic.Int64    // items that ended (any state) in this execution
-	started       time.Time
-
+// tally is what this execution has done so far.
+type tally struct {
+	stopping     atomic.Bool
+	stopWhy      atomic.Value    // string
+	failures     atomic.Int64    // items that ended failed in this execution
+	finished     atomic.Int64    // items that ended (any state) in this execution
+	agentSeq     atomic.Int64    // last agent number handed out
+	inDLQ        map[string]bool // items with a DLQ record when the job started
 	deadMu       sync.Mutex
 	deadBranches []string // agent branches to delete when the job ends
 }
@@ -94,8 +102,8 @@ func (o *Options) defaults() {
 	if o.Hooks == nil {
 		o.Hooks = nopHooks{}
 	}
-	if o.Redact == nil {
-		o.Redact = func(s string) string { return s }
+	if o.Redactor == nil {
+		o.Redactor = redact.New(redact.Config{Environ: o.Environ})
 	}
 	if o.Isolation == "" {
 		o.Isolation = IsolationPool
@@ -121,14 +129,14 @@ func (j *job) logf(format string, args ...any) {
 	j.logMu.Lock()
 	defer j.logMu.Unlock()
 	j.prog.clearLine()
-	fmt.Fprintf(j.stderr, format+"\n", args...)
+	fmt.Fprint(j.stderr, j.redact(fmt.Sprintf(format+"\n", args...)))
 	j.prog.redraw()
 }
 
 // warn logs a warning (WARN level), forwards it to the hooks and never fails the job.
 func (j *job) warn(msg string) {
 	j.logf("WARN %s", msg)
-	j.hooks.Warning(msg)
+	j.hooks.Warning(j.redact(msg))
 }
 
 func (j *job) now() time.Time { return j.clock.Now() }
@@ -181,4 +189,37 @@ func usesClaude(wf *config.Workflow) bool {
 		return false
 	}
 	return walk(wf.Setup) || walk(wf.Map.AgentTemplate) || walk(wf.Reduce) || walk(wf.ErrorPolicy.CustomHandler)
+}
+
+// lock takes the job lock (jobstore.LockJob). A job held by another
+// process is a *UsageError. The returned function releases the lock; a
+// failure to release is a warning.
+func (j *job) lock() (func(), error) {
+	unlock, err := jobstore.LockJob(j.paths)
+	if errors.Is(err, jobstore.ErrJobLocked) {
+		return nil, usage(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := unlock(); err != nil {
+			j.warn(fmt.Sprintf("release the job lock: %v", err))
+		}
+	}, nil
+}
+
+// jobRedactor is the job's redactor: base (or one over environ) plus the
+// values of the workflow's `secrets:` names and of secret-looking names in
+// its `env:`.
+func jobRedactor(base *redact.Redactor, environ []string, wf *config.Workflow) *redact.Redactor {
+	if base == nil {
+		base = redact.New(redact.Config{Environ: environ})
+	}
+	var wfEnv []string
+	for k, v := range wf.Env {
+		wfEnv = append(wfEnv, k+"="+v)
+	}
+	all := append(append([]string{}, environ...), wfEnv...)
+	return base.WithNames(all, wf.Secrets...).With(redact.New(redact.Config{Environ: wfEnv}).Values()...)
 }

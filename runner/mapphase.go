@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prodigy-action/prodigy-action/jobstore"
+
 	"golang.org/x/sync/errgroup"
 )
 
-// mapPhase runs every pending item, at most maxParallel at once. It stops
+// mapPhase runs every pending item, at most maxParallel at once, each
+// through its itemRunner under runCtx. It stops
 // starting items when ctx ends (interrupt) or a failure policy says stop;
 // items not started stay pending in the checkpoint.
-func (j *job) mapPhase(ctx context.Context) error {
-	var pending []*CheckpointItem
-	err := j.state.update(func(cp *Checkpoint) {
-		cp.Phase = phaseMap
+func (j *job) mapPhase(ctx, runCtx context.Context) error {
+	var pending []*jobstore.CheckpointItem
+	err := j.state.Update(func(cp *jobstore.Checkpoint) {
+		cp.Phase = jobstore.PhaseMap
 		for _, it := range cp.Items {
 			if it.State == ItemPending || it.State == ItemRunning {
 				it.State = ItemPending
@@ -22,14 +25,14 @@ func (j *job) mapPhase(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrJobFailed, err)
+		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	j.events.emit(evPhaseStarted, map[string]any{"phase": "map", "items": len(pending)})
-	if head, err := j.git.ResolveRef(j.runCtx, "refs/heads/"+j.branch); err == nil {
-		j.trees.warm(j.runCtx, min(j.maxParallel, len(pending)), head)
+	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
+	if head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch); err == nil {
+		j.trees.warm(runCtx, min(j.maxParallel, len(pending)), head)
 	}
 	j.prog.begin(len(pending))
 	var g errgroup.Group
@@ -42,14 +45,14 @@ func (j *job) mapPhase(ctx context.Context) error {
 			if ctx.Err() != nil || j.stopping.Load() {
 				return nil
 			}
-			j.processItem(ctx, it)
+			j.newItemRunner(it).run(ctx, runCtx)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	j.events.emit(evPhaseCompleted, map[string]any{"phase": "map"})
+	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
 	var left int
-	j.state.read(func(cp *Checkpoint) { left = cp.counts().pending })
+	j.state.Read(func(cp *jobstore.Checkpoint) { left = cp.Counts().Pending })
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)

@@ -228,41 +228,73 @@ map:
 	}
 }
 
-func TestRedactKeepsSecretsOutOfRecordsAndEvents(t *testing.T) {
+// TestRedactKeepsSecretsOutOfEveryFile: without a Redactor in Options the
+// runner redacts the secret-looking environment (the CLI's case), the
+// workflow's secrets: names and token shapes from every file it writes
+// (records, index, events, checkpoint, session, workflow copy, Claude
+// transcripts) and from stderr and the hooks.
+func TestRedactKeepsSecretsOutOfEveryFile(t *testing.T) {
 	t.Parallel()
-	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
+	const (
+		token  = "ghs_SuperSecret123"
+		ghp    = "ghp_" + "0123456789abcdefghijKLMNOPQRSTUVWXYZ"
+		apiSec = "api-secret-value-42"
+		hook   = "https://hooks.example/deploy-xyz"
+	)
+	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}, {"id": 2}]`})
+	claude := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(claude, []byte(`#!/bin/bash
+printf '{"type":"assistant","text":"key %s and %s"}\n' "$API_SECRET" "$GH_PAT"
+printf '{"type":"result","subtype":"error","is_error":true,"result":"failed with %s"}\n' "$DEPLOY_URL"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	wf := r.workflow(`
 name: secrets
 mode: mapreduce
+secrets: [DEPLOY_URL]
 map:
   input: items.json
   agent_template:
     - shell: |
-        echo "using token $SECRET_TOKEN to push" >&2
+        if [ "${item.id}" = 2 ]; then exit 0; fi
+        echo "using token $SECRET_TOKEN to push $GH_PAT ($API_SECRET) to $DEPLOY_URL" >&2
         echo "$SECRET_TOKEN" > leaked.txt
         exit 4
+    - claude: go
 `)
-	o, _, _, _ := r.options(wf)
-	o.Redact = func(s string) string { return strings.ReplaceAll(s, "ghs_SuperSecret123", "***") }
-	o.Environ = append(os.Environ(), "SECRET_TOKEN=ghs_SuperSecret123")
+	o, _, stderr, hooks := r.options(wf)
+	o.ClaudeCommand = claude
+	o.Environ = append(os.Environ(), "SECRET_TOKEN="+token, "GH_PAT="+ghp, "API_SECRET="+apiSec, "DEPLOY_URL="+hook)
 	if _, err := r.run(o); err != nil {
 		t.Fatal(err)
 	}
+	secrets := []string{"SuperSecret", ghp, apiSec, hook}
 	var found []string
+	files := 0
 	_ = filepath.Walk(r.home, func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() || strings.Contains(p, "/worktrees/") {
 			return nil
 		}
-		if data, _ := os.ReadFile(p); strings.Contains(string(data), "SuperSecret") {
-			found = append(found, p)
+		files++
+		data, _ := os.ReadFile(p)
+		for _, s := range secrets {
+			if strings.Contains(string(data), s) {
+				found = append(found, p+": "+s)
+			}
 		}
 		return nil
 	})
-	if len(found) > 0 {
-		t.Fatalf("secret written to %v", found)
+	if len(found) > 0 || files < 5 {
+		t.Fatalf("secrets written to %v (%d files checked)", found, files)
+	}
+	for _, s := range secrets {
+		if strings.Contains(stderr.String(), s) || strings.Contains(fmt.Sprint(hooks), s) {
+			t.Errorf("%q reached stderr or the hooks", s)
+		}
 	}
 	rec := r.dlqRecords("job-1")["item_0"]
-	if rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.ErrorLogs == nil || !strings.Contains(*rec.WorktreeArtifacts.ErrorLogs, "using token *** to push") {
+	if rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.ErrorLogs == nil || !strings.Contains(*rec.WorktreeArtifacts.ErrorLogs, "using token *** to push *** (***) to ***") {
 		t.Errorf("error_logs = %s", mustJSON(t, rec.WorktreeArtifacts))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -47,10 +48,13 @@ type Options struct {
 	// merges without touching a working tree, MergeWorktree runs
 	// `git merge --no-ff` in the parent worktree.
 	Merge MergeMode
-	// Redact, when set, is applied to every text the runner stores or
-	// reports about a failure (DLQ records, events, checkpoint, hook logs),
-	// so secrets printed by agents never reach them.
-	Redact func(string) string
+	// Redactor removes secrets from everything the runner writes: DLQ
+	// records and index, events, checkpoint, session file, workflow copy,
+	// Claude transcripts, stderr lines and hook logs and warnings. nil
+	// means redact.New over Environ. Either way the values of the
+	// workflow's `secrets:` names (and of secret-looking names in its
+	// `env:`) are added.
+	Redactor *redact.Redactor
 	// InterruptGrace is how long running agents may take to finish after
 	// an interrupt before they are killed; 0 means 30s.
 	InterruptGrace time.Duration

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // RetryDLQ (`dlq retry`) re-runs the selected DLQ records' item_data through
@@ -53,7 +54,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	if ro.DryRun {
-		res := cp.result()
+		res := resultOf(cp)
 		res.Items = make([]ItemOutcome, 0, len(sel))
 		for _, it := range sel {
 			res.Items = append(res.Items, it.ItemOutcome)
@@ -71,11 +72,11 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
-	if err := j.open(ctx, cp, evJobResumed); err != nil {
+	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()
-	_ = j.state.update(func(cp *Checkpoint) {
+	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.ReduceCompleted = false
 		cp.MaxParallel = j.maxParallel
 	})
@@ -86,12 +87,12 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 // selectDLQ streams the job's DLQ and returns the records to re-run as
 // pending items: reprocess-eligible ones (all with force) that match the
 // filter. Item attempts continue from the record's failure_count.
-func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*CheckpointItem, error) {
-	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
+func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*jobstore.CheckpointItem, error) {
+	store, err := openDLQ(j.paths, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
 	if err != nil {
 		return nil, err
 	}
-	var sel []*CheckpointItem
+	var sel []*jobstore.CheckpointItem
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
 		if !force && !r.ReprocessEligible {
 			return nil
@@ -105,7 +106,7 @@ func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*CheckpointItem, er
 				return nil
 			}
 		}
-		sel = append(sel, &CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
+		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
 		return nil
 	})
 	return sel, err
@@ -150,7 +151,7 @@ func (j *job) clearFromDLQ(itemID string) {
 		j.warn(fmt.Sprintf("item %s succeeded but its DLQ record could not be removed: %v", itemID, err))
 		return
 	}
-	j.events.emit(evDLQItemRemoved, map[string]any{"item_id": itemID})
+	j.events.emit(DLQItemRemoved{ItemID: itemID})
 }
 
 // loadDLQIDs remembers which items have a DLQ record when the job starts.

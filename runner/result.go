@@ -1,22 +1,17 @@
 package runner
 
-import "time"
+import "github.com/prodigy-action/prodigy-action/jobstore"
 
-// JobStatus is the state a job ended (or currently is) in.
-type JobStatus string
+// JobStatus is the state a job ended (or currently is) in (defined by
+// jobstore, which persists it).
+type JobStatus = jobstore.JobStatus
 
 // Job statuses reported by Run, Resume, RetryDLQ and Status.
 const (
-	// StatusRunning: the job is in progress (or its process died; resume it).
-	StatusRunning JobStatus = "running"
-	// StatusCompleted: every item ended merged, skipped or dead-lettered and
-	// reduce (if any) succeeded. Items in the DLQ do not fail a job.
-	StatusCompleted JobStatus = "completed"
-	// StatusFailed: setup or reduce failed, or a stop policy / failure
-	// threshold halted the map phase. Pending items can be resumed.
-	StatusFailed JobStatus = "failed"
-	// StatusInterrupted: Ctrl-C or SIGTERM; the checkpoint is resumable.
-	StatusInterrupted JobStatus = "interrupted"
+	StatusRunning     = jobstore.StatusRunning
+	StatusCompleted   = jobstore.StatusCompleted
+	StatusFailed      = jobstore.StatusFailed
+	StatusInterrupted = jobstore.StatusInterrupted
 )
 
 // Result is the outcome of a job, printed by `--json` (one object, these
@@ -46,56 +41,50 @@ type Result struct {
 }
 
 // ItemState is the final (or current) state of one work item.
-type ItemState string
+type ItemState = jobstore.ItemState
 
 // Item states. Every item ends in exactly one of merged, skipped or dlq;
 // pending/running only exist while a job is unfinished.
 const (
-	ItemPending ItemState = "pending"
-	ItemRunning ItemState = "running"
-	ItemMerged  ItemState = "merged"
-	ItemSkipped ItemState = "skipped"
-	ItemDLQ     ItemState = "dlq"
+	ItemPending = jobstore.ItemPending
+	ItemRunning = jobstore.ItemRunning
+	ItemMerged  = jobstore.ItemMerged
+	ItemSkipped = jobstore.ItemSkipped
+	ItemDLQ     = jobstore.ItemDLQ
 )
 
 // ItemOutcome is one item's state in a Result.
-type ItemOutcome struct {
-	ItemID   string    `json:"item_id"`
-	State    ItemState `json:"state"`
-	Attempts int       `json:"attempts"`
-	// Error is the last error for failed or skipped items.
-	Error string `json:"error,omitempty"`
-	// ErrorType is the DLQ error type name (e.g. "Timeout", "CommandFailed").
-	ErrorType string `json:"error_type,omitempty"`
-	// Commits is the number of agent commits merged for this item.
-	Commits int `json:"commits"`
-	// DurationMS is the wall time of all attempts.
-	DurationMS int64 `json:"duration_ms"`
-	// LogLocation is the last claude transcript of the item, if any.
-	LogLocation string `json:"log_location,omitempty"`
-	// TimingsMS splits the item's wall time (all attempts) into prepare
-	// (worktree), steps, merge (commit listing, waiting for the merge lock,
-	// the merge), cleanup and bookkeeping (the rest: events, checkpoint, DLQ,
-	// backoff), in milliseconds.
-	TimingsMS *Timings `json:"timings_ms,omitempty"`
-}
+type ItemOutcome = jobstore.ItemOutcome
 
 // Timings is the per-item overhead split reported by benchmarks.
-type Timings struct {
-	Prepare     float64 `json:"prepare"`
-	Steps       float64 `json:"steps"`
-	Merge       float64 `json:"merge"`
-	Cleanup     float64 `json:"cleanup"`
-	Bookkeeping float64 `json:"bookkeeping"`
-}
+type Timings = jobstore.Timings
 
 // OrphanedWorktree is a worktree cleanup could not remove (spec 136); it is
 // persisted in orphaned_worktrees/<repo>/<job_id>.json.
-type OrphanedWorktree struct {
-	Path     string    `json:"path"`
-	Branch   string    `json:"branch,omitempty"`
-	AgentID  string    `json:"agent_id"`
-	ItemID   string    `json:"item_id"`
-	FailedAt time.Time `json:"failed_at"`
-	Error    string    `json:"error"`
+type OrphanedWorktree = jobstore.OrphanedWorktree
+
+// resultOf builds the public Result of a checkpoint.
+func resultOf(c *jobstore.Checkpoint) *Result {
+	n := c.Counts()
+	r := &Result{
+		JobID:         c.JobID,
+		Status:        c.Status,
+		Total:         n.Total,
+		Successful:    n.Merged,
+		Failed:        n.DLQ,
+		Skipped:       n.Skipped,
+		Pending:       n.Pending + n.Running,
+		DLQCount:      n.DLQ,
+		ResultsBranch: c.ResultsBranch,
+		DurationMS:    c.ElapsedMS,
+		Repo:          c.Repo,
+		RepoDir:       c.RepoDir,
+		WorkflowName:  c.WorkflowName,
+		Error:         c.Error,
+		Items:         make([]ItemOutcome, 0, len(c.Items)),
+	}
+	for _, it := range c.Items {
+		r.Items = append(r.Items, it.ItemOutcome)
+	}
+	return r
 }

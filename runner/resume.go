@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // ResumeOptions configures Resume.
@@ -42,7 +43,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	defer unlock()
 	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
 		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
-		res := cp.result()
+		res := resultOf(cp)
 		res.OrphanedWorktrees = orEmpty(nil)
 		if n, err := countDLQ(j.paths); err == nil {
 			res.DLQCount = n
@@ -52,7 +53,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
-	var extra []*CheckpointItem
+	var extra []*jobstore.CheckpointItem
 	if ro.IncludeDLQ {
 		extra, err = j.selectDLQ(nil, false)
 		if err != nil {
@@ -60,23 +61,23 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		}
 		j.logf("resume: adding %d eligible DLQ item(s)", len(extra))
 	}
-	if err := j.open(ctx, cp, evJobResumed); err != nil {
+	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()
 	if len(extra) > 0 {
-		_ = j.state.update(func(cp *Checkpoint) { cp.ReduceCompleted = false })
+		_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = false })
 	}
 	return j.execute(ctx, extra)
 }
 
 // reopen loads a job's checkpoint and workflow and locks the job.
-func reopen(ctx context.Context, o *Options, jobID string) (*job, *Checkpoint, func(), error) {
-	p, err := FindJob(o.Home, jobID)
+func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Checkpoint, func(), error) {
+	p, err := FindJob(o.Home, "", jobID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cp, err := loadCheckpoint(p)
+	cp, err := jobstore.LoadCheckpoint(p)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -90,7 +91,7 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *Checkpoint, f
 	}
 	o.Workflow = wf
 	o.JobID = cp.JobID
-	o.Isolation, o.Merge = cp.Isolation, cp.Merge
+	o.Isolation, o.Merge = Isolation(cp.Isolation), MergeMode(cp.Merge)
 	if o.ClaudeCommand == "" || o.ClaudeCommand == "claude" {
 		if cp.ClaudeCommand != "" {
 			o.ClaudeCommand = cp.ClaudeCommand
@@ -107,16 +108,16 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *Checkpoint, f
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
-	unlock, err := lockJob(p)
+	unlock, err := j.lock()
 	if err != nil {
-		return nil, nil, nil, usage(err)
+		return nil, nil, nil, err
 	}
 	return j, cp, unlock, nil
 }
 
 // loadJobWorkflow reads the workflow from its original path (so fixes made
 // since the run apply), falling back to the copy taken when the job started.
-func loadJobWorkflow(cp *Checkpoint, p Paths) (*config.Workflow, error) {
+func loadJobWorkflow(cp *jobstore.Checkpoint, p Paths) (*config.Workflow, error) {
 	if cp.WorkflowPath != "" {
 		if _, err := os.Stat(cp.WorkflowPath); err == nil {
 			return config.Load(cp.WorkflowPath)
@@ -131,7 +132,7 @@ func loadJobWorkflow(cp *Checkpoint, p Paths) (*config.Workflow, error) {
 // recover makes the job's worktrees consistent after a crash: the parent
 // worktree matches the results branch, stale agent worktrees and branches
 // are removed, and items already merged are marked so.
-func (j *job) recover(ctx context.Context, cp *Checkpoint) error {
+func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 	if _, err := os.Stat(j.parentDir); errors.Is(err, fs.ErrNotExist) {
 		_ = j.git.WorktreePrune(ctx)
 		if err := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); err != nil {
@@ -191,7 +192,7 @@ func (j *job) recover(ctx context.Context, cp *Checkpoint) error {
 
 // mergedItems reads the Prodigy-Item trailers of the merge commits on the
 // results branch since the job's base commit.
-func (j *job) mergedItems(ctx context.Context, cp *Checkpoint) (map[string]bool, error) {
+func (j *job) mergedItems(ctx context.Context, cp *jobstore.Checkpoint) (map[string]bool, error) {
 	rng := cp.BaseCommit + ".." + "refs/heads/" + j.branch
 	if _, err := j.git.Run(ctx, j.parentDir, "cat-file", "-e", cp.BaseCommit+"^{commit}"); err != nil {
 		// A redrive in a fresh (shallow) clone may not have the original
@@ -229,7 +230,7 @@ func (j *job) preservedWorktrees() map[string]bool {
 	if !j.wf.PreserveFailedWorktrees {
 		return out
 	}
-	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{})
+	store, err := openDLQ(j.paths, dlq.Options{})
 	if err != nil {
 		return out
 	}
@@ -250,12 +251,4 @@ func orEmpty(o []OrphanedWorktree) []OrphanedWorktree {
 		return []OrphanedWorktree{}
 	}
 	return o
-}
-
-func countDLQ(p Paths) (int, error) {
-	store, err := dlq.Open(p.Home, p.Repo, p.JobID, dlq.Options{})
-	if err != nil {
-		return 0, err
-	}
-	return store.Count()
 }

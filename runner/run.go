@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,9 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -35,9 +36,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockJob(j.paths)
+	unlock, err := j.lock()
 	if err != nil {
-		return nil, usage(err)
+		return nil, err
 	}
 	defer unlock()
 	if err := j.create(ctx, &o, head); err != nil {
@@ -72,7 +73,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 		return nil, "", usage(err)
 	}
 	paths := Paths{Home: o.Home, Repo: filepath.Base(git.TopLevel()), JobID: o.JobID}
-	if _, err := os.Stat(paths.Checkpoint()); err == nil {
+	if jobstore.HasCheckpoint(paths) {
 		return nil, "", usage(fmt.Errorf("job %s already exists; use `resume %s`", o.JobID, o.JobID))
 	}
 	branch := o.Branch
@@ -96,6 +97,9 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
 		return nil, "", usage(err)
 	}
+	if err := checkInterpolationErr(wf); err != nil {
+		return nil, "", usage(err)
+	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
 	if err != nil {
 		return nil, "", usage(err)
@@ -113,14 +117,25 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if err != nil {
 		return nil, err
 	}
-	j := &job{
-		id: paths.JobID, paths: paths, wf: wf, git: git,
-		branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
-		isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout,
-		bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second,
-		clock: o.Clock, rand: o.Rand, stderr: o.Stderr, hooks: o.Hooks, getenv: o.Getenv, redact: o.Redact,
-		started: o.Clock.Now(), environ: o.Environ, graceOverride: o.InterruptGrace,
+	grace := o.InterruptGrace
+	if grace <= 0 {
+		grace = 30 * time.Second
 	}
+	j := &job{
+		settings: settings{
+			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
+			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
+			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
+		},
+		services: services{
+			git:    git,
+			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
+			stderr: o.Stderr, hooks: o.Hooks,
+		},
+	}
+	j.red = jobRedactor(o.Redactor, o.Environ, wf)
+	j.redact = j.red.String
+	j.steps.red = j.red
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
 	j.trees = newWorktrees(j)
 	return j, nil
@@ -139,31 +154,35 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		return fmt.Errorf("create the parent worktree: %w", err)
 	}
 	now := j.now().UTC()
-	cp := &Checkpoint{
-		FormatVersion: checkpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
+	cp := &jobstore.Checkpoint{
+		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
-		ParentWorktree: j.parentDir, Isolation: j.isolation, Merge: j.mergeMode, MaxParallel: j.maxParallel,
+		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
 		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs,
-		Status: StatusRunning, Phase: phaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*CheckpointItem{},
+		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*jobstore.CheckpointItem{},
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
-		if err := writeFileAtomic(j.paths.WorkflowCopy(), data); err != nil {
+		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {
 			return err
 		}
 	}
-	return j.open(ctx, cp, evJobStarted)
+	return j.open(ctx, cp, false)
 }
 
-// open attaches the job to its checkpoint and opens logs, DLQ and orphans.
-func (j *job) open(ctx context.Context, cp *Checkpoint, startEvent string) error {
-	j.state = &jobState{paths: j.paths, now: j.now, cp: cp}
-	j.events = openEventLog(j.paths.Events(), j.id, j.now, func(m string) { j.warn(m) })
+// open attaches the job to its checkpoint and opens logs, DLQ and orphans;
+// resumed selects the job_resumed event over job_started.
+func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) error {
+	j.state = jobstore.NewState(j.paths, cp, j.now)
+	j.state.RedactWith(j.red.JSON)
+	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
+	j.events.redact = j.red.JSON
 	j.agentSeq.Store(int64(cp.NextAgent))
-	store, err := dlq.Open(j.paths.Home, j.paths.Repo, j.id, dlq.Options{
-		Now:  j.now,
-		Warn: func(m string) { j.warn("DLQ: " + m) },
+	store, err := openDLQ(j.paths, dlq.Options{
+		Now:    j.now,
+		Redact: j.red.JSON,
+		Warn:   func(m string) { j.warn("DLQ: " + m) },
 		OnEvict: func(ids []string) {
-			j.events.emit(evDLQItemsEvicted, map[string]any{"item_ids": ids, "count": len(ids)})
+			j.events.emit(DLQItemsEvicted{ItemIDs: ids, Count: len(ids)})
 		},
 	})
 	if err != nil {
@@ -171,8 +190,8 @@ func (j *job) open(ctx context.Context, cp *Checkpoint, startEvent string) error
 	}
 	j.store = store
 	j.loadDLQIDs(ctx)
-	if j.orphans, err = openOrphans(j.paths, cp.RepoDir); err != nil {
-		return fmt.Errorf("read the orphan registry: %w", err)
+	if j.orphans, err = jobstore.OpenOrphans(j.paths, cp.RepoDir); err != nil {
+		return err
 	}
 	ident, err := j.git.IdentityEnv(ctx)
 	if err != nil {
@@ -185,22 +204,20 @@ func (j *job) open(ctx context.Context, cp *Checkpoint, startEvent string) error
 	for k, v := range cp.Vars {
 		j.vars[k] = v
 	}
-	env := withEnv(filterEnv(j.envBase()), ident)
+	env := withEnv(filterEnv(j.environ), ident)
 	env = append(env, envMap(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
-	if err := j.state.update(func(cp *Checkpoint) { cp.Status = StatusRunning }); err != nil {
+	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning }); err != nil {
 		return err
 	}
-	j.events.emit(startEvent, map[string]any{"workflow": j.wf.Name, "results_branch": j.branch, "max_parallel": j.maxParallel})
-	return nil
-}
-
-func (j *job) envBase() []string {
-	if j.environ != nil {
-		return j.environ
+	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel}
+	if resumed {
+		j.events.emit(JobResumed(started))
+	} else {
+		j.events.emit(started)
 	}
-	return os.Environ()
+	return nil
 }
 
 // filterEnv drops variables that would confuse child git processes run in
@@ -220,17 +237,16 @@ func filterEnv(env []string) []string {
 
 // execute runs the remaining phases: setup (if not done), item loading,
 // map over the pending items (plus extra, for redrives), reduce.
-func (j *job) execute(ctx context.Context, extra []*CheckpointItem) (*Result, error) {
+func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	j.runCtx = runCtx
 	j.prog.start()
 	defer j.prog.stop()
 
 	var setupDone bool
-	j.state.read(func(cp *Checkpoint) { setupDone = cp.SetupCompleted })
+	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
 	if !setupDone {
-		if err := j.setup(ctx); err != nil {
+		if err := j.setup(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
@@ -239,12 +255,12 @@ func (j *job) execute(ctx context.Context, extra []*CheckpointItem) (*Result, er
 		}
 	}
 	if len(extra) > 0 {
-		_ = j.state.update(func(cp *Checkpoint) { mergeItems(cp, extra) })
+		_ = j.state.Update(func(cp *jobstore.Checkpoint) { mergeItems(cp, extra) })
 	}
-	if err := j.mapPhase(ctx); err != nil {
+	if err := j.mapPhase(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
-	if err := j.reduce(ctx); err != nil {
+	if err := j.reduce(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
 	return j.end(nil)
@@ -261,8 +277,8 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 			return
 		case <-ctx.Done():
 		}
-		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace())
-		t := time.NewTimer(j.interruptGrace())
+		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace)
+		t := time.NewTimer(j.interruptGrace)
 		defer t.Stop()
 		select {
 		case <-done:
@@ -273,22 +289,16 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 	return runCtx, func() { close(done); cancel(nil) }
 }
 
-func (j *job) interruptGrace() time.Duration {
-	if j.graceOverride > 0 {
-		return j.graceOverride
-	}
-	return 30 * time.Second
-}
-
-// setup runs the setup steps in the parent worktree.
-func (j *job) setup(ctx context.Context) error {
-	_ = j.state.update(func(cp *Checkpoint) { cp.Phase = phaseSetup })
+// setup runs the setup steps in the parent worktree under runCtx; ctx
+// ending means an interrupt.
+func (j *job) setup(ctx, runCtx context.Context) error {
+	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup })
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
-		j.events.emit(evPhaseStarted, map[string]any{"phase": "setup"})
+		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl")}
-		if f := j.runSteps(j.runCtx, j.wf.Setup, sc); f != nil {
+		if f := j.steps.run(runCtx, j.wf.Setup, sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
 			}
@@ -300,13 +310,13 @@ func (j *job) setup(ctx context.Context) error {
 				captured[k] = s
 			}
 		}
-		_ = j.state.update(func(cp *Checkpoint) {
+		_ = j.state.Update(func(cp *jobstore.Checkpoint) {
 			for k, v := range captured {
 				cp.Vars[k] = v
 				j.vars[k] = v
 			}
 		})
-		j.events.emit(evPhaseCompleted, map[string]any{"phase": "setup"})
+		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseSetup})
 	}
 	return nil
 }
@@ -323,12 +333,12 @@ func (j *job) loadItems(ctx context.Context) error {
 		return usage(fmt.Errorf("map.input: %w", err))
 	}
 	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
-	return j.state.update(func(cp *Checkpoint) {
+	return j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.SetupCompleted = true
-		cp.Phase = phaseMap
-		cp.Items = make([]*CheckpointItem, 0, len(list))
+		cp.Phase = jobstore.PhaseMap
+		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
 		for _, it := range list {
-			cp.Items = append(cp.Items, &CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
+			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
 		}
 	})
 }
@@ -351,8 +361,8 @@ func (j *job) resolveInput(in string) string {
 
 // mergeItems adds redriven items to the checkpoint, replacing existing
 // entries with the same id.
-func mergeItems(cp *Checkpoint, extra []*CheckpointItem) {
-	byID := make(map[string]*CheckpointItem, len(cp.Items))
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
+	byID := make(map[string]*jobstore.CheckpointItem, len(cp.Items))
 	for _, it := range cp.Items {
 		byID[it.ItemID] = it
 	}
@@ -373,8 +383,8 @@ func mergeItems(cp *Checkpoint, extra []*CheckpointItem) {
 
 // baseVars is the interpolation scope shared by every step: workflow env
 // and setup captures.
-func (j *job) baseVars() Vars {
-	v := make(Vars, len(j.vars)+8)
+func (j *job) baseVars() interp.Vars {
+	v := make(interp.Vars, len(j.vars)+8)
 	for k, s := range j.vars {
 		v[k] = s
 	}
@@ -383,7 +393,7 @@ func (j *job) baseVars() Vars {
 
 func (j *job) total() int {
 	var n int
-	j.state.read(func(cp *Checkpoint) { n = len(cp.Items) })
+	j.state.Read(func(cp *jobstore.Checkpoint) { n = len(cp.Items) })
 	return n
 }
 
@@ -393,22 +403,23 @@ func (j *job) phaseLog(phase string) *prefixWriter {
 	return &prefixWriter{j: j, prefix: "[" + phase + "] "}
 }
 
-// reduce runs the reduce steps in the parent worktree with ${map.*}.
-func (j *job) reduce(ctx context.Context) error {
+// reduce runs the reduce steps in the parent worktree with ${map.*}, under
+// runCtx; ctx ending means an interrupt.
+func (j *job) reduce(ctx, runCtx context.Context) error {
 	var done bool
-	j.state.read(func(cp *Checkpoint) { done = cp.ReduceCompleted })
+	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
 	if done {
 		return nil
 	}
-	_ = j.state.update(func(cp *Checkpoint) { cp.Phase = phaseReduce })
+	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
-		if err := j.git.SyncWorktree(j.runCtx, j.parentDir); err != nil {
-			return fmt.Errorf("%w: update the parent worktree before reduce: %v", ErrJobFailed, err)
+		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
+			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
 		}
 	}
 	if len(j.wf.Reduce) > 0 {
 		var res *Result
-		j.state.read(func(cp *Checkpoint) { res = cp.result() })
+		j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
 		results, _ := json.Marshal(res.Items)
 		vars := j.baseVars()
 		vars["map.total"] = res.Total
@@ -420,17 +431,17 @@ func (j *job) reduce(ctx context.Context) error {
 			fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
 			fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
 		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", len(j.wf.Reduce), res.Successful, res.Failed, res.Skipped)
-		j.events.emit(evPhaseStarted, map[string]any{"phase": "reduce"})
+		j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
-		if f := j.runSteps(j.runCtx, j.wf.Reduce, sc); f != nil {
+		if f := j.steps.run(runCtx, j.wf.Reduce, sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
 			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
 		}
-		j.events.emit(evPhaseCompleted, map[string]any{"phase": "reduce"})
+		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
 	}
-	return j.state.update(func(cp *Checkpoint) { cp.ReduceCompleted = true; cp.Phase = phaseDone })
+	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
 // end records the job's final status, cleans up worktrees and returns
@@ -468,7 +479,7 @@ func (j *job) end(cause error) (*Result, error) {
 		}
 	}
 	elapsed := j.now().Sub(j.started).Milliseconds()
-	werr := j.state.update(func(cp *Checkpoint) {
+	werr := j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.Status = status
 		cp.ElapsedMS += elapsed
 		cp.Error = ""
@@ -481,22 +492,22 @@ func (j *job) end(cause error) (*Result, error) {
 		j.warn(fmt.Sprintf("DLQ: could not write its index: %v", err))
 	}
 	var res *Result
-	j.state.read(func(cp *Checkpoint) { res = cp.result() })
-	res.OrphanedWorktrees = j.orphans.list()
+	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
+	res.OrphanedWorktrees = j.orphans.List()
 	if n, err := j.store.Count(); err == nil {
 		res.DLQCount = n
 	}
 	switch status {
 	case StatusCompleted:
-		j.events.emit(evJobCompleted, map[string]any{"successful": res.Successful, "failed": res.Failed, "skipped": res.Skipped, "duration_ms": res.DurationMS})
+		j.events.emit(JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})
 	case StatusInterrupted:
-		j.events.emit(evJobInterrupted, map[string]any{"pending": res.Pending})
+		j.events.emit(JobPaused{Pending: res.Pending})
 	default:
-		j.events.emit(evJobFailed, map[string]any{"error": res.Error, "pending": res.Pending})
+		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
 	if werr != nil && cause == nil {
-		cause = fmt.Errorf("%w: %v", ErrJobFailed, werr)
+		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}
 	return res, cause
 }
@@ -515,27 +526,8 @@ func (j *job) rollback() {
 	_ = j.git.WorktreeRemove(ctx, j.parentDir)
 	_ = j.git.WorktreePrune(ctx)
 	_ = j.git.DeleteBranch(ctx, j.branch)
-	for _, p := range []string{j.paths.JobStateDir(), filepath.Dir(j.paths.Events()), j.paths.WorktreeRoot(),
-		filepath.Join(j.paths.Home, "logs", j.paths.Repo, j.id), dlq.JobDir(j.paths.Home, j.paths.Repo, j.id), j.paths.Orphans()} {
-		_ = os.RemoveAll(p)
-	}
-	_ = os.Remove(j.paths.Session())
-	_ = os.RemoveAll(filepath.Join(j.paths.Home, "dlq", j.paths.Repo, j.id))
-	// Remove the parent folders this job created, up to the state dir.
-	for _, p := range []string{j.paths.JobStateDir(), j.paths.Events(), j.paths.WorktreeRoot(), j.paths.Session(),
-		filepath.Join(j.paths.Home, "logs", j.paths.Repo, j.id), filepath.Join(j.paths.Home, "dlq", j.paths.Repo, j.id), j.paths.Orphans()} {
-		removeEmptyParents(filepath.Dir(p), j.paths.Home)
-	}
-}
-
-// removeEmptyParents removes dir and its parents while they are empty,
-// stopping at stop (exclusive).
-func removeEmptyParents(dir, stop string) {
-	for dir != stop && strings.HasPrefix(dir, stop+string(filepath.Separator)) {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		dir = filepath.Dir(dir)
+	if err := jobstore.RemoveJob(j.paths); err != nil {
+		j.warn(fmt.Sprintf("could not remove all state of job %s: %v", j.id, err))
 	}
 }
 

@@ -11,19 +11,38 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
+// stepRunner executes workflow steps (shell, claude, write_file) with
+// their own retries, timeouts, commit checks and output captures. It holds
+// no per-run state: the working directory, scope and logs come in a
+// stepContext.
+type stepRunner struct {
+	git        *gitops.Client
+	bash       string   // bash for shell steps
+	claudeCmd  string   // the Claude Code executable
+	claudeArgs []string // extra arguments before the fixed flags
+	grace      time.Duration
+	clock      retry.Clock
+	rand       func() float64
+	red        *redact.Redactor // claude transcripts are redacted as they are written
+}
+
 // stepContext is what the steps of one phase or agent attempt share.
 type stepContext struct {
-	dir  string    // working directory (a worktree)
-	vars Vars      // interpolation scope; captures are added as steps run
-	env  []string  // process environment
-	log  io.Writer // the agent's or phase's log
+	dir  string      // working directory (a worktree)
+	vars interp.Vars // interpolation scope; captures are added as steps run
+	env  []string    // process environment
+	log  io.Writer   // the agent's or phase's log
 	// transcript is where claude steps append their stream-json output.
 	transcript string
 	// label names the running step in messages: `shell step 2` or `step "lint"`.
@@ -60,13 +79,13 @@ type stepFailure struct {
 
 func (f *stepFailure) Error() string { return f.Message }
 
-// runSteps runs steps in order. A failing step fails the sequence unless
+// run runs steps in order. A failing step fails the sequence unless
 // its on_failure handler succeeds, in which case the next step runs.
-func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
+func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
 	for i, st := range steps {
 		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", i+1, len(steps), oneLine(st.Describe(), 200))
 		sc.label = stepLabel(st, i)
-		f := j.runStepWithRetry(ctx, st, sc)
+		f := s.runWithRetry(ctx, st, sc)
 		if f == nil {
 			continue
 		}
@@ -74,7 +93,7 @@ func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext
 			return f
 		}
 		fmt.Fprintf(sc.log, "--- step failed (%s); running its on_failure handler\n", f.Message)
-		if hf := j.runSteps(ctx, st.OnFailure, sc); hf != nil {
+		if hf := s.run(ctx, st.OnFailure, sc); hf != nil {
 			if hf.Interrupted {
 				return hf
 			}
@@ -86,22 +105,22 @@ func (j *job) runSteps(ctx context.Context, steps []config.Step, sc *stepContext
 	return nil
 }
 
-// runStepWithRetry applies the step's own `retry:` block, if any.
-func (j *job) runStepWithRetry(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
+// runWithRetry applies the step's own `retry:` block, if any.
+func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
 	if st.Retry == nil {
-		return j.runStep(ctx, st, sc)
+		return s.runOne(ctx, st, sc)
 	}
 	pol, err := RetryPolicy(st.Retry)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: err.Error(), Step: st.Describe(), Permanent: true}
 	}
 	var last *stepFailure
-	_ = retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+	_ = retry.Do(ctx, pol, retry.Options{Clock: s.clock, Rand: s.rand, OnAttempt: func(a retry.Attempt) {
 		if !a.Final {
 			fmt.Fprintf(sc.log, "--- step attempt %d failed; retrying in %s\n", a.Number, a.Delay)
 		}
 	}}, func(ctx context.Context, attempt int) error {
-		last = j.runStep(ctx, st, sc)
+		last = s.runOne(ctx, st, sc)
 		if last == nil {
 			return nil
 		}
@@ -116,8 +135,8 @@ func (j *job) runStepWithRetry(ctx context.Context, st config.Step, sc *stepCont
 	return last
 }
 
-// runStep runs one step with its timeout, commit check and capture.
-func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
+// runOne runs one step with its timeout, commit check and capture.
+func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
 	if st.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)
@@ -125,7 +144,7 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 	}
 	var before string
 	if st.CommitRequired {
-		h, err := j.git.Head(ctx, sc.dir)
+		h, err := s.git.Head(ctx, sc.dir)
 		if err != nil {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("read HEAD before step: %v", err), Step: st.Describe()}
 		}
@@ -137,11 +156,11 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 	)
 	switch {
 	case st.WriteFile != nil:
-		f = j.writeFileStep(st, sc)
+		f = s.writeFile(st, sc)
 	case st.Claude != "":
-		out, f = j.claudeStep(ctx, st, sc)
+		out, f = s.claude(ctx, st, sc)
 	default:
-		out, f = j.shellStep(ctx, st, sc)
+		out, f = s.shell(ctx, st, sc)
 	}
 	if f != nil {
 		f.Step = st.Describe()
@@ -151,7 +170,7 @@ func (j *job) runStep(ctx context.Context, st config.Step, sc *stepContext) *ste
 		sc.vars[st.CaptureOutput] = strings.TrimRight(out, "\r\n")
 	}
 	if st.CommitRequired {
-		after, err := j.git.Head(ctx, sc.dir)
+		after, err := s.git.Head(ctx, sc.dir)
 		if err != nil {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("read HEAD after step: %v", err), Step: st.Describe()}
 		}
@@ -182,6 +201,10 @@ func processFailure(what string, res procResult, timeout time.Duration) *stepFai
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.Timeout}, Message: msg, Tail: tail}
 	case res.Cause != nil:
 		return &stepFailure{Message: "interrupted", Tail: tail, Interrupted: true}
+	case res.StartErr != nil && errors.Is(res.StartErr, syscall.E2BIG):
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true, Tail: tail,
+			Message: fmt.Sprintf("%s could not run: its arguments and environment are too large for the system (%v); "+
+				"pass large values through files", what, res.StartErr)}
 	case res.StartErr != nil:
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: res.ExitCode}, Message: fmt.Sprintf("%s could not run: %v", what, res.StartErr), Tail: tail}
 	case res.ExitCode != 0:
@@ -206,22 +229,44 @@ func lastOutputLine(out string) string {
 	return ""
 }
 
-func (j *job) shellStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
-	script, extra, err := InterpolateShell(st.Shell, sc.vars)
+func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
+	prep, err := interp.PrepareShell(st.Shell, sc.vars, interp.ShellOptions{AllowNestedShell: st.AllowNestedShell})
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate shell step: %v", err), Permanent: true}
 	}
-	env := withEnv(sc.env, envMap(st.Env))
-	env = append(env, extra...)
-	res := runProcess(ctx, procSpec{Path: j.bash, Args: []string{"-c", script}, Dir: sc.dir, Env: env, Stdout: sc.log, Stderr: sc.log, Grace: j.grace})
+	stepEnv, f := interpolateEnv(st, sc.vars)
+	if f != nil {
+		return "", f
+	}
+	env := withEnv(sc.env, stepEnv)
+	env = append(env, prep.Env...)
+	env, cleanup, f := passLargeValues(env, prep.Files)
+	if f != nil {
+		return "", f
+	}
+	defer cleanup()
+	stdout := io.Writer(sc.log)
+	var capture *captureBuffer
+	if st.CaptureOutput != "" {
+		capture = &captureBuffer{max: maxCapturedOutput}
+		stdout = io.MultiWriter(sc.log, capture)
+	}
+	res := runProcess(ctx, procSpec{Path: s.bash, Args: []string{"-c", prep.Script}, Dir: sc.dir, Env: env, Stdout: stdout, Stderr: sc.log, Grace: s.grace})
 	if f := processFailure(sc.label, res, st.Timeout); f != nil {
 		return "", f
 	}
-	return string(res.Stdout), nil
+	if capture == nil {
+		return string(res.Stdout), nil
+	}
+	if capture.over {
+		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Permanent: true,
+			Message: fmt.Sprintf("%s: the captured output (capture_output: %s) is larger than %d MiB; write it to a file instead", sc.label, st.CaptureOutput, maxCapturedOutput>>20)}
+	}
+	return capture.buf.String(), nil
 }
 
-func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
-	prompt, err := Interpolate(st.Claude, sc.vars)
+func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
+	prompt, err := interp.Interpolate(st.Claude, sc.vars)
 	if err != nil {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate claude step: %v", err), Permanent: true}
 	}
@@ -233,10 +278,26 @@ func (j *job) claudeStep(ctx context.Context, st config.Step, sc *stepContext) (
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("open transcript: %v", err)}
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
-	args := append(append([]string{}, j.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
-	env := withEnv(sc.env, envMap(st.Env))
+	args := append(append([]string{}, s.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
+	if len(prompt) > maxArgLen {
+		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
+			Message: fmt.Sprintf("%s: the interpolated prompt is %d bytes, more than the %d bytes one command-line argument can hold; "+
+				"write large values to a file (write_file) and refer to it in the prompt", sc.label, len(prompt), maxArgLen)}
+	}
+	stepEnv, f := interpolateEnv(st, sc.vars)
+	if f != nil {
+		return "", f
+	}
+	env := withEnv(sc.env, stepEnv)
 	env = append(env, "PRODIGY_AUTOMATION=true")
-	res := runProcess(ctx, procSpec{Path: j.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tf, Stderr: sc.log, Grace: j.grace})
+	env, cleanup, f := passLargeValues(env, nil)
+	if f != nil {
+		return "", f
+	}
+	defer cleanup()
+	tw := s.red.JSONLinesWriter(tf)
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: sc.log, Grace: s.grace})
+	tw.Close()
 	tf.Close()
 	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {
@@ -296,34 +357,173 @@ func finalClaudeResult(path string, offset int64) (claudeResult, bool, error) {
 	return last, found, sc.Err()
 }
 
-func (j *job) writeFileStep(st config.Step, sc *stepContext) *stepFailure {
+func (s *stepRunner) writeFile(st config.Step, sc *stepContext) *stepFailure {
 	wf := st.WriteFile
-	rel, err := Interpolate(wf.Path, sc.vars)
+	rel, err := interp.Interpolate(wf.Path, sc.vars)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file path: %v", err), Permanent: true}
 	}
 	if !filepath.IsLocal(rel) {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file path %q leaves the worktree", rel), Permanent: true}
 	}
-	content, err := Interpolate(wf.Content, sc.vars)
+	content, err := interp.Interpolate(wf.Content, sc.vars)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file content: %v", err), Permanent: true}
-	}
-	path := filepath.Join(sc.dir, rel)
-	if wf.CreateDirs {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
-		}
 	}
 	mode := wf.Mode
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+	if err := writeInside(sc.dir, rel, []byte(content), mode, wf.CreateDirs); err != nil {
+		if errors.Is(err, errEscapes) {
+			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file %s: %v", rel, err), Permanent: true}
+		}
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
 	}
 	fmt.Fprintf(sc.log, "wrote %s (%d bytes)\n", rel, len(content))
 	return nil
+}
+
+// errEscapes marks a write_file path that resolves outside the worktree.
+var errEscapes = errors.New("the path leaves the worktree (through .., an absolute path or a symbolic link)")
+
+// writeInside writes data to rel under dir through an os.Root, which
+// resolves every component (symbolic links included) inside dir: nothing
+// outside the worktree can be created, truncated or followed.
+func writeInside(dir, rel string, data []byte, mode os.FileMode, createDirs bool) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open worktree: %w", err)
+	}
+	defer root.Close()
+	escapes := func(err error) error {
+		var pe *os.PathError
+		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes from parent") {
+			return fmt.Errorf("%w: %v", errEscapes, err)
+		}
+		return err
+	}
+	if createDirs {
+		if d := filepath.Dir(rel); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return escapes(err)
+			}
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return escapes(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// interpolateEnv renders a step's env block: placeholders in the values
+// are replaced by their values as plain data (the variable receives the
+// text; nothing is evaluated).
+func interpolateEnv(st config.Step, vars interp.Vars) ([]string, *stepFailure) {
+	out := make([]string, 0, len(st.Env))
+	for _, k := range sortedKeys(st.Env) {
+		v, err := interp.Interpolate(st.Env[k], vars)
+		if err != nil {
+			return nil, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate env %s: %v", k, err), Permanent: true}
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("env %s: the value contains a NUL byte, which an environment variable cannot hold", k), Permanent: true}
+		}
+		out = append(out, k+"="+v)
+	}
+	return out, nil
+}
+
+// maxCapturedOutput bounds a captured step output (capture_output).
+const maxCapturedOutput = 64 << 20
+
+// captureBuffer keeps up to max bytes and notes whether more came.
+type captureBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *captureBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); len(p) > room {
+		c.over = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// maxArgLen is the longest single argument or environment string Linux
+// accepts (MAX_ARG_STRLEN, 32 pages).
+const maxArgLen = 128<<10 - 1
+
+// passLargeValues makes env fit the system's limits: every value file of
+// the shell script is written to a private temporary directory and its
+// variable set to the path; the item is always written there too, as
+// PRODIGY_ITEM_FILE, and PRODIGY_ITEM itself is dropped when it is larger
+// than interp.DefaultMaxEnvValue (read the file instead). A step env value
+// too large for the environment is a permanent failure. cleanup removes the
+// directory.
+func passLargeValues(env []string, files []interp.ValueFile) ([]string, func(), *stepFailure) {
+	nothing := func() {}
+	for _, kv := range env {
+		if len(kv) > maxArgLen && !strings.HasPrefix(kv, "PRODIGY_ITEM=") {
+			name, _, _ := strings.Cut(kv, "=")
+			return nil, nothing, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
+				Message: fmt.Sprintf("environment variable %s is %d bytes, more than the %d bytes the system allows for one variable; "+
+					"pass large values through a placeholder in the script or a file", name, len(kv), maxArgLen)}
+		}
+	}
+	item := -1
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PRODIGY_ITEM=") {
+			item = i
+		}
+	}
+	if item < 0 && len(files) == 0 {
+		return env, nothing, nil
+	}
+	dir, err := os.MkdirTemp("", "prodigy-values-")
+	if err != nil {
+		return nil, nothing, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("create a directory for step values: %v", err)}
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	write := func(name, content string) (string, *stepFailure) {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			cleanup()
+			return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("write a step value: %v", err)}
+		}
+		return path, nil
+	}
+	out := make([]string, 0, len(env)+len(files)+1)
+	for i, kv := range env {
+		if i == item {
+			val := strings.TrimPrefix(kv, "PRODIGY_ITEM=")
+			path, f := write("item.json", val)
+			if f != nil {
+				return nil, nothing, f
+			}
+			out = append(out, "PRODIGY_ITEM_FILE="+path)
+			if len(val) > interp.DefaultMaxEnvValue {
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	for _, vf := range files {
+		path, f := write(vf.EnvName, vf.Content)
+		if f != nil {
+			return nil, nothing, f
+		}
+		out = append(out, vf.EnvName+"="+path)
+	}
+	return out, cleanup, nil
 }
 
 // envMap turns a step env block into NAME=value pairs.

@@ -143,8 +143,14 @@ func ValidateFile(path string, o ValidateOptions) Validation {
 func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	v := newValidation(wf.Path)
 	v.Workflow = wf
-	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
-		v.fail(fmt.Errorf("%s: map: %w", wf.Map.Pos, err))
+	for _, err := range checkItemsPipeline(wf) {
+		v.fail(err)
+	}
+	// Placeholder mistakes (unknown variables, ${map.*} outside reduce,
+	// unsafe shell contexts, quoted here-documents) are found before
+	// anything runs, by validate, run and the Action alike.
+	for _, err := range CheckInterpolation(wf) {
+		v.fail(err)
 	}
 	v.Warnings = append(v.Warnings, wf.Warnings...)
 	p := wf.ErrorPolicy
@@ -170,6 +176,27 @@ func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	v.Warnings = append(v.Warnings, timeoutWarnings(wf, pol, worst, o.GitHubActions)...)
 	v.Valid = len(v.Errors) == 0
 	return v
+}
+
+// checkItemsPipeline compiles the items pipeline options (json_path,
+// filter, sort_by, distinct, …) without reading the input; a filter
+// problem is reported at its column in the file.
+func checkItemsPipeline(wf *config.Workflow) []error {
+	var errs []error
+	opts := ItemOptions(wf, "", nil)
+	if _, err := items.CompileFilter(opts.Filter); opts.Filter != "" && err != nil {
+		pos := wf.Map.FilterPos
+		var fe *items.FilterError
+		if errors.As(err, &fe) && fe.Column > 0 && pos.Line > 0 {
+			pos.Col += fe.Column - 1
+		}
+		errs = append(errs, fmt.Errorf("%s: map.filter: %w", pos, err))
+		opts.Filter = ""
+	}
+	if err := items.Check(opts); err != nil {
+		errs = append(errs, fmt.Errorf("%s: map: %w", wf.Map.Pos, err))
+	}
+	return errs
 }
 
 func newValidation(file string) Validation {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -41,6 +42,31 @@ func (c CleanupStatus) MarshalJSON() ([]byte, error) {
 		return []byte(`"Skipped"`), nil
 	}
 	return []byte(`"Success"`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, so event readers can decode
+// agent_completed; a failure's text becomes Err.
+func (c *CleanupStatus) UnmarshalJSON(b []byte) error {
+	var tag string
+	if json.Unmarshal(b, &tag) == nil {
+		switch tag {
+		case "Success":
+			*c = CleanupStatus{}
+			return nil
+		case "Skipped":
+			*c = CleanupStatus{Skipped: true}
+			return nil
+		}
+		return fmt.Errorf("unknown cleanup_status %q", tag)
+	}
+	var failed struct {
+		Failed *string `json:"Failed"`
+	}
+	if err := json.Unmarshal(b, &failed); err != nil || failed.Failed == nil {
+		return fmt.Errorf("cleanup_status %s: want \"Success\", \"Skipped\" or {\"Failed\": \"…\"}", b)
+	}
+	*c = CleanupStatus{Err: errors.New(*failed.Failed)}
+	return nil
 }
 
 // worktrees provides agent worktrees: a pool of max_parallel reused
@@ -82,7 +108,7 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 		w.all[s] = true
 		w.free = append(w.free, s)
 		w.mu.Unlock()
-		w.j.events.emit(evWorktreeCreated, map[string]any{"path": path, "pool": true})
+		w.j.events.emit(WorktreeCreated{Path: path, Pool: true})
 	}
 }
 
@@ -93,7 +119,7 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 		if err := w.j.git.WorktreeAdd(ctx, path, branch, head); err != nil {
 			return nil, fmt.Errorf("create worktree %s: %w", path, err)
 		}
-		w.j.events.emit(evWorktreeCreated, map[string]any{"agent_id": agentID, "path": path, "branch": branch})
+		w.j.events.emit(WorktreeCreated{AgentID: agentID, Path: path, Branch: branch})
 		return &agentTree{path: path, branch: branch}, nil
 	}
 	w.mu.Lock()
@@ -129,7 +155,7 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 	w.mu.Lock()
 	w.all[s] = true
 	w.mu.Unlock()
-	w.j.events.emit(evWorktreeCreated, map[string]any{"agent_id": agentID, "path": s.path, "branch": branch})
+	w.j.events.emit(WorktreeCreated{AgentID: agentID, Path: s.path, Branch: branch})
 	return &agentTree{path: s.path, branch: branch, slot: s}, nil
 }
 
@@ -171,7 +197,7 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 			w.free = append(w.free, t.slot)
 			w.mu.Unlock()
 		}
-		w.j.events.emit(evWorktreeCleaned, map[string]any{"agent_id": agentID, "item_id": itemID, "path": t.path})
+		w.j.events.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: t.path})
 		return CleanupStatus{}
 	}
 	if t.slot != nil {
@@ -227,10 +253,10 @@ func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
 	j.warn(fmt.Sprintf("cleanup failed for agent %s (item %s) at %s: %v — the item's outcome is unaffected; remove it later with `action worktree clean-orphaned %s`",
 		orDash(agentID), orDash(itemID), path, cause, j.id))
 	o := OrphanedWorktree{Path: path, Branch: branch, AgentID: agentID, ItemID: itemID, FailedAt: j.now().UTC(), Error: cause.Error()}
-	if err := j.orphans.add(o); err != nil {
+	if err := j.orphans.Add(o); err != nil {
 		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", path, err))
 	}
-	j.events.emit(evCleanupFailed, map[string]any{"agent_id": agentID, "item_id": itemID, "path": path, "error": cause.Error()})
+	j.events.emit(WorktreeCleanupFailed{AgentID: agentID, ItemID: itemID, Path: path, Error: cause.Error()})
 }
 
 // retireBranch schedules an agent branch for deletion when the job ends.

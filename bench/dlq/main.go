@@ -136,7 +136,7 @@ func run(n, adds int, asJSON bool, bin string, keep bool, stdout, stderr io.Writ
 // fill writes n records straight into items/ (8 writers, no fsync), then
 // lets the store rebuild index.json from items/ as it does after a crash.
 func fill(home string, n int) error {
-	s, err := dlq.Open(home, repo, jobID, dlq.Options{Capacity: -1})
+	s, err := dlq.Open(filepath.Join(home, "dlq", repo, jobID), jobID, dlq.Options{Capacity: -1})
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func record(i int) dlq.DeadLetteredItem {
 // timeAdds opens the full store (timing its first load, which reconciles
 // index.json with items/) and times adds of new ids.
 func timeAdds(home string, n, adds int) (AddCost, error) {
-	s, err := dlq.Open(home, repo, jobID, dlq.Options{Capacity: -1})
+	s, err := dlq.Open(filepath.Join(home, "dlq", repo, jobID), jobID, dlq.Options{Capacity: -1})
 	if err != nil {
 		return AddCost{}, err
 	}

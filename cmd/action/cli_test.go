@@ -12,6 +12,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 func TestUnknownSubcommandExitsTwoWithSuggestion(t *testing.T) {
@@ -112,7 +113,7 @@ func TestDLQRetryMaxParallelAlias(t *testing.T) {
 func TestCorruptRecordIsRuntimeFailure(t *testing.T) {
 	t.Parallel()
 	home := standardDLQ(t)
-	file := filepath.Join(dlq.JobDir(home, "proj", "job-1"), "items", "item-1.json")
+	file := filepath.Join(dlq.Dir(runner.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json")
 	if err := os.WriteFile(file, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,16 @@ func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	if len(args) == 0 && f.Getenv("GITHUB_ACTIONS") == "true" {
 		return f.ActionMain(ctx, actionapp.Deps{Getenv: f.Getenv, Stdout: f.Out, Stderr: f.ErrOut, Clock: f.Engine.Clock})
 	}
+	// Everything the CLI prints passes the redactor: stdout as a stream
+	// (flushed before returning), stderr message by message so progress
+	// is not delayed.
+	stdout, stderr := f.Out, f.ErrOut
+	rout := f.Redactor().Writer(stdout)
+	f.Out, f.ErrOut = rout, f.Redactor().EachWrite(stderr)
+	defer func() {
+		_ = rout.Flush()
+		f.Out, f.ErrOut = stdout, stderr
+	}()
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

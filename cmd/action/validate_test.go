@@ -14,7 +14,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-// runValidate runs `action validate args...` in-process.
+// validateCLI runs `action validate args...` in-process.
 func validateCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	if env == nil {
@@ -239,7 +239,7 @@ func TestValidateItemsPipelineErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, r := validateJSON(t, nil, wf)
-	if code != 2 || r.Valid || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "wf.yml:1:1: map:") || !strings.Contains(r.Errors[0], "filter") {
+	if code != 2 || r.Valid || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "wf.yml:3:") || !strings.Contains(r.Errors[0], "map.filter") {
 		t.Errorf("exit %d, errors %q", code, r.Errors)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
+	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -30,13 +31,31 @@ type Factory struct {
 	Engine runner.Options
 	// ActionMain runs the GitHub Action (no subcommand inside GitHub Actions).
 	ActionMain func(context.Context, actionapp.Deps) int
+	// Environ is the process environment whose secret-looking values are
+	// redacted from every output (and the engine's base environment).
+	Environ func() []string
+
+	red *redact.Redactor // built by Redactor
+}
+
+// Redactor returns the CLI's redactor over Environ (built once): every
+// byte the CLI prints or exports passes it.
+func (f *Factory) Redactor() *redact.Redactor {
+	if f.red == nil {
+		env := os.Environ
+		if f.Environ != nil {
+			env = f.Environ
+		}
+		f.red = redact.New(redact.Config{Environ: env()})
+	}
+	return f.red
 }
 
 // NewFactory returns a Factory on the given streams and environment with
 // the real clock and engine.
 func NewFactory(in io.Reader, out, errOut io.Writer, getenv func(string) string) *Factory {
 	return &Factory{In: in, Out: out, ErrOut: errOut, Getenv: getenv, Now: time.Now,
-		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main}
+		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main, Environ: os.Environ}
 }
 
 // Home returns the state directory: $PRODIGY_HOME, else ~/.prodigy.
@@ -64,6 +83,8 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	}
 	o := f.Engine
 	o.Home = home
+	o.Stderr = f.ErrOut
+	o.Redactor = f.Redactor()
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)

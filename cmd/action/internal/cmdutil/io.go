@@ -54,8 +54,9 @@ func (f *Factory) Confirm(prompt, skipFlag string) error {
 
 // WriteOutput streams write into file ("-" = stdout) through a temporary
 // file in the same directory, renamed into place only when complete. An
-// empty file name or an unwritable directory is a UsageError.
-func (f *Factory) WriteOutput(file string, write func(io.Writer) error) (err error) {
+// empty file name or an unwritable directory is a UsageError. Secrets are
+// redacted on the way (JSON-aware when jsonText, else as text).
+func (f *Factory) WriteOutput(file string, jsonText bool, write func(io.Writer) error) (err error) {
 	switch file {
 	case "":
 		return UsageErrorf(`output file must not be empty (use "-" for stdout)`)
@@ -72,7 +73,14 @@ func (f *Factory) WriteOutput(file string, write func(io.Writer) error) (err err
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	if err = write(tmp); err != nil {
+	rw := f.Redactor().Writer(tmp)
+	if jsonText {
+		rw = f.Redactor().JSONLinesWriter(tmp)
+	}
+	if err = write(rw); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err = rw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	if err = tmp.Chmod(0o644); err != nil {

@@ -58,7 +58,7 @@ func runDLQAnalyze(f *cmdutil.Factory, opts *dlqAnalyzeOptions) error {
 	out := report.DLQAnalysis{JobID: ref.JobID, Repo: ref.Repo, Analysis: an}
 	switch {
 	case opts.export != "":
-		err := f.WriteOutput(opts.export, func(w io.Writer) error {
+		err := f.WriteOutput(opts.export, true, func(w io.Writer) error {
 			b, err := json.MarshalIndent(out, "", "  ")
 			if err != nil {
 				return err

@@ -25,16 +25,16 @@ func NewDLQCmd(f *cmdutil.Factory) *cobra.Command {
 
 // openDLQ resolves the job (runner.FindDLQJob) and opens its store; store
 // warnings go to stderr.
-func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, dlq.JobRef, error) {
+func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error) {
 	home, err := f.Home()
 	if err != nil {
-		return nil, dlq.JobRef{}, err
+		return nil, runner.Paths{}, err
 	}
 	ref, err := runner.FindDLQJob(home, jobID)
 	if err != nil {
 		return nil, ref, err
 	}
-	s, err := dlq.Open(home, ref.Repo, ref.JobID, dlq.Options{Warn: func(m string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", m) }})
+	s, err := dlq.Open(ref.DLQRoot(), ref.JobID, dlq.Options{Warn: func(m string) { fmt.Fprintf(f.ErrOut, "warning: %s\n", m) }})
 	if err != nil {
 		return nil, ref, &cmdutil.UsageError{Err: err}
 	}

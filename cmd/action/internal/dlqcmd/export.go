@@ -57,7 +57,7 @@ func runDLQExport(f *cmdutil.Factory, opts *dlqExportOptions) error {
 	}
 	defer store.Close()
 	n := 0
-	err = f.WriteOutput(opts.file, func(w io.Writer) error {
+	err = f.WriteOutput(opts.file, format == "json", func(w io.Writer) error {
 		var err error
 		n, err = export(w, store)
 		return err

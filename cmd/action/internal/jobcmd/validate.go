@@ -1,6 +1,10 @@
 package jobcmd
 
 import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
@@ -25,15 +29,38 @@ func NewValidateCmd(f *cmdutil.Factory) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.file = args[0]
-			return runValidate(f, opts)
+			return runValidate(cmd.Context(), f, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
 	return cmd
 }
 
-func runValidate(f *cmdutil.Factory, opts *validateOptions) error {
-	v := runner.ValidateFile(opts.file, runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true"})
+// validateMemoryLimit is the soft heap limit while validating: parsing is
+// bounded by config's limits, and this keeps the garbage of a large file
+// from growing the heap.
+const validateMemoryLimit = 64 << 20
+
+func runValidate(ctx context.Context, f *cmdutil.Factory, opts *validateOptions) error {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(validateMemoryLimit))
+	interrupted := func() error {
+		fmt.Fprintln(f.ErrOut, "validate: interrupted")
+		return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted}
+	}
+	if ctx.Err() != nil {
+		return interrupted()
+	}
+	// A signal stops validation at once.
+	done := make(chan runner.Validation, 1)
+	go func() {
+		done <- runner.ValidateFile(opts.file, runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true"})
+	}()
+	var v runner.Validation
+	select {
+	case v = <-done:
+	case <-ctx.Done():
+		return interrupted()
+	}
 	if opts.json {
 		if err := cmdutil.WriteJSON(f.Out, v); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package runner
+package interp
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 //
 // The reference depends on the quoting context, found by a scanner of
 // bash's quoting rules:
-//   - unquoted (also inside $( ), <( ), backticks, and unquoted ${x:-…}):
-//     "${__PRODIGY_V_n}";
+//   - unquoted (also inside $( ), <( ), backticks, a here-string's word
+//     after <<<, and unquoted ${x:-…}): "${__PRODIGY_V_n}";
 //   - inside "…" and in unquoted here-documents: ${__PRODIGY_V_n};
 //   - inside '…': '"${__PRODIGY_V_n}"' (close, insert, reopen), and
 //     likewise for $'…';
@@ -39,12 +39,91 @@ import (
 // substitution early, and placeholders inside $( ) in a here-document are
 // treated as part of the document; in both cases the value is still never
 // executed, but it may be word-split.
-func InterpolateShell(s string, vars Vars) (script string, env []string, err error) {
-	sc := &shellScanner{src: s, vars: vars, names: map[string]string{}, stack: []shFrame{{kind: frTop}}}
+//
+// After the substitution the script is parsed (mvdan.cc/sh) and every
+// reference is checked against the contexts where bash evaluates a value
+// (see CheckShell): there the value must be a plain integer, and inside
+// the script of a second shell the placeholder is refused unless
+// opts.AllowNestedShell is set.
+func InterpolateShell(s string, vars Vars, opts ShellOptions) (script string, env []string, err error) {
+	opts.MaxEnvValue = -1
+	p, err := PrepareShell(s, vars, opts)
+	return p.Script, p.Env, err
+}
+
+// DefaultMaxEnvValue is the largest value PrepareShell passes in an
+// environment variable (Linux refuses a single environment string over
+// 128 KiB, and all of them share the argument space).
+const DefaultMaxEnvValue = 32 << 10
+
+// ShellScript is a prepared shell step.
+type ShellScript struct {
+	// Script is the bash script to run with bash -c.
+	Script string
+	// Env lists NAME=value pairs to add to the process environment.
+	Env []string
+	// Files are values too large for the environment: the caller writes
+	// each Content to a file and adds EnvName=<path> to the environment;
+	// the script reads the file into its variable before anything else.
+	Files []ValueFile
+}
+
+// ValueFile is one value passed through a file.
+type ValueFile struct {
+	EnvName string
+	Content string
+}
+
+// PrepareShell is InterpolateShell for values of any size: values longer
+// than opts.MaxEnvValue (0 = DefaultMaxEnvValue, negative = no limit) are
+// passed through files (see ShellScript.Files) and read by a prelude put
+// on the script's first line, so line numbers are unchanged.
+func PrepareShell(s string, vars Vars, opts ShellOptions) (ShellScript, error) {
+	sc := newShellScanner(s, vars, false)
 	if err := sc.run(); err != nil {
-		return "", nil, err
+		return ShellScript{}, err
 	}
-	return sc.out.String(), sc.env, nil
+	script := sc.out.String()
+	if len(sc.refs) > 0 {
+		uses, err := analyseShell(script, sc.refs)
+		if err != nil {
+			return ShellScript{}, fmt.Errorf("shell script: %w", err)
+		}
+		for _, u := range uses {
+			if err := u.check(sc.values[u.ref.name], opts); err != nil {
+				se := asScriptError(err)
+				se.Line, se.Col = lineColAt(s, u.ref.src)
+				return ShellScript{}, se
+			}
+		}
+	}
+	limit := opts.MaxEnvValue
+	if limit == 0 {
+		limit = DefaultMaxEnvValue
+	}
+	out := ShellScript{Script: script}
+	var prelude strings.Builder
+	for _, kv := range sc.env {
+		name, val, _ := strings.Cut(kv, "=")
+		if limit < 0 || len(val) <= limit {
+			out.Env = append(out.Env, kv)
+			continue
+		}
+		file := strings.Replace(name, "_V_", "_F_", 1)
+		out.Files = append(out.Files, ValueFile{EnvName: file, Content: val})
+		// read -d '' keeps every byte (trailing newlines included) up to
+		// the end of the file; values never hold NUL.
+		fmt.Fprintf(&prelude, `IFS= read -r -d '' %s < "$%s"; `, name, file)
+	}
+	if prelude.Len() > 0 {
+		out.Script = prelude.String() + script
+	}
+	return out, nil
+}
+
+func newShellScanner(s string, vars Vars, static bool) *shellScanner {
+	return &shellScanner{src: s, vars: vars, static: static, names: map[string]string{},
+		values: map[string]string{}, stack: []shFrame{{kind: frTop}}}
 }
 
 // shellRoots are the variable roots that always denote placeholders in
@@ -87,6 +166,20 @@ type shellScanner struct {
 	names    map[string]string // placeholder text → env var name
 	env      []string
 	heredocs []heredoc // pending bodies, read at the next unquoted newline
+	// static scans without values (validation): placeholders must only
+	// name known variables; every one becomes a reference.
+	static bool
+	values map[string]string // env var name → value (not static)
+	refs   []shellRef        // every reference emitted, in output order
+}
+
+// shellRef is one reference to a placeholder's variable in the output.
+type shellRef struct {
+	name   string // __PRODIGY_V_n
+	text   string // the placeholder as written
+	out    int    // offset of its '$' in the output script
+	src    int    // offset of the placeholder in the source
+	inline bool   // an integer written inline (arithmetic), not a reference
 }
 
 func (s *shellScanner) top() *shFrame          { return &s.stack[len(s.stack)-1] }
@@ -205,7 +298,9 @@ func (s *shellScanner) stepUnquoted() error {
 		} else if t.kind == frCmdSub {
 			s.pop()
 		}
-	case s.has("<<") && !s.has("<<<"):
+	case s.has("<<<"): // a here-string: its word is scanned like any other
+		s.emit(3)
+	case s.has("<<"):
 		s.heredocOperator()
 	case c == '\n':
 		s.emit(1)
@@ -380,17 +475,35 @@ func (s *shellScanner) reference(format string) (bool, error) {
 	if err != nil || !ours {
 		return false, err
 	}
-	val, err := ph.value(s.vars)
+	val, err := s.valueOf(ph)
 	if err != nil {
-		return false, s.errorf("%w", err)
+		return false, err
 	}
 	name, err := s.envName(ph.text, val)
 	if err != nil {
 		return false, err
 	}
+	before, _, _ := strings.Cut(format, "%s")
+	s.refs = append(s.refs, shellRef{name: name, text: ph.text, out: s.out.Len() + strings.Index(before, "$"), src: s.i})
 	fmt.Fprintf(&s.out, format, name)
 	s.i = end
 	return true, nil
+}
+
+// valueOf renders the placeholder's value; in a static scan it only checks
+// that the placeholder names a known variable and returns "".
+func (s *shellScanner) valueOf(ph varPlaceholder) (string, error) {
+	if s.static {
+		if err := ph.known(s.vars); err != nil {
+			return "", s.errorf("%w", err)
+		}
+		return "", nil
+	}
+	val, err := ph.value(s.vars)
+	if err != nil {
+		return "", s.errorf("%w", err)
+	}
+	return val, nil
 }
 
 var integerRE = regexp.MustCompile(`^[+-]?[0-9]+$`)
@@ -406,14 +519,18 @@ func (s *shellScanner) arithPlaceholder() error {
 		s.push(frParam)
 		return nil
 	}
-	val, err := ph.value(s.vars)
+	if s.static {
+		_, err := s.reference("${%s}")
+		return err
+	}
+	val, err := s.valueOf(ph)
 	if err != nil {
-		return s.errorf("%w", err)
+		return err
 	}
 	v := strings.TrimSpace(val)
 	if !integerRE.MatchString(v) {
-		return s.errorf("%s is used in shell arithmetic, where bash would evaluate its value as code, but the value %q is not an integer",
-			ph.text, clipForError(val, 60))
+		return s.errorf("%s is used in shell arithmetic, where bash would evaluate its value as code, but the value %q is not an integer "+
+			"(use \"$PRODIGY_ITEM_…\"-style variables outside arithmetic, or compare as strings)", ph.text, clipForError(val, 60))
 	}
 	s.out.WriteString(v)
 	s.i = end
@@ -448,12 +565,33 @@ func (s *shellScanner) envName(text, val string) (string, error) {
 	}
 	name := "__PRODIGY_V_" + strconv.Itoa(len(s.names))
 	s.names[text] = name
-	s.env = append(s.env, name+"="+val)
+	s.values[name] = val
+	if !s.static {
+		s.env = append(s.env, name+"="+val)
+	}
 	return name, nil
 }
 
 func (s *shellScanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("shell script line %d: "+format, append([]any{lineNumberAt(s.src, s.i)}, args...)...)
+	line, col := lineColAt(s.src, s.i)
+	return &ScriptError{Line: line, Col: col, Err: fmt.Errorf(format, args...)}
+}
+
+// ScriptError is a problem at a place in a step's text (1-based line and
+// byte column within the text).
+type ScriptError struct {
+	Line, Col int
+	Err       error
+}
+
+func (e *ScriptError) Error() string { return fmt.Sprintf("shell script line %d: %v", e.Line, e.Err) }
+func (e *ScriptError) Unwrap() error { return e.Err }
+
+// lineColAt returns the 1-based line and column of offset i in s.
+func lineColAt(s string, i int) (line, col int) {
+	i = min(max(i, 0), len(s))
+	line = strings.Count(s[:i], "\n") + 1
+	return line, i - (strings.LastIndexByte(s[:i], '\n') + 1) + 1
 }
 
 // wordStart reports whether s.i begins a shell word (for # comments and

@@ -1,4 +1,4 @@
-package runner
+package interp
 
 import (
 	"bytes"
@@ -83,7 +83,7 @@ func TestInterpolateShellHostileValues(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
 				vars := Vars{"item": map[string]any{"v": v}}
-				script, env, err := InterpolateShell(tmpl.script, vars)
+				script, env, err := InterpolateShell(tmpl.script, vars, ShellOptions{})
 				if err != nil {
 					t.Fatalf("InterpolateShell: %v", err)
 				}
@@ -146,7 +146,7 @@ func TestInterpolateShellReferences(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, env, err := InterpolateShell(tt.in, vars)
+			got, env, err := InterpolateShell(tt.in, vars, ShellOptions{})
 			if err != nil {
 				t.Fatalf("InterpolateShell(%q): %v", tt.in, err)
 			}
@@ -179,7 +179,7 @@ func TestInterpolateShellErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := InterpolateShell(tt.in, vars)
+			_, _, err := InterpolateShell(tt.in, vars, ShellOptions{})
 			if err == nil {
 				t.Fatalf("InterpolateShell(%q) succeeded", tt.in)
 			}
@@ -195,7 +195,7 @@ func TestInterpolateShellErrors(t *testing.T) {
 func TestInterpolateShellArithmeticRuns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	script, env, err := InterpolateShell(`echo $(( ${item.n} * 2 )); (( ${item.n} > 1 )) && echo big`, Vars{"item": map[string]any{"n": 21}})
+	script, env, err := InterpolateShell(`echo $(( ${item.n} * 2 )); (( ${item.n} > 1 )) && echo big`, Vars{"item": map[string]any{"n": 21}}, ShellOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runner
+package interp
 
 import (
 	"bytes"
@@ -214,6 +214,68 @@ func (ph varPlaceholder) resolve(vars Vars) (any, error) {
 		return walkVarPath(ph, name, v, ph.steps[n-1:])
 	}
 	return nil, fmt.Errorf("unknown variable %s (available: %s)", ph.text, availableVarNames(vars))
+}
+
+// known reports whether the placeholder names a variable of the scope
+// (some dotted prefix of its path is a name in vars; the rest of the path
+// is only known at run time). A placeholder with a :-default is always
+// accepted, as it is at run time.
+func (ph varPlaceholder) known(vars Vars) error {
+	if ph.hasDefault {
+		return nil
+	}
+	name := ph.root
+	if _, ok := vars[name]; ok {
+		return nil
+	}
+	for _, st := range ph.steps {
+		if st.isIndex {
+			break
+		}
+		name += "." + st.key
+		if _, ok := vars[name]; ok {
+			return nil
+		}
+	}
+	if ph.root == "map" {
+		return fmt.Errorf("%s is only available in reduce steps (after the map phase)", ph.text)
+	}
+	if hint := closestName(ph.root, vars); hint != "" {
+		return fmt.Errorf("unknown variable %s: no variable %q here (did you mean %s?); available: %s", ph.text, ph.root, hint, availableVarNames(vars))
+	}
+	return fmt.Errorf("unknown variable %s: no variable %q here; available: %s", ph.text, ph.root, availableVarNames(vars))
+}
+
+// closestName suggests a root of vars within edit distance 2 of root.
+func closestName(root string, vars Vars) string {
+	best, bestD := "", 3
+	for k := range vars {
+		r, _, _ := strings.Cut(k, ".")
+		if d := editDistance(root, r); d < bestD || d == bestD && r < best {
+			best, bestD = r, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // walkVarPath follows steps inside v, whose own name is name.

@@ -1,4 +1,4 @@
-package runner
+package interp
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package runner
+package jobstore
 
 import "time"
 
@@ -42,7 +42,7 @@ func sessionStatus(cp *Checkpoint) string {
 	case StatusInterrupted:
 		return "Paused"
 	}
-	if cp.CheckpointVersion <= 1 && cp.Phase == phaseSetup && !cp.SetupCompleted {
+	if cp.CheckpointVersion <= 1 && cp.Phase == PhaseSetup && !cp.SetupCompleted {
 		return "Initializing"
 	}
 	return "Running"
@@ -50,20 +50,21 @@ func sessionStatus(cp *Checkpoint) string {
 
 func sessionPhase(phase string) string {
 	switch phase {
-	case phaseSetup:
+	case PhaseSetup:
 		return "Setup"
-	case phaseMap:
+	case PhaseMap:
 		return "Map"
-	case phaseReduce:
+	case PhaseReduce:
 		return "Reduce"
 	}
 	return "Complete"
 }
 
-func newSession(cp *Checkpoint) *Session {
-	n := cp.counts()
+// SessionOf derives the session file of a checkpoint.
+func SessionOf(cp *Checkpoint) *Session {
+	n := cp.Counts()
 	s := &Session{
-		ID:          sessionID(cp.JobID),
+		ID:          SessionID(cp.JobID),
 		SessionType: "MapReduce",
 		Status:      sessionStatus(cp),
 		StartedAt:   cp.StartedAt,
@@ -78,9 +79,9 @@ func newSession(cp *Checkpoint) *Session {
 		Timings:     map[string]any{"elapsed_ms": cp.ElapsedMS},
 		MapReduceData: &MapReduceData{
 			JobID:          cp.JobID,
-			TotalItems:     n.total,
-			ProcessedItems: n.merged + n.skipped + n.dlq,
-			FailedItems:    n.dlq,
+			TotalItems:     n.Total,
+			ProcessedItems: n.Merged + n.Skipped + n.DLQ,
+			FailedItems:    n.DLQ,
 			AgentCount:     cp.MaxParallel,
 			Phase:          sessionPhase(cp.Phase),
 		},

@@ -1,8 +1,9 @@
-package runner
+package jobstore
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,7 @@ import (
 )
 
 // Paths is the on-disk layout of one job under the state directory
-// (DESIGN.md "State on disk").
+// (DESIGN.md "State on disk"). Repo is the repository directory name.
 type Paths struct {
 	Home  string
 	Repo  string
@@ -35,7 +36,7 @@ func (p Paths) Events() string {
 }
 
 // Session is the session file of the seeds.
-func (p Paths) Session() string { return filepath.Join(p.Home, "sessions", sessionID(p.JobID)+".json") }
+func (p Paths) Session() string { return filepath.Join(p.Home, "sessions", SessionID(p.JobID)+".json") }
 
 // WorktreeRoot holds the parent and agent worktrees of the job.
 func (p Paths) WorktreeRoot() string { return filepath.Join(p.Home, "worktrees", p.Repo, p.JobID) }
@@ -51,18 +52,24 @@ func (p Paths) Orphans() string {
 	return filepath.Join(p.Home, "orphaned_worktrees", p.Repo, p.JobID+".json")
 }
 
-// Logs is the directory of one item's claude transcripts.
-func (p Paths) Logs(itemID string) string {
-	return filepath.Join(p.Home, "logs", p.Repo, p.JobID, safeName(itemID))
-}
+// LogsDir holds the claude transcripts of every item of the job.
+func (p Paths) LogsDir() string { return filepath.Join(p.Home, "logs", p.Repo, p.JobID) }
 
-func sessionID(jobID string) string { return "session-" + jobID }
+// Logs is the directory of one item's claude transcripts.
+func (p Paths) Logs(itemID string) string { return filepath.Join(p.LogsDir(), SafeName(itemID)) }
+
+// DLQRoot is the folder that belongs to the job's dead letter queue; the
+// dlq package keeps its records inside it (dlq.Open takes this path).
+func (p Paths) DLQRoot() string { return filepath.Join(p.Home, "dlq", p.Repo, p.JobID) }
+
+// SessionID is the id of a job's session file.
+func SessionID(jobID string) string { return "session-" + jobID }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// safeName maps any string to a single path element that cannot escape its
+// SafeName maps any string to a single path element that cannot escape its
 // directory: readable when the input is tame, hashed when it is not.
-func safeName(s string) string {
+func SafeName(s string) string {
 	clean := unsafeChars.ReplaceAllString(s, "_")
 	clean = strings.Trim(clean, ".")
 	if clean == s && clean != "" && len(clean) <= 100 {
@@ -78,13 +85,20 @@ func safeName(s string) string {
 	return fmt.Sprintf("%s-%s", clean, hex.EncodeToString(sum[:6]))
 }
 
+// ErrInvalidJobID is wrapped by ValidJobID's errors.
+var ErrInvalidJobID = errors.New("invalid job id")
+
 var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ValidJobID reports whether id is usable as a job id: it becomes a path
-// element and part of a git branch name.
+// element and part of a git branch name. Latest is reserved: it names the
+// newest job in lookups.
 func ValidJobID(id string) error {
 	if !jobIDPattern.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
-		return fmt.Errorf("invalid job id %q: use letters, digits, '.', '_' and '-' (at most 128, no '..')", id)
+		return fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (at most 128, no '..')", ErrInvalidJobID, id)
+	}
+	if id == Latest {
+		return fmt.Errorf("%w %q: it is reserved for the newest job", ErrInvalidJobID, id)
 	}
 	return nil
 }

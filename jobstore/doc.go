@@ -1,0 +1,21 @@
+// Package jobstore owns prodigy-action's state directory ($PRODIGY_HOME,
+// default ~/.prodigy) except the DLQ records themselves:
+//
+//	state/<repo>/jobs/<job_id>/checkpoint.json   resumable job state (State, LoadCheckpoint)
+//	state/<repo>/jobs/<job_id>/workflow.yml      workflow copy (SaveWorkflowCopy)
+//	state/<repo>/jobs/<job_id>/job.lock          one process per job (LockJob, Locked)
+//	sessions/session-<job_id>.json               session file of the seeds (SessionOf)
+//	events/<repo>/<job_id>/events.jsonl          event log (OpenEvents)
+//	worktrees/<repo>/<job_id>/…                  parent and agent worktrees
+//	orphaned_worktrees/<repo>/<job_id>.json      worktrees cleanup could not remove (OpenOrphans)
+//	logs/<repo>/<job_id>/<item>/attempt-<n>.jsonl claude transcripts
+//	dlq/<repo>/<job_id>/                         the job's DLQ root, handed to dlq.Open
+//
+// Paths computes every location; Jobs, FindJob (including the id Latest)
+// and DLQJobs find jobs; RemoveJob deletes one. Every JSON file is written
+// atomically through internal/fsx (temporary file, fsync, rename).
+//
+// jobstore imports nothing from the project but internal/fsx; the engine
+// (runner) is its only intended importer and re-exports what the command
+// layers need.
+package jobstore

@@ -1,0 +1,85 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTenMegabyteValuesReachSteps: a 10 MB item field and a 10 MB captured
+// output reach shell steps intact (one environment string is limited to
+// 128 KiB), and the item is readable from PRODIGY_ITEM_FILE.
+func TestTenMegabyteValuesReachSteps(t *testing.T) {
+	t.Parallel()
+	blob := strings.Repeat("0123456789abcdef $(touch pwned)\n", 10<<20/32)
+	data, _ := json.Marshal([]map[string]string{{"blob": blob}})
+	r := newTestRepo(t, map[string]string{"items.json": string(data)})
+	out := t.TempDir()
+	wf := r.workflow(fmt.Sprintf(`
+name: large
+map:
+  input: items.json
+  agent_template:
+    - shell: printf '%%s' "${item.blob}" > %[1]s/field
+    - shell: |
+        test -z "${PRODIGY_ITEM:-}" || exit 3
+        cp "$PRODIGY_ITEM_FILE" %[1]s/item.json
+    - shell: cat %[1]s/field
+      capture_output: big
+    - shell: printf '%%s' "${big}" > %[1]s/captured
+`, out))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 1 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "field")); string(got) != blob {
+		t.Errorf("field: %d bytes, want %d", len(got), len(blob))
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "captured")); string(got) != strings.TrimRight(blob, "\n") {
+		t.Errorf("captured: %d bytes, want %d", len(got), len(blob)-1)
+	}
+	var item map[string]string
+	if b, _ := os.ReadFile(filepath.Join(out, "item.json")); json.Unmarshal(b, &item) != nil || item["blob"] != blob {
+		t.Errorf("PRODIGY_ITEM_FILE does not hold the item")
+	}
+	if m, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "pwned")); len(m) > 0 {
+		t.Fatal("payload ran")
+	}
+}
+
+// TestTooLargeEnvValueIsPermanent: a step env value that cannot be passed
+// fails the item once, with a clear message, without retries.
+func TestTooLargeEnvValueIsPermanent(t *testing.T) {
+	t.Parallel()
+	blob := strings.Repeat("x", 200<<10)
+	data, _ := json.Marshal([]map[string]string{{"blob": blob}})
+	r := newTestRepo(t, map[string]string{"items.json": string(data)})
+	wf := r.workflow(`
+name: toolarge
+map:
+  input: items.json
+  retry_config: {attempts: 3, backoff: fixed, initial_delay: 1ms}
+  agent_template:
+    - shell: echo hi
+      env: {BLOB: "${item.blob}"}
+`)
+	o, _, stderr, _ := r.options(wf)
+	res, _ := r.run(o)
+	if res == nil || res.Failed != 1 {
+		t.Fatalf("result %+v\n%s", res, stderr)
+	}
+	recs := r.dlqRecords(res.JobID)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, rec := range recs {
+		last, _ := rec.LastFailure()
+		if rec.FailureCount != 1 || !strings.Contains(last.ErrorMessage, "environment variable BLOB") {
+			t.Errorf("record: count %d, error %q", rec.FailureCount, last.ErrorMessage)
+		}
+	}
+}

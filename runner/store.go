@@ -1,0 +1,98 @@
+package runner
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// The state directory belongs to jobstore; these re-exports let the
+// command layers (which import runner, not jobstore) name jobs.
+
+// Paths is the on-disk layout of one job (jobstore.Paths).
+type Paths = jobstore.Paths
+
+// OrphanSet is one job's orphan registry (jobstore.OrphanSet).
+type OrphanSet = jobstore.OrphanSet
+
+// Latest, given as a job id, names the newest job of a repository.
+const Latest = jobstore.Latest
+
+// ValidJobID reports whether id is usable as a new job id.
+func ValidJobID(id string) error { return jobstore.ValidJobID(id) }
+
+// Jobs lists every job with a checkpoint under home, sorted by job id.
+func Jobs(home string) ([]Paths, error) { return jobstore.Jobs(home) }
+
+// StateJobs lists every job with a state folder under home, checkpointed
+// or not.
+func StateJobs(home string) ([]Paths, error) { return jobstore.StateJobs(home) }
+
+// DLQJobs lists every job that has a DLQ under home, sorted by repository
+// then job id.
+func DLQJobs(home string) ([]Paths, error) { return jobstore.DLQJobs(home) }
+
+// FindJob locates a job by id (jobstore.FindJob): "" means the only job,
+// Latest the newest of repo ("" = any repository). A job that does not
+// exist, an ambiguous or an invalid id is a *UsageError.
+func FindJob(home, repo, jobID string) (Paths, error) {
+	p, err := jobstore.FindJob(home, repo, jobID)
+	if errors.Is(err, jobstore.ErrNoJob) || errors.Is(err, jobstore.ErrAmbiguousJob) || errors.Is(err, jobstore.ErrInvalidJobID) {
+		return p, usage(err)
+	}
+	return p, err
+}
+
+// FindOrphans reads the orphan registries under home: one job's, or every
+// job's when jobID is "". An invalid job id is a *UsageError.
+func FindOrphans(home, jobID string) ([]OrphanSet, error) {
+	if jobID != "" {
+		if err := jobstore.ValidJobID(jobID); err != nil {
+			return nil, usage(err)
+		}
+	}
+	return jobstore.FindOrphans(home, jobID)
+}
+
+// Status reports a job's state from its checkpoint.
+func Status(home, jobID string) (*Result, error) {
+	p, err := FindJob(home, "", jobID)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		return nil, err
+	}
+	res := resultOf(cp)
+	if f, err := jobstore.LoadOrphans(p.Orphans()); err == nil {
+		res.OrphanedWorktrees = f.Worktrees
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if res.OrphanedWorktrees == nil {
+		res.OrphanedWorktrees = []OrphanedWorktree{}
+	}
+	if n, err := countDLQ(p); err == nil {
+		res.DLQCount = n
+	}
+	if cp.Status == StatusRunning && !jobstore.Locked(p) {
+		res.Error = "the process running this job is gone; continue with `resume " + cp.JobID + "`"
+	}
+	return res, nil
+}
+
+// openDLQ opens the DLQ store of a job.
+func openDLQ(p Paths, o dlq.Options) (*dlq.Store, error) {
+	return dlq.Open(p.DLQRoot(), p.JobID, o)
+}
+
+func countDLQ(p Paths) (int, error) {
+	store, err := openDLQ(p, dlq.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return store.Count()
+}
