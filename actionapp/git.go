@@ -1,14 +1,13 @@
 package actionapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -82,14 +81,13 @@ func (r *actionRun) push(ctx context.Context, res *runner.Result) error {
 	return nil
 }
 
-// execGit runs git in dir with env (nil: the process environment).
+// execGit runs git in dir with env (nil: the process environment)
+// through gitops, the one package that starts git.
 func execGit(ctx context.Context, dir string, env []string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	c, err := gitops.New(dir, gitops.Options{Env: env})
+	if err != nil {
+		return err
 	}
-	return nil
+	_, err = c.Run(ctx, dir, args...)
+	return err
 }

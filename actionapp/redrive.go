@@ -19,7 +19,6 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/ghaction"
-	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -397,7 +396,7 @@ type currentItems struct {
 
 // loadCurrentItems reads the items of wf's map input in the checkout.
 func (r *actionRun) loadCurrentItems(ctx context.Context, wf *config.Workflow) *currentItems {
-	list, err := items.Load(ctx, runner.ItemOptions(wf, r.ws, scrubEnv(r.env.Environ())))
+	list, err := runner.LoadItems(ctx, wf, r.ws, scrubEnv(r.env.Environ()))
 	if err != nil {
 		return &currentItems{err: err}
 	}

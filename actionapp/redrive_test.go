@@ -419,3 +419,25 @@ func TestSelectArtifacts(t *testing.T) {
 		t.Errorf("no match: %v", err)
 	}
 }
+
+// push: true pushes the results branch to origin (git through gitops).
+func TestActionModePushesResultsBranch(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	gitOut(t, repo, "init", "-q", "--bare", origin)
+	gitOut(t, repo, "remote", "add", "origin", origin)
+	at := newActionTest(t, gh, repo, map[string]string{"INPUT_PUSH": "true", "INPUT_COMMENT": "never"})
+	if code := at.run(t); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, at.out.String(), at.errb.String())
+	}
+	branch := at.outputs(t)["results-branch"]
+	if got, want := gitOut(t, origin, "rev-parse", "refs/heads/"+branch), gitOut(t, repo, "rev-parse", "refs/heads/"+branch); got != want {
+		t.Errorf("origin has %s at %q, local %q", branch, got, want)
+	}
+	if s := at.file(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(s, "pushed") || strings.Contains(s, "not pushed") {
+		t.Errorf("summary does not say pushed:\n%s", at.file(t, "GITHUB_STEP_SUMMARY"))
+	}
+}
