@@ -79,7 +79,8 @@ type Deps struct {
 	BlobClient *http.Client
 	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
 	RetrySleep ghaction.Sleeper
-	// Git runs git push/fetch/branch in the workspace; nil runs the git CLI.
+	// Git runs git (the results branch push) in the workspace; nil runs it
+	// through gitops.
 	Git GitFunc
 	// Engine runs and redrives jobs; nil means the runner.
 	Engine Engine
