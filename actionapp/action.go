@@ -3,7 +3,9 @@ package actionapp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"
@@ -51,13 +53,18 @@ type actionRun struct {
 	home    string
 	ws      string
 	notices []string
+	// allowFork is the allow-fork-artifacts input.
+	allowFork bool
+	// commentKey is the comment-key input ("" derives the key).
+	commentKey string
 }
 
-// run is the Action entrypoint: inputs → job → DLQ artifact → comment →
+// run is the Action entrypoint: inputs → job(s) → DLQ artifact → comment →
 // summary → outputs → push → exit code.
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
+	err = errors.Join(err, r.readRedriveInputs())
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return exitUsage
@@ -73,15 +80,35 @@ func (e *actionEnv) run(ctx context.Context) int {
 		e.gha.Errorf("%s", r.redact.String(err.Error()))
 		return exitUsage
 	}
-	res, runErr := r.runJob(ctx)
-	if res == nil {
-		e.gha.Errorf("%s", r.redact.String(oneLine(runErr)))
-		return runner.ExitCode(runErr)
+	outs, err := r.runJobs(ctx)
+	if err != nil {
+		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
+		return runner.ExitCode(err)
 	}
-	if runErr != nil {
-		e.gha.Errorf("job %s: %s", res.JobID, r.redact.String(oneLine(runErr)))
+	return r.finish(ctx, outs)
+}
+
+// readRedriveInputs reads the inputs of the redrive and the sticky
+// comment: allow-fork-artifacts and comment-key.
+func (r *actionRun) readRedriveInputs() error {
+	var errs []error
+	switch v := strings.ToLower(r.env.gha.GetInput("allow-fork-artifacts")); v {
+	case "", "false":
+	case "true":
+		r.allowFork = true
+	default:
+		errs = append(errs, fmt.Errorf("input allow-fork-artifacts: %q is not true or false", v))
 	}
-	return r.finish(ctx, res, runErr)
+	if k := r.env.gha.GetInput("comment-key"); k != "" {
+		if err := validCommentKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("input comment-key: %w", err))
+		}
+		r.commentKey = k
+	}
+	if r.in.Command == "retry" && r.in.Workflow == "" {
+		errs = append(errs, errors.New("input workflow is required for command retry: a redrive runs the workflow of the current checkout, never one from the artifact"))
+	}
+	return errors.Join(errs...)
 }
 
 // setup resolves the state directory and workspace and makes git trust the
@@ -112,9 +139,10 @@ func (r *actionRun) setup() error {
 	return addSafeDirectory(e.Getenv, e.Setenv, r.ws)
 }
 
-// runJob runs the workflow (command run) or redrives an earlier run's DLQ
-// (command retry).
-func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
+// runJobs runs the workflow (command run: one job) or redrives an earlier
+// run's DLQ artifacts (command retry: one job per artifact). An error
+// means nothing ran.
+func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	e := r.env
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
@@ -125,102 +153,223 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	// it may act as a workflow command.
 	opts.Stderr = ghaction.NeutralizeWriter(e.Stderr)
 	if r.in.Command == "retry" {
-		jobID, err := r.restoreDLQ(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return e.Engine.RetryDLQ(ctx, runner.RetryOptions{
-			Home: r.home, JobID: jobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
-			Parallel: r.in.MaxParallel, Run: opts,
-		})
+		return r.redrive(ctx, opts)
 	}
-	wfPath := r.in.Workflow
-	if !filepath.IsAbs(wfPath) {
-		wfPath = filepath.Join(r.ws, wfPath)
-	}
-	v := runner.ValidateFile(wfPath, runner.ValidateOptions{})
-	if err := v.Err(); err != nil {
+	wf, err := r.loadWorkflow()
+	if err != nil {
 		return nil, err
 	}
-	opts.Workflow = v.Workflow
-	return e.Engine.Run(ctx, opts)
+	opts.Workflow = wf
+	res, err := e.Engine.Run(ctx, opts)
+	if res == nil {
+		if err == nil {
+			err = errors.New("the engine returned no result")
+		}
+		return nil, err
+	}
+	return []*jobOutcome{{res: res, err: err}}, nil
 }
 
-// finish publishes the result and returns the exit code.
-func (r *actionRun) finish(ctx context.Context, res *runner.Result, runErr error) int {
+// published is what publishing one job produced, for the outputs.
+type published struct {
+	res      *runner.Result
+	dlqCount int
+	art      *report.Artifact
+	summary  string
+}
+
+// finish publishes every job (DLQ artifact, comment, summary, push) and
+// returns the exit code: the worst of the jobs'.
+func (r *actionRun) finish(ctx context.Context, outs []*jobOutcome) int {
 	e := r.env
-	rep, err := r.collect(res)
-	if err != nil {
-		e.gha.Warningf("read the DLQ: %s", r.redact.String(oneLine(err)))
-	}
-	rep = redactReport(r.redact, rep)
-	art := r.uploadDLQ(ctx, res, rep)
-	if art != nil {
-		rep.Artifact = art
-	}
-	r.comment(ctx, res, rep)
-	rep.Notices = append(rep.Notices, r.notices...)
-	summary := r.redact.String(report.Summary(rep))
-	summaryPath := r.writeSummary(res, summary)
-
-	pushErr := r.push(ctx, res)
-	if pushErr == nil && r.in.Push && res.ResultsBranch != "" {
-		rep.Pushed = true
-	}
-	if e.Getenv("GITHUB_STEP_SUMMARY") != "" {
-		if rep.Pushed { // re-render so the summary says "pushed"
-			summary = r.redact.String(report.Summary(rep))
-		}
-		e.gha.AddStepSummary(summary)
-	}
-	r.setOutputs(res, art, summaryPath)
-
 	code := exitOK
-	if runErr != nil {
-		code = runner.ExitCode(runErr)
+	var pubs []published
+	for _, o := range outs {
+		if o.res == nil {
+			e.gha.Errorf("%s", r.redact.String(oneLine(o.err)))
+			code = max(code, runner.ExitCode(o.err))
+			continue
+		}
+		if o.err != nil {
+			e.gha.Errorf("job %s: %s", o.res.JobID, r.redact.String(oneLine(o.err)))
+			code = max(code, runner.ExitCode(o.err))
+		}
+		p, pushErr := r.publish(ctx, o)
+		pubs = append(pubs, p)
+		if pushErr != nil {
+			e.gha.Errorf("push %s: %s", o.res.ResultsBranch, r.redact.String(oneLine(pushErr)))
+			code = max(code, exitJobFailed)
+		}
 	}
-	if pushErr != nil {
-		e.gha.Errorf("push %s: %s", res.ResultsBranch, r.redact.String(oneLine(pushErr)))
-		code = max(code, exitJobFailed)
+	if len(pubs) == 0 {
+		return max(code, exitJobFailed)
 	}
-	if code == exitOK && r.in.FailOnDLQ && res.DLQCount > 0 {
-		e.gha.Errorf("%d item(s) in the dead letter queue (fail-on-dlq is set)", res.DLQCount)
+	var summaries []string
+	dlqCount := 0
+	for _, p := range pubs {
+		summaries = append(summaries, p.summary)
+		dlqCount += p.dlqCount
+	}
+	summary := strings.Join(summaries, "\n\n---\n\n")
+	r.appendStepSummary(summary)
+	summaryPath := r.writeSummary(pubs[0].res, summary)
+	r.setOutputs(pubs, summaryPath)
+
+	if code == exitOK && r.in.FailOnDLQ && dlqCount > 0 {
+		e.gha.Errorf("%d item(s) in the dead letter queue (fail-on-dlq is set)", dlqCount)
 		code = exitJobFailed
 	}
 	return code
 }
 
-func (r *actionRun) setOutputs(res *runner.Result, art *report.Artifact, summaryPath string) {
+// publish uploads one job's DLQ, updates the sticky comment, pushes the
+// results branch and renders the job's summary section.
+func (r *actionRun) publish(ctx context.Context, o *jobOutcome) (published, error) {
+	e := r.env
+	res := o.res
+	rep, err := r.collect(res)
+	if err != nil {
+		e.gha.Warningf("read the DLQ: %s", r.redact.String(oneLine(err)))
+	}
+	rep = redactReport(r.redact, rep)
+	if o.source != "" {
+		rep.Notices = append(rep.Notices, fmt.Sprintf("Redrive of artifact %s of run %d with the workflow %s of this checkout.", o.source, r.in.RetryFromRun, r.in.Workflow))
+	}
+	for _, h := range o.held {
+		rep.Notices = append(rep.Notices, fmt.Sprintf("Item %s was not redriven: its data was redacted in the artifact and could not be re-read from the current input; it stays in the dead letter queue.", h.ItemID))
+	}
+	pr := r.prNumber(o.meta.PRNumber)
+	meta := artifactMeta{
+		Format: metaFormat, CommentKey: r.commentKeyFor(o), JobID: res.JobID, PRNumber: pr,
+		History: trimHistory(append(append([]historyEntry{}, o.meta.History...), historyEntry{
+			RunID: r.ctx.RunID, RunAttempt: int(max(r.ctx.RunAttempt, 1)), Command: r.in.Command,
+			Total: rep.Total, Successful: rep.Successful, Failed: rep.DLQCount, At: e.now().UTC(),
+		})),
+	}
+	art := r.uploadDLQ(ctx, res, rep, meta)
+	if art != nil {
+		rep.Artifact = art
+	}
+	history := r.renderHistory(meta.History)
+	r.comment(ctx, res, rep, pr, meta.CommentKey, history)
+	rep.Notices = append(rep.Notices, r.notices...)
+	r.notices = nil
+
+	pushErr := r.push(ctx, res)
+	if pushErr == nil && r.in.Push && res.ResultsBranch != "" {
+		rep.Pushed = true
+	}
+	summary := report.Summary(rep)
+	if history != "" {
+		summary += "\n" + history
+	}
+	return published{res: res, dlqCount: rep.DLQCount, art: art, summary: r.redact.String(summary)}, pushErr
+}
+
+// commentKeyFor is the sticky comment key of a job: the comment-key input,
+// else the key carried by the redriven artifact, else this run's workflow
+// file and job.
+func (r *actionRun) commentKeyFor(o *jobOutcome) string {
+	switch {
+	case r.commentKey != "":
+		return r.commentKey
+	case o.meta.CommentKey != "":
+		return o.meta.CommentKey
+	}
+	return r.defaultCommentKey()
+}
+
+// appendStepSummary appends markdown to GITHUB_STEP_SUMMARY; a file that
+// cannot be written is a warning.
+func (r *actionRun) appendStepSummary(markdown string) {
+	p := r.env.Getenv("GITHUB_STEP_SUMMARY")
+	if p == "" {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = io.WriteString(f, markdown+"\n")
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		r.env.gha.Warningf("job summary not written (GITHUB_STEP_SUMMARY): %s", oneLine(err))
+	}
+}
+
+// setOutputs sets the step outputs. With several jobs (a redrive of
+// several artifacts) the counts are sums and job-id, results-branch,
+// dlq-artifact-name and dlq-artifact-id list one value per job, separated
+// by spaces, in the same order. A GITHUB_OUTPUT that cannot be written is
+// an error annotation, not a crash.
+func (r *actionRun) setOutputs(pubs []published, summaryPath string) {
 	if r.env.Getenv("GITHUB_OUTPUT") == "" {
 		return
 	}
+	var ids, branches, artNames, artIDs []string
+	var total, ok, failed, dlqCount int
+	for _, p := range pubs {
+		ids, branches = append(ids, p.res.JobID), append(branches, p.res.ResultsBranch)
+		total, ok, failed, dlqCount = total+p.res.Total, ok+p.res.Successful, failed+p.res.Failed, dlqCount+p.dlqCount
+		if p.art != nil {
+			artNames, artIDs = append(artNames, p.art.Name), append(artIDs, strconv.FormatInt(p.art.ID, 10))
+		}
+	}
 	out := map[string]string{
-		"job-id": res.JobID, "total": strconv.Itoa(res.Total), "successful": strconv.Itoa(res.Successful),
-		"failed": strconv.Itoa(res.Failed), "dlq-count": strconv.Itoa(res.DLQCount),
-		"results-branch": res.ResultsBranch, "dlq-artifact-name": "", "dlq-artifact-id": "", "summary-path": summaryPath,
+		"job-id": strings.Join(ids, " "), "total": strconv.Itoa(total), "successful": strconv.Itoa(ok),
+		"failed": strconv.Itoa(failed), "dlq-count": strconv.Itoa(dlqCount),
+		"results-branch": strings.Join(branches, " "), "dlq-artifact-name": strings.Join(artNames, " "),
+		"dlq-artifact-id": strings.Join(artIDs, " "), "summary-path": summaryPath,
 	}
-	if art != nil {
-		out["dlq-artifact-name"], out["dlq-artifact-id"] = art.Name, strconv.FormatInt(art.ID, 10)
-	}
+	defer func() {
+		if p := recover(); p != nil { // go-githubactions panics on a write error
+			r.env.gha.Errorf("outputs not written (GITHUB_OUTPUT): %v", p)
+		}
+	}()
 	for _, k := range sortedKeys(out) {
 		r.env.gha.SetOutput(k, out[k])
 	}
 }
 
-// writeSummary keeps a copy of the summary for the summary-path output.
+// summaryDir is the workspace directory holding the summary copy; it
+// ignores itself in git.
+const summaryDir = ".prodigy-action"
+
+// containerWorkspace is GITHUB_WORKSPACE inside the runner's container
+// (the host directory is mounted there).
+const containerWorkspace = "/github/workspace"
+
+// writeSummary keeps a copy of the summary for the summary-path output and
+// returns the path later steps can open. The copy goes into the
+// workspace, the one directory later steps share with this container at a
+// known place (RUNNER_TEMP is /github/runner_temp here but another path on
+// the host, and outputs are not path-translated). Inside GitHub's
+// container the path is relative to the workspace, the default working
+// directory of later steps; elsewhere (act, local runs) it is absolute.
 func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
-	dir := r.env.Getenv("RUNNER_TEMP")
-	if dir == "" {
-		dir = r.home
+	dir := filepath.Join(r.ws, summaryDir)
+	p := filepath.Join(dir, "summary-"+res.JobID+".md")
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*\n"), 0o644)
 	}
-	p := filepath.Join(dir, "prodigy-summary-"+res.JobID+".md")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err == nil {
+		err = os.WriteFile(p, []byte(summary), 0o644)
+	}
+	if err != nil {
 		r.env.gha.Warningf("write summary copy: %s", oneLine(err))
 		return ""
 	}
-	if err := os.WriteFile(p, []byte(summary), 0o644); err != nil {
-		r.env.gha.Warningf("write summary copy: %s", oneLine(err))
-		return ""
+	return summaryOutputPath(r.ws, p)
+}
+
+// summaryOutputPath is the summary-path output for file p in workspace ws:
+// relative to the workspace inside GitHub's container (whose paths do not
+// exist on the host), else p.
+func summaryOutputPath(ws, p string) string {
+	if filepath.Clean(ws) == containerWorkspace {
+		if rel, err := filepath.Rel(ws, p); err == nil {
+			return filepath.ToSlash(rel)
+		}
 	}
 	return p
 }

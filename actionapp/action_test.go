@@ -36,9 +36,11 @@ type fakeGitHub struct {
 	forkPR   bool
 	comments []map[string]any
 	patches  int
-	blocks   map[string][]byte // artifact name → uploaded bytes
-	arts     []map[string]any  // finalized: {id, name, run}
-	runID    int64             // run whose artifacts the current token addresses
+	blocks   map[string][]byte         // artifact name → uploaded bytes
+	arts     []map[string]any          // finalized: {id, name, run[, expired, created_at, expires_at]}
+	runID    int64                     // run whose artifacts the current token addresses
+	runs     map[string]map[string]any // run objects by id; missing ids get a same-repository run
+	zipGets  int                       // artifact zip downloads
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -46,7 +48,7 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/repos/o/r/issues/7/comments", f.issueComments)
 	mux.HandleFunc("/api/repos/o/r/issues/comments/", f.editComment)
-	mux.HandleFunc("/api/repos/o/r/actions/runs/", f.runArtifacts)
+	mux.HandleFunc("/api/repos/o/r/actions/runs/", f.runEndpoints)
 	mux.HandleFunc("/api/repos/o/r/actions/artifacts/", f.artifactZip)
 	mux.HandleFunc("/twirp/github.actions.results.api.v1.ArtifactService/", f.twirp)
 	mux.HandleFunc("/blob/", f.blob)
@@ -108,20 +110,57 @@ func (f *fakeGitHub) editComment(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotFound)
 }
 
-func (f *fakeGitHub) runArtifacts(w http.ResponseWriter, r *http.Request) {
+// runEndpoints serves GET …/actions/runs/{id} and …/runs/{id}/artifacts.
+func (f *fakeGitHub) runEndpoints(w http.ResponseWriter, r *http.Request) {
 	if !f.auth(w, r, "Bearer "+testToken) {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	run := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/runs/"), "/artifacts")
+	rest := strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/runs/")
+	run, isList := strings.CutSuffix(rest, "/artifacts")
+	obj, ok := f.runs[run]
+	if !ok {
+		same := map[string]any{"full_name": "o/r", "fork": false}
+		obj = map[string]any{"id": json.Number(run), "event": "pull_request", "path": ".github/workflows/example.yml",
+			"repository": same, "head_repository": same}
+	}
+	if obj == nil {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message":"Not Found"}`)
+		return
+	}
+	if !isList {
+		_ = json.NewEncoder(w).Encode(obj)
+		return
+	}
 	list := []map[string]any{}
 	for _, a := range f.arts {
 		if fmt.Sprint(a["run"]) == run {
-			list = append(list, map[string]any{"id": a["id"], "name": a["name"], "expired": false})
+			e := map[string]any{"id": a["id"], "name": a["name"], "expired": a["expired"] == true}
+			for _, k := range []string{"created_at", "expires_at"} {
+				if v, ok := a[k]; ok {
+					e[k] = v
+				}
+			}
+			list = append(list, e)
 		}
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"total_count": len(list), "artifacts": list})
+}
+
+// addArtifact stores a zip made by the test as an artifact of run.
+func (f *fakeGitHub) addArtifact(run int64, name string, data []byte, extra map[string]any) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := 5000 + len(f.arts)
+	a := map[string]any{"id": id, "name": name, "run": run}
+	for k, v := range extra {
+		a[k] = v
+	}
+	f.arts = append(f.arts, a)
+	f.blocks[name] = data
+	return id
 }
 
 func (f *fakeGitHub) artifactZip(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +168,9 @@ func (f *fakeGitHub) artifactZip(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/artifacts/"), "/zip")
+	f.mu.Lock()
+	f.zipGets++
+	f.mu.Unlock()
 	http.Redirect(w, r, f.srv.URL+"/blob/download?id="+id+"&sig=x", http.StatusFound)
 }
 
@@ -148,6 +190,13 @@ func (f *fakeGitHub) twirp(w http.ResponseWriter, r *http.Request) {
 		if req["workflow_run_backend_id"] != "run-b" || req["version"] != float64(4) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
+		}
+		for _, a := range f.arts {
+			if a["name"] == name && fmt.Sprint(a["run"]) == fmt.Sprint(f.runID) {
+				w.WriteHeader(http.StatusConflict)
+				_, _ = io.WriteString(w, `{"code":"already_exists","msg":"an artifact with this name already exists on the workflow run"}`)
+				return
+			}
 		}
 		out["signed_upload_url"] = f.srv.URL + "/blob/" + name + "?sig=s1"
 	case "FinalizeArtifact":
@@ -360,15 +409,23 @@ func TestActionModeRunPublishesEverything(t *testing.T) {
 		t.Fatalf("comments = %d, want 1", len(gh.comments))
 	}
 	body := gh.comments[0]["body"].(string)
-	if !strings.Contains(body, "<!-- prodigy-action:sticky-comment key=example / fanout -->") || !strings.Contains(body, "item\\_1") {
+	if !strings.Contains(body, "<!-- prodigy-action:sticky-comment key=example.yml / fanout -->") || !strings.Contains(body, "item\\_1") {
 		t.Errorf("comment body:\n%s", body)
 	}
 
 	files := gh.unzipped(t, "prodigy-dlq-555-1")
-	for _, f := range []string{"items/item_1.json", "index.json", "dlq.json", "job/checkpoint.json", "job/workflow.yml"} {
+	for _, f := range []string{"items/item_1.json", "index.json", "dlq.json", "meta.json"} {
 		if _, ok := files[f]; !ok {
 			t.Errorf("artifact lacks %s (has %v)", f, keys(files))
 		}
+	}
+	if len(files) != 4 {
+		t.Errorf("artifact holds %v; want records, index, dlq.json and meta.json only (nothing executable)", keys(files))
+	}
+	var meta artifactMeta
+	if err := json.Unmarshal([]byte(files["meta.json"]), &meta); err != nil || meta.CommentKey != "example.yml / fanout" ||
+		meta.PRNumber != 7 || len(meta.History) != 1 || meta.History[0].RunID != 555 || meta.History[0].Failed != 1 {
+		t.Errorf("meta.json = %s (%v)", files["meta.json"], err)
 	}
 	var arr []map[string]any
 	if err := json.Unmarshal([]byte(files["dlq.json"]), &arr); err != nil || len(arr) != 1 || arr[0]["failure_count"] != float64(2) {
@@ -432,9 +489,12 @@ func TestActionModeBadInputsExitTwo(t *testing.T) {
 	gh := newFakeGitHub(t)
 	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
 	tests := map[string]map[string]string{
-		"bad comment":       {"INPUT_COMMENT": "sometimes"},
-		"missing workflow":  {"INPUT_WORKFLOW": "nope.yml"},
-		"retry without run": {"INPUT_COMMAND": "retry"},
+		"bad comment":            {"INPUT_COMMENT": "sometimes"},
+		"missing workflow":       {"INPUT_WORKFLOW": "nope.yml"},
+		"retry without run":      {"INPUT_COMMAND": "retry"},
+		"retry without workflow": {"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": ""},
+		"bad comment key":        {"INPUT_COMMENT-KEY": "a\u202eb"},
+		"bad allow-fork":         {"INPUT_ALLOW-FORK-ARTIFACTS": "yes"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -449,6 +509,11 @@ func TestActionModeBadInputsExitTwo(t *testing.T) {
 	}
 }
 
+// An original pull_request run posts the sticky comment and uploads its
+// DLQ; redrive.yml (another workflow and job, workflow_dispatch, no
+// pr-number input) finds the PR and the comment key in the artifact,
+// PATCHes the same comment with the run history, and the record's failure
+// history continues.
 func TestActionModeRedriveKeepsHistory(t *testing.T) {
 	t.Parallel()
 	gh := newFakeGitHub(t)
@@ -459,24 +524,27 @@ func TestActionModeRedriveKeepsHistory(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, first.out.String(), first.errb.String())
 	}
 	jobID := first.outputs(t)["job-id"]
-	// The next run is a fresh container: new runner temp (state dir) and a
-	// checkout without the results branch.
-	gitOut(t, repo, "branch", "-D", "prodigy/"+jobID)
+	if len(gh.comments) != 1 {
+		t.Fatalf("original run posted %d comments", len(gh.comments))
+	}
+	// The next run is a fresh container: new runner temp (state dir).
 	gh.runID = 777
 	redrive := newActionTest(t, gh, repo, map[string]string{
-		"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": "",
-		"GITHUB_RUN_ID": "777", "GITHUB_EVENT_NAME": "workflow_dispatch", "INPUT_PR-NUMBER": "7",
+		"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555",
+		"GITHUB_RUN_ID": "777", "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_JOB": "redrive", "GITHUB_WORKFLOW": "redrive",
+		"GITHUB_WORKFLOW_REF": "o/r/.github/workflows/redrive.yml@refs/heads/main",
 	})
 	code := redrive.run(t)
 	if code != exitOK {
 		t.Fatalf("redrive: exit %d\nstdout:\n%s\nstderr:\n%s", code, redrive.out.String(), redrive.errb.String())
 	}
 	out := redrive.outputs(t)
-	if out["job-id"] != jobID || out["dlq-count"] != "1" || out["dlq-artifact-name"] != "prodigy-dlq-777-1" {
+	if out["job-id"] == jobID || out["dlq-count"] != "1" || out["total"] != "1" || out["dlq-artifact-name"] != "prodigy-dlq-777-1" {
 		t.Fatalf("outputs = %v", out)
 	}
+	files := gh.unzipped(t, "prodigy-dlq-777-1")
 	var arr []map[string]any
-	if err := json.Unmarshal([]byte(gh.unzipped(t, "prodigy-dlq-777-1")["dlq.json"]), &arr); err != nil || len(arr) != 1 {
+	if err := json.Unmarshal([]byte(files["dlq.json"]), &arr); err != nil || len(arr) != 1 {
 		t.Fatalf("redrive dlq.json: %v", err)
 	}
 	// 2 attempts in the first run + 3 (the redrive default) = 5: history kept across runs.
@@ -485,6 +553,39 @@ func TestActionModeRedriveKeepsHistory(t *testing.T) {
 	}
 	if !strings.Contains(redrive.file(t, "GITHUB_STEP_SUMMARY"), "redrive") {
 		t.Error("summary does not say redrive")
+	}
+	if len(gh.comments) != 1 || gh.patches != 1 {
+		t.Fatalf("comments %d, patches %d; want the original comment edited", len(gh.comments), gh.patches)
+	}
+	body := gh.comments[0]["body"].(string)
+	for _, want := range []string{
+		"<!-- prodigy-action:sticky-comment key=example.yml / fanout -->",
+		"- run [run 555](https://github.com/o/r/actions/runs/555) (attempt 1, ",
+		"): 3 item(s), 2 merged, 1 failed",
+		"- redrive [run 777](https://github.com/o/r/actions/runs/777) (attempt 1, ",
+		"): 1 item(s), 0 merged, 1 failed",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("comment lacks %q:\n%s", want, body)
+		}
+	}
+	var meta artifactMeta
+	if err := json.Unmarshal([]byte(files["meta.json"]), &meta); err != nil || meta.CommentKey != "example.yml / fanout" || len(meta.History) != 2 || meta.PRNumber != 7 {
+		t.Errorf("redrive meta.json = %s (%v)", files["meta.json"], err)
+	}
+
+	// A second redrive (of the redrive's artifact) edits the same comment again.
+	gh.runID = 888
+	again := newActionTest(t, gh, repo, map[string]string{
+		"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "777",
+		"GITHUB_RUN_ID": "888", "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_JOB": "redrive", "GITHUB_WORKFLOW": "redrive",
+		"GITHUB_WORKFLOW_REF": "o/r/.github/workflows/redrive.yml@refs/heads/main",
+	})
+	if code := again.run(t); code != exitOK {
+		t.Fatalf("second redrive: exit %d\n%s", code, again.out.String())
+	}
+	if len(gh.comments) != 1 || gh.patches != 2 || !strings.Contains(gh.comments[0]["body"].(string), "[run 888]") {
+		t.Errorf("comments %d, patches %d:\n%s", len(gh.comments), gh.patches, gh.comments[0]["body"])
 	}
 }
 

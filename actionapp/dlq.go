@@ -16,13 +16,6 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-// Paths inside the DLQ zip besides the DLQ folder itself: the job's state,
-// so a later run (command: retry) can redrive the job.
-const (
-	zipCheckpoint = "job/checkpoint.json"
-	zipWorkflow   = "job/workflow.yml"
-)
-
 // jobPaths returns the runner's state paths of res's job.
 func (r *actionRun) jobPaths(res *runner.Result) runner.Paths {
 	return runner.Paths{Home: r.home, Repo: res.Repo, JobID: res.JobID}
@@ -85,18 +78,24 @@ func allIneligible(items []report.FailedItem) bool {
 	return true
 }
 
-// uploadDLQ zips the job's DLQ (plus its state) and uploads it as
+// uploadDLQ zips the job's DLQ records plus meta.json (the comment key,
+// PR and history: data a redrive validates) and uploads them as
 // <artifact-name>-<run_id>-<run_attempt>; nil when the DLQ is empty or the
-// upload failed (which is a warning, never a job failure).
-func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep report.Input) *report.Artifact {
+// upload failed (which is a warning, never a job failure). Nothing
+// executable (workflow, checkpoint) goes into the artifact.
+func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep report.Input, meta artifactMeta) *report.Artifact {
 	if len(rep.FailedItems) == 0 || res.Repo == "" {
 		return nil
 	}
 	e := r.env
-	p := r.jobPaths(res)
-	data, n, err := ghaction.BuildDLQZip(dlq.Dir(p.DLQRoot(), res.JobID), r.redact.JSON,
-		ghaction.ExtraFile{Name: zipCheckpoint, Path: p.Checkpoint()},
-		ghaction.ExtraFile{Name: zipWorkflow, Path: p.WorkflowCopy()})
+	metaPath, err := r.writeMeta(res, meta)
+	if err != nil {
+		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
+		return nil
+	}
+	defer os.Remove(metaPath)
+	data, n, err := ghaction.BuildDLQZip(dlq.Dir(r.jobPaths(res).DLQRoot(), res.JobID), r.redact.JSON,
+		ghaction.ExtraFile{Name: zipMeta, Path: metaPath})
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
 		return nil
@@ -133,84 +132,42 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	return art
 }
 
-// restoreDLQ downloads the newest DLQ artifact of run retry-from-run and
-// installs its records and job state under the state directory; it returns
-// the job id to redrive.
-func (r *actionRun) restoreDLQ(ctx context.Context) (string, error) {
-	gh, err := r.github()
+// writeMeta writes meta.json for the artifact into the job's state dir.
+func (r *actionRun) writeMeta(res *runner.Result, meta artifactMeta) (string, error) {
+	b, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("encode %s: %w", zipMeta, err)
 	}
-	a, err := ghaction.FindRunArtifact(ctx, gh, r.owner, r.repo, r.in.RetryFromRun, r.in.ArtifactName)
-	if err != nil {
-		return "", err
+	dir := r.jobPaths(res).JobStateDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	data, err := ghaction.DownloadRunArtifact(ctx, gh, r.env.BlobClient, r.owner, r.repo, a.GetID(), 0)
-	if err != nil {
-		return "", err
+	p := filepath.Join(dir, "artifact-"+zipMeta)
+	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", p, err)
 	}
-	tmp, err := os.MkdirTemp("", "prodigy-dlq-")
-	if err != nil {
-		return "", fmt.Errorf("create a temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := ghaction.ExtractZip(data, tmp, ghaction.ExtractLimits{}); err != nil {
-		return "", fmt.Errorf("artifact %s: %w", a.GetName(), err)
-	}
-	var cp struct {
-		JobID string `json:"job_id"`
-	}
-	raw, err := os.ReadFile(filepath.Join(tmp, filepath.FromSlash(zipCheckpoint)))
-	if err != nil {
-		return "", fmt.Errorf("artifact %s has no job state (%s); it was not made by this action's run command: %w", a.GetName(), zipCheckpoint, err)
-	}
-	if err := json.Unmarshal(raw, &cp); err != nil || runner.ValidJobID(cp.JobID) != nil {
-		return "", fmt.Errorf("artifact %s: invalid %s", a.GetName(), zipCheckpoint)
-	}
-	repo := filepath.Base(r.ws)
-	if git, err := r.gitClient(); err == nil {
-		repo = filepath.Base(git.TopLevel())
-	}
-	p := runner.Paths{Home: r.home, Repo: repo, JobID: cp.JobID}
-	dlqDir := dlq.Dir(p.DLQRoot(), cp.JobID)
-	copies := map[string]string{
-		zipCheckpoint: p.Checkpoint(), zipWorkflow: p.WorkflowCopy(), "index.json": filepath.Join(dlqDir, "index.json"),
-	}
-	items, _ := os.ReadDir(filepath.Join(tmp, "items"))
-	for _, it := range items {
-		if it.Type().IsRegular() {
-			copies["items/"+it.Name()] = filepath.Join(dlqDir, "items", it.Name())
-		}
-	}
-	for from, to := range copies {
-		if err := copyFile(filepath.Join(tmp, filepath.FromSlash(from)), to); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", err
-		}
-	}
-	if err := r.ensureResultsBranch(ctx, p); err != nil {
-		return "", err
-	}
-	r.env.gha.Noticef("redriving job %s from artifact %s of run %d (%d record(s))", cp.JobID, a.GetName(), r.in.RetryFromRun, len(items))
-	return cp.JobID, nil
+	return p, nil
 }
 
-func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
+// prNumber is the pull request to comment on: the event's, else the
+// pr-number input, else the one the redriven artifact's run commented on
+// (0: none).
+func (r *actionRun) prNumber(fromArtifact int) int {
+	pr, err := ghaction.PullRequestNumber(r.ctx.EventName, r.ctx.Event, r.in.PRNumber)
 	if err != nil {
-		return err
+		r.env.gha.Warningf("%s", oneLine(err))
+		return 0
 	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(to), err)
+	if pr == 0 {
+		pr = fromArtifact
 	}
-	if err := os.WriteFile(to, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", to, err)
-	}
-	return nil
+	return pr
 }
 
-// comment posts or edits the sticky PR comment per the comment input; a
-// fork PR's read-only token becomes a notice in the summary.
-func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.Input) {
+// comment posts or edits the sticky PR comment (keyed by key) per the
+// comment input, with the fan-out's run history appended; a fork PR's
+// read-only token becomes a notice in the summary.
+func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.Input, pr int, key, history string) {
 	e := r.env
 	switch r.in.Comment {
 	case ghaction.CommentNever:
@@ -219,11 +176,6 @@ func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.
 		if rep.DLQCount == 0 && res.Status == runner.StatusCompleted {
 			return
 		}
-	}
-	pr, err := ghaction.PullRequestNumber(r.ctx.EventName, r.ctx.Event, r.in.PRNumber)
-	if err != nil {
-		e.gha.Warningf("%s", oneLine(err))
-		return
 	}
 	if pr == 0 {
 		e.gha.Debugf("no pull request for event %s: no comment", r.ctx.EventName)
@@ -234,8 +186,11 @@ func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.
 		e.gha.Warningf("comment: %s", oneLine(err))
 		return
 	}
-	key := r.ctx.Workflow + " / " + r.ctx.Job
-	body := r.redact.String(report.Comment(rep))
+	body := report.Comment(rep)
+	if history != "" {
+		body += "\n" + history
+	}
+	body = r.redact.String(body)
 	res2, err := ghaction.UpsertStickyComment(ctx, gh, r.owner, r.repo, pr, key, "github-actions[bot]", body)
 	switch {
 	case errors.Is(err, ghaction.ErrForbidden) || errors.Is(err, ghaction.ErrNotFound):

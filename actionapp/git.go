@@ -1,11 +1,9 @@
 package actionapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 
@@ -83,50 +81,13 @@ func (r *actionRun) push(ctx context.Context, res *runner.Result) error {
 	return nil
 }
 
-// ensureResultsBranch recreates the redriven job's results branch in this
-// checkout when the earlier run did not leave it here: from origin when it
-// was pushed, else from HEAD.
-func (r *actionRun) ensureResultsBranch(ctx context.Context, p runner.Paths) error {
-	st, err := runner.Status(p.Home, p.JobID)
-	if err != nil || st.ResultsBranch == "" {
+// execGit runs git in dir with env (nil: the process environment)
+// through gitops, the one package that starts git.
+func execGit(ctx context.Context, dir string, env []string, args ...string) error {
+	c, err := gitops.New(dir, gitops.Options{Env: env})
+	if err != nil {
 		return err
 	}
-	ref := "refs/heads/" + st.ResultsBranch
-	if git, err := r.gitClient(); err == nil {
-		if ok, err := git.BranchExists(ctx, st.ResultsBranch); err == nil && ok {
-			return nil
-		}
-	}
-	env := r.env.Environ()
-	if r.in.GitHubToken != "" && r.ctx.ServerURL != "" {
-		env = authEnv(env, r.ctx.ServerURL, r.in.GitHubToken)
-	}
-	if r.env.Git(ctx, r.ws, env, "fetch", "--quiet", "origin", ref+":"+ref) == nil {
-		return nil
-	}
-	if err := r.env.Git(ctx, r.ws, nil, "branch", st.ResultsBranch, "HEAD"); err != nil {
-		return fmt.Errorf("recreate results branch %s: %w", st.ResultsBranch, err)
-	}
-	return nil
-}
-
-// execGit runs git in dir with env (nil: the process environment).
-func execGit(ctx context.Context, dir string, env []string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
-
-// gitClient opens the workspace's repository through gitops.
-func (r *actionRun) gitClient() (*gitops.Client, error) {
-	o := r.env.GitOptions
-	if o.Env == nil {
-		o.Env = r.env.Environ()
-	}
-	return gitops.New(r.ws, o)
+	_, err = c.Run(ctx, dir, args...)
+	return err
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
-	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -80,11 +79,9 @@ type Deps struct {
 	BlobClient *http.Client
 	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
 	RetrySleep ghaction.Sleeper
-	// Git runs git push/fetch/branch in the workspace; nil runs the git CLI.
+	// Git runs git (the results branch push) in the workspace; nil runs it
+	// through gitops.
 	Git GitFunc
-	// GitOptions configure the gitops client opened on the workspace
-	// (repository reads); a nil Env means Environ().
-	GitOptions gitops.Options
 	// Engine runs and redrives jobs; nil means the runner.
 	Engine Engine
 }
