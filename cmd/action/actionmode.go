@@ -18,6 +18,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -47,15 +48,12 @@ type actionEnv struct {
 	app    *app
 	gha    *githubactions.Action
 	getenv func(string) string
-	setenv func(k, v string) error
 	engine actionEngine
 	// hc sends GitHub API and artifact-service requests; blob fetches
 	// artifact zips from storage (never given the token).
 	hc, blob *http.Client
 	// retrySleep is the artifact client's backoff sleeper.
 	retrySleep ghaction.Sleeper
-	// git runs a git command with extra environment (push).
-	git func(ctx context.Context, dir string, env []string, args ...string) error
 }
 
 func newActionEnv(a *app) *actionEnv {
@@ -63,11 +61,9 @@ func newActionEnv(a *app) *actionEnv {
 		app:    a,
 		gha:    githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout)),
 		getenv: a.getenv,
-		setenv: os.Setenv,
 		engine: realEngine{},
 		hc:     &http.Client{Timeout: 2 * time.Minute},
 		blob:   &http.Client{Timeout: 5 * time.Minute},
-		git:    execGit,
 	}
 }
 
@@ -82,6 +78,9 @@ type actionRun struct {
 	home    string
 	ws      string
 	notices []string
+	// gitConfig is extra git configuration for every git process of the
+	// run, the engine's and the agents' (safe.directory).
+	gitConfig []gitops.ConfigEntry
 }
 
 // run is the Action entrypoint: inputs → job → DLQ artifact → comment →
@@ -141,7 +140,8 @@ func (r *actionRun) setup() error {
 		}
 		r.home = h
 	}
-	return addSafeDirectory(e.getenv, e.setenv, r.ws)
+	r.gitConfig = []gitops.ConfigEntry{{Key: "safe.directory", Value: r.ws}}
+	return nil
 }
 
 // runJob runs the workflow (command run) or redrives an earlier run's DLQ
@@ -151,7 +151,9 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.app.stderr,
 		Getenv: e.getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.app.clock,
-		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Environ: scrubEnv(os.Environ()), Redact: r.redact.String,
+		Hooks: &actionHooks{gha: e.gha, redact: r.redact}, Redact: r.redact.String,
+		// Agents run git too: they get the same safe.directory.
+		Environ: gitops.ConfigEnv(scrubEnv(os.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)

@@ -168,7 +168,7 @@ func (r *actionRun) restoreDLQ(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("artifact %s: invalid %s", a.GetName(), zipCheckpoint)
 	}
 	repo := filepath.Base(r.ws)
-	if top, err := gitTopLevel(ctx, r.ws); err == nil {
+	if top, err := r.gitTopLevel(r.ws); err == nil {
 		repo = filepath.Base(top)
 	}
 	p := runner.Paths{Home: r.home, Repo: repo, JobID: cp.JobID}

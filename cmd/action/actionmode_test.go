@@ -12,12 +12,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 const testToken = "ghs_TESTTOKEN_abc123"
@@ -245,7 +248,7 @@ type actionTest struct {
 	env      map[string]string
 	out      bytes.Buffer
 	errb     bytes.Buffer
-	setenv   map[string]string
+	opts     runner.Options // what the Action passed to the engine
 	repo     string
 	temp     string
 	ghServer *fakeGitHub
@@ -258,7 +261,7 @@ func newActionTest(t *testing.T, gh *fakeGitHub, repo string, inputs map[string]
 	if err := os.WriteFile(event, []byte(pullRequestEvent), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	at := &actionTest{repo: repo, temp: temp, ghServer: gh, setenv: map[string]string{}}
+	at := &actionTest{repo: repo, temp: temp, ghServer: gh}
 	at.env = map[string]string{
 		"GITHUB_ACTIONS": "true", "CI": "true", "HOME": temp,
 		"GITHUB_WORKSPACE": repo, "RUNNER_TEMP": filepath.Join(temp, "runner_temp"),
@@ -284,7 +287,7 @@ func (at *actionTest) run(t *testing.T) int {
 	a := newApp(strings.NewReader(""), &at.out, &at.errb, func(k string) string { return at.env[k] })
 	a.clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
 	e := newActionEnv(a)
-	e.setenv = func(k, v string) error { at.setenv[k] = v; return nil }
+	e.engine = recordingEngine{at: at}
 	e.retrySleep = func(context.Context, time.Duration) error { return nil }
 	return e.run(context.Background())
 }
@@ -334,8 +337,18 @@ func TestActionModeRunPublishesEverything(t *testing.T) {
 	if !strings.HasPrefix(out["job-id"], "mapreduce-") || out["results-branch"] != "prodigy/"+out["job-id"] {
 		t.Errorf("job-id %q, results-branch %q", out["job-id"], out["results-branch"])
 	}
-	if at.setenv["GIT_CONFIG_KEY_0"] != "safe.directory" || at.setenv["GIT_CONFIG_VALUE_0"] != repo || at.setenv["GIT_CONFIG_COUNT"] != "1" {
-		t.Errorf("safe.directory env = %v", at.setenv)
+	// safe.directory reaches the engine's git and the agents' git through
+	// their own environments, not ours.
+	if want := (gitops.ConfigEntry{Key: "safe.directory", Value: repo}); !slices.Contains(at.opts.Git.Config, want) {
+		t.Errorf("engine git config = %v, want %v", at.opts.Git.Config, want)
+	}
+	if env := strings.Join(at.opts.Environ, "\n"); !strings.Contains(env, "=safe.directory\n") || !strings.Contains(env, "="+repo+"\n") {
+		t.Errorf("agents' environment lacks safe.directory:\n%s", env)
+	}
+	for _, kv := range at.opts.Git.Env {
+		if strings.Contains(kv, testToken) || strings.HasPrefix(kv, "ACTIONS_RUNTIME_TOKEN=") {
+			t.Errorf("engine git environment carries a token: %s", kv)
+		}
 	}
 
 	summary := at.file(t, "GITHUB_STEP_SUMMARY")
@@ -497,23 +510,6 @@ func TestExecuteDispatchesToActionMode(t *testing.T) {
 	}
 }
 
-func TestAuthEnv(t *testing.T) {
-	t.Parallel()
-	env := authEnv([]string{"PATH=/bin", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=/w"}, "https://github.com/", "tok")
-	want := []string{
-		"GIT_CONFIG_KEY_1=http.https://github.com/.extraheader", "GIT_CONFIG_VALUE_1=",
-		"GIT_CONFIG_KEY_2=http.https://github.com/.extraheader",
-		"GIT_CONFIG_VALUE_2=AUTHORIZATION: basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:tok")),
-		"GIT_CONFIG_COUNT=3",
-	}
-	got := strings.Join(env, "\n")
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			t.Errorf("env lacks %q:\n%s", w, got)
-		}
-	}
-}
-
 func TestScrubEnv(t *testing.T) {
 	t.Parallel()
 	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z"})
@@ -528,4 +524,17 @@ func keys(m map[string]string) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// recordingEngine runs the real engine and records the options it got.
+type recordingEngine struct{ at *actionTest }
+
+func (r recordingEngine) Run(ctx context.Context, o runner.Options) (*runner.Result, error) {
+	r.at.opts = o
+	return runner.Run(ctx, o)
+}
+
+func (r recordingEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error) {
+	r.at.opts = o.Run
+	return runner.RetryDLQ(ctx, o)
 }

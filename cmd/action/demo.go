@@ -1,16 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/examples"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -29,7 +29,7 @@ fails on purpose, is retried with backoff and lands in the dead letter queue.
 State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			repo, err := makeDemoRepo(dir)
+			repo, err := makeDemoRepo(cmd.Context(), dir)
 			if err != nil {
 				return &exitError{code: exitJobFailed, err: err}
 			}
@@ -45,7 +45,7 @@ State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 			opts.Workflow, opts.RepoDir = wf, repo
 			res, err := runner.Run(cmd.Context(), opts)
 			if res != nil && !asJSON {
-				a.printDemoOutcome(repo, res)
+				a.printDemoOutcome(cmd.Context(), repo, res)
 			}
 			return a.finishJob(res, err, asJSON)
 		},
@@ -56,7 +56,7 @@ State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 }
 
 // makeDemoRepo creates the sample repository with the embedded files.
-func makeDemoRepo(dir string) (string, error) {
+func makeDemoRepo(ctx context.Context, dir string) (string, error) {
 	var err error
 	if dir == "" {
 		dir, err = os.MkdirTemp("", "prodigy-demo-*")
@@ -83,27 +83,25 @@ func makeDemoRepo(dir string) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644); err != nil {
 		return "", err
 	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "."},
-		{"-c", "user.name=prodigy-demo", "-c", "user.email=demo@example.invalid", "commit", "-q", "-m", "demo repository"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
-		}
+	who := gitops.Identity{Name: "prodigy-demo", Email: "demo@example.invalid"}
+	if _, err := gitops.InitRepository(ctx, dir, "main", "demo repository", who, gitops.Options{}); err != nil {
+		return "", err
 	}
 	return filepath.Abs(dir)
 }
 
-func (a *app) printDemoOutcome(repo string, res *runner.Result) {
+func (a *app) printDemoOutcome(ctx context.Context, repo string, res *runner.Result) {
 	w := a.stderr
 	fmt.Fprintf(w, "\nresults branch %s:\n", res.ResultsBranch)
-	out, _ := exec.Command("git", "-C", repo, "log", "--graph", "--oneline", "--decorate=no", res.ResultsBranch).CombinedOutput()
-	fmt.Fprintf(w, "%s", out)
-	out, _ = exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", res.ResultsBranch, "greetings").CombinedOutput()
-	fmt.Fprintf(w, "\nfiles on the results branch:\n%s", out)
+	if git, err := gitops.New(repo, gitops.Options{}); err == nil {
+		graph, _ := git.LogGraph(ctx, res.ResultsBranch)
+		fmt.Fprintf(w, "%s", graph)
+		files, _ := git.ListFiles(ctx, res.ResultsBranch, "greetings")
+		fmt.Fprintf(w, "\nfiles on the results branch:\n")
+		for _, f := range files {
+			fmt.Fprintln(w, f)
+		}
+	}
 	fmt.Fprintf(w, "\nnext steps:\n")
 	fmt.Fprintf(w, "  go run ./cmd/action dlq list --job-id %s\n", res.JobID)
 	for _, it := range res.Items {
