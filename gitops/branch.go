@@ -65,7 +65,7 @@ func (c *Client) DeleteBranches(ctx context.Context, names []string) error {
 // revision [Client.ResolveRef] accepts). It fails if the branch exists.
 func (c *Client) CreateBranch(ctx context.Context, name, startPoint string) error {
 	ref := branchRef(name)
-	if !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) {
+	if !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) || strings.HasPrefix(name, "-") {
 		return fmt.Errorf("create branch: invalid branch name %q", name)
 	}
 	oid, err := c.ResolveRef(ctx, startPoint)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,6 +26,7 @@ type objectReader struct {
 	commonDir string
 	mu        sync.Mutex
 	st        *filesystem.Storage
+	walked    atomic.Int64 // commits visited by isAncestor (tests)
 }
 
 // openObjects opens the common git dir with go-git, or returns nil when
@@ -246,6 +248,7 @@ func (o *objectReader) isAncestor(anc, desc string, stop map[string]bool) (yes, 
 			continue
 		}
 		seen[oid] = true
+		o.walked.Add(1)
 		if len(seen) > maxWalk {
 			return false, false
 		}
