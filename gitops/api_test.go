@@ -160,7 +160,7 @@ func TestBranchesCreateAndCommitExists(t *testing.T) {
 	if err := c.CreateBranch(bg(), "-bad", "main"); err == nil {
 		t.Error("CreateBranch(-bad) succeeded")
 	}
-	git(t, dir, "pack-refs", "--all") // p/job/1, p/job/2 packed …
+	git(t, dir, "pack-refs", "--all")                             // p/job/1, p/job/2 packed …
 	if err := c.CreateBranch(bg(), "p/job/3", head); err != nil { // … p/job/3 loose
 		t.Fatal(err)
 	}
