@@ -15,9 +15,10 @@
 //
 //   - linked worktrees (`worktree add/remove/prune/list`): go-git has no
 //     linked-worktree administration;
-//   - checkout, reset and clean of a worktree: go-git's checkout does not
-//     honour .gitattributes filters, sparse checkouts or git's index
-//     extensions, and rewrites whole trees instead of changed paths;
+//   - checkout, reset and clean of a worktree: go-git's checkout runs no
+//     .gitattributes filters (LFS, eol conversion), does not keep git's
+//     index extensions (untracked cache, sparse index) and would have to
+//     share the index with agents' own git;
 //   - merges (`merge --no-ff`, `merge-tree --write-tree`): go-git v5 has no
 //     three-way merge;
 //   - commits and ref updates (`commit-tree`, `update-ref`): git's ref
