@@ -305,3 +305,22 @@ func TestPushAndFetch(t *testing.T) {
 		t.Errorf("Fetch(nosuchremote) = %v, want a GitError", err)
 	}
 }
+
+// TestReadsSurviveARepack: objects that git moves into a new pack after
+// the Client read from the old one are still found in-process.
+func TestReadsSurviveARepack(t *testing.T) {
+	t.Parallel()
+	dir, c := newRepo(t, nil, true)
+	git(t, dir, "gc", "-q")
+	first := git(t, dir, "rev-parse", "HEAD")
+	if _, ok := c.objects.tree(first); !ok { // loads the pack index
+		t.Fatal("packed commit not read")
+	}
+	second := commitFiles(t, dir, "second", map[string]string{"b.txt": "b"})
+	git(t, dir, "repack", "-q", "-a", "-d")
+	for _, oid := range []string{first, second} {
+		if _, ok := c.objects.tree(oid); !ok {
+			t.Errorf("commit %s not read after a repack", oid)
+		}
+	}
+}

@@ -150,6 +150,12 @@ func (o *objectReader) commit(oid string) (c *object.Commit, ok bool) {
 	defer o.mu.Unlock()
 	c, err := object.GetCommit(o.st, plumbing.NewHash(oid))
 	if err != nil {
+		// go-git caches the packs' indexes: git may have repacked since
+		// (the object moved to a new pack, the old one is gone).
+		o.st.Reindex()
+		c, err = object.GetCommit(o.st, plumbing.NewHash(oid))
+	}
+	if err != nil {
 		return nil, false
 	}
 	return c, true
@@ -163,6 +169,10 @@ func (o *objectReader) peelCommit(oid string) (string, bool) {
 	h := plumbing.NewHash(oid)
 	for range 10 {
 		obj, err := object.GetObject(o.st, h)
+		if err != nil {
+			o.st.Reindex() // see commit
+			obj, err = object.GetObject(o.st, h)
+		}
 		if err != nil {
 			return "", false
 		}
