@@ -19,7 +19,7 @@ func TestSafeEnvKeepsOnlyWhatGitNeeds(t *testing.T) {
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=/w", "https_proxy=http://p",
 		"GIT_TRACE2_EVENT=/x",
 		"GITHUB_TOKEN=ghs_x", "API_SECRET=s", "ACTIONS_RUNTIME_TOKEN=r", "AWS_SECRET_ACCESS_KEY=k",
-		"INPUT_GITHUB-TOKEN=t", "ANTHROPIC_API_KEY=sk-ant", "SOMETHING=else", "malformed",
+		"INPUT_GITHUB-TOKEN=t", "ANTHROPIC_API_KEY=sk-ant", "SSH_AUTH_SOCK=/tmp/agent", "SOMETHING=else", "malformed",
 	}
 	got := SafeEnv(in)
 	want := in[:11]

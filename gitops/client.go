@@ -76,7 +76,7 @@ var safeEnvNames = map[string]bool{
 	"GIT_CEILING_DIRECTORIES": true, "GIT_DISCOVERY_ACROSS_FILESYSTEM": true,
 	"GIT_SSL_NO_VERIFY": true, "GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true,
 	"SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "GIT_SSH": true, "GIT_SSH_COMMAND": true,
-	"GIT_SSH_VARIANT": true, "SSH_AUTH_SOCK": true,
+	"GIT_SSH_VARIANT": true,
 	"http_proxy": true, "https_proxy": true, "no_proxy": true, "all_proxy": true,
 	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true, "ALL_PROXY": true,
 }
@@ -87,9 +87,11 @@ var safeEnvPrefixes = []string{"LC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "G
 // HOME, USER, LOGNAME, the locale (LANG, LANGUAGE, LC_*), TZ, TMPDIR,
 // XDG_CONFIG_HOME, identity (GIT_AUTHOR_*, GIT_COMMITTER_*, EMAIL),
 // configuration (GIT_CONFIG_*, GIT_EXEC_PATH), discovery limits, TLS roots,
-// proxies, ssh transport and GIT_TRACE*. Tokens and secrets held in other
-// variables (GITHUB_TOKEN, API keys, ACTIONS_RUNTIME_TOKEN, …) are dropped.
-// It is the default of [Options.Env].
+// proxies, the ssh command (GIT_SSH*) and GIT_TRACE*. Tokens and secrets
+// held in other variables (GITHUB_TOKEN, API keys, ACTIONS_RUNTIME_TOKEN,
+// …) are dropped, and so is SSH_AUTH_SOCK (access to the user's ssh keys):
+// a caller that pushes over ssh adds it to [Options.Env] itself. It is the
+// default of [Options.Env].
 func SafeEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
