@@ -17,6 +17,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -57,6 +58,9 @@ type actionRun struct {
 	allowFork bool
 	// commentKey is the comment-key input ("" derives the key).
 	commentKey string
+	// gitConfig is extra git configuration for every git process of the
+	// run, the engine's and the agents' (safe.directory).
+	gitConfig []gitops.ConfigEntry
 }
 
 // run is the Action entrypoint: inputs → job(s) → DLQ artifact → comment →
@@ -136,7 +140,8 @@ func (r *actionRun) setup() error {
 		}
 		r.home = h
 	}
-	return addSafeDirectory(e.Getenv, e.Setenv, r.ws)
+	r.gitConfig = []gitops.ConfigEntry{{Key: "safe.directory", Value: r.ws}}
+	return nil
 }
 
 // runJobs runs the workflow (command run: one job) or redrives an earlier
@@ -147,7 +152,9 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
-		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redactor: r.redact,
+		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
+		// Agents run git too: they get the same safe.directory.
+		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}
 	// The engine's stderr carries step output and error text: no line of
 	// it may act as a workflow command.

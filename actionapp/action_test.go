@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/ghaction/ghactiontest"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 const testToken = "ghs_TESTTOKEN_abc123"
@@ -298,7 +300,7 @@ type actionTest struct {
 	env      map[string]string
 	out      bytes.Buffer
 	errb     bytes.Buffer
-	setenv   map[string]string
+	opts     runner.Options // what the Action passed to the engine
 	repo     string
 	temp     string
 	ghServer *fakeGitHub
@@ -311,7 +313,7 @@ func newActionTest(t *testing.T, gh *fakeGitHub, repo string, inputs map[string]
 	if err := os.WriteFile(event, []byte(pullRequestEvent), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	at := &actionTest{repo: repo, temp: temp, ghServer: gh, setenv: map[string]string{}}
+	at := &actionTest{repo: repo, temp: temp, ghServer: gh}
 	at.env = map[string]string{
 		"GITHUB_ACTIONS": "true", "CI": "true", "HOME": temp,
 		"GITHUB_WORKSPACE": repo, "RUNNER_TEMP": filepath.Join(temp, "runner_temp"),
@@ -336,9 +338,9 @@ func (at *actionTest) run(t *testing.T) int {
 	t.Helper()
 	return Main(context.Background(), Deps{
 		Getenv: func(k string) string { return at.env[k] }, Stdout: &at.out, Stderr: &at.errb,
-		Setenv:     func(k, v string) error { at.setenv[k] = v; return nil },
 		Clock:      retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), // no real backoff sleeps
 		RetrySleep: func(context.Context, time.Duration) error { return nil },
+		Engine:     recordingEngine{at: at},
 	})
 }
 
@@ -387,8 +389,18 @@ func TestActionModeRunPublishesEverything(t *testing.T) {
 	if !strings.HasPrefix(out["job-id"], "mapreduce-") || out["results-branch"] != "prodigy/"+out["job-id"] {
 		t.Errorf("job-id %q, results-branch %q", out["job-id"], out["results-branch"])
 	}
-	if at.setenv["GIT_CONFIG_KEY_0"] != "safe.directory" || at.setenv["GIT_CONFIG_VALUE_0"] != repo || at.setenv["GIT_CONFIG_COUNT"] != "1" {
-		t.Errorf("safe.directory env = %v", at.setenv)
+	// safe.directory reaches the engine's git and the agents' git through
+	// their own environments, not ours.
+	if want := (gitops.ConfigEntry{Key: "safe.directory", Value: repo}); !slices.Contains(at.opts.Git.Config, want) {
+		t.Errorf("engine git config = %v, want %v", at.opts.Git.Config, want)
+	}
+	if env := strings.Join(at.opts.Environ, "\n"); !strings.Contains(env, "=safe.directory\n") || !strings.Contains(env, "="+repo+"\n") {
+		t.Errorf("agents' environment lacks safe.directory:\n%s", env)
+	}
+	for _, kv := range at.opts.Git.Env {
+		if strings.Contains(kv, testToken) || strings.HasPrefix(kv, "ACTIONS_RUNTIME_TOKEN=") {
+			t.Errorf("engine git environment carries a token: %s", kv)
+		}
 	}
 
 	summary := at.file(t, "GITHUB_STEP_SUMMARY")
@@ -589,23 +601,6 @@ func TestActionModeRedriveKeepsHistory(t *testing.T) {
 	}
 }
 
-func TestAuthEnv(t *testing.T) {
-	t.Parallel()
-	env := authEnv([]string{"PATH=/bin", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=/w"}, "https://github.com/", "tok")
-	want := []string{
-		"GIT_CONFIG_KEY_1=http.https://github.com/.extraheader", "GIT_CONFIG_VALUE_1=",
-		"GIT_CONFIG_KEY_2=http.https://github.com/.extraheader",
-		"GIT_CONFIG_VALUE_2=AUTHORIZATION: basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:tok")),
-		"GIT_CONFIG_COUNT=3",
-	}
-	got := strings.Join(env, "\n")
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			t.Errorf("env lacks %q:\n%s", w, got)
-		}
-	}
-}
-
 func TestScrubEnv(t *testing.T) {
 	t.Parallel()
 	got := scrubEnv([]string{"PATH=/bin", "ACTIONS_RUNTIME_TOKEN=x", "INPUT_GITHUB-TOKEN=y", "INPUT_WORKFLOW=w", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=z",
@@ -788,4 +783,17 @@ func TestRedactReportBeforeEscaping(t *testing.T) {
 	if got.FailedItems[0].ItemID != "item_1" || got.DLQCount != 1 {
 		t.Errorf("redactReport lost data: %+v", got)
 	}
+}
+
+// recordingEngine runs the real engine and records the options it got.
+type recordingEngine struct{ at *actionTest }
+
+func (r recordingEngine) Run(ctx context.Context, o runner.Options) (*runner.Result, error) {
+	r.at.opts = o
+	return runner.Run(ctx, o)
+}
+
+func (r recordingEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error) {
+	r.at.opts = o.Run
+	return runner.RetryDLQ(ctx, o)
 }

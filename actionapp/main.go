@@ -49,9 +49,6 @@ func (d Deps) now() time.Time {
 	return d.Clock.Now()
 }
 
-// GitFunc runs git in dir with env (nil: the process environment).
-type GitFunc func(ctx context.Context, dir string, env []string, args ...string) error
-
 // Deps carries every side effect of the Action. Zero fields take the
 // defaults documented on each.
 type Deps struct {
@@ -60,9 +57,6 @@ type Deps struct {
 	// Environ returns the process environment, the base of the agents' and
 	// git's environment; nil means os.Environ.
 	Environ func() []string
-	// Setenv changes the process environment so every git child trusts the
-	// workspace (safe.directory); nil means os.Setenv.
-	Setenv func(k, v string) error
 	// Getwd is the workspace when GITHUB_WORKSPACE is unset; nil means os.Getwd.
 	Getwd func() (string, error)
 	// Stdout receives workflow commands (annotations, groups, masks); nil means os.Stdout.
@@ -79,9 +73,6 @@ type Deps struct {
 	BlobClient *http.Client
 	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
 	RetrySleep ghaction.Sleeper
-	// Git runs git (the results branch push) in the workspace; nil runs it
-	// through gitops.
-	Git GitFunc
 	// Engine runs and redrives jobs; nil means the runner.
 	Engine Engine
 }
@@ -92,9 +83,6 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Environ == nil {
 		d.Environ = os.Environ
-	}
-	if d.Setenv == nil {
-		d.Setenv = os.Setenv
 	}
 	if d.Getwd == nil {
 		d.Getwd = os.Getwd
@@ -110,9 +98,6 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.BlobClient == nil {
 		d.BlobClient = &http.Client{Timeout: 5 * time.Minute}
-	}
-	if d.Git == nil {
-		d.Git = execGit
 	}
 	if d.Engine == nil {
 		d.Engine = realEngine{}

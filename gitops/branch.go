@@ -60,3 +60,22 @@ func (c *Client) DeleteBranches(ctx context.Context, names []string) error {
 	}
 	return nil
 }
+
+// CreateBranch creates refs/heads/<name> at the commit startPoint names (any
+// revision [Client.ResolveRef] accepts). It fails if the branch exists.
+func (c *Client) CreateBranch(ctx context.Context, name, startPoint string) error {
+	ref := branchRef(name)
+	if !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("create branch: invalid branch name %q", name)
+	}
+	oid, err := c.ResolveRef(ctx, startPoint)
+	if err != nil {
+		return fmt.Errorf("create branch %s: %w", name, err)
+	}
+	// The all-zero old value makes update-ref fail if the ref exists.
+	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", "branch: Created from "+startPoint,
+		ref, oid, strings.Repeat("0", len(oid))); err != nil {
+		return fmt.Errorf("create branch %s at %s: %w", name, startPoint, err)
+	}
+	return nil
+}

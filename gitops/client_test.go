@@ -78,7 +78,7 @@ func TestNewResolvesTopLevel(t *testing.T) {
 func TestRunReturnsGitError(t *testing.T) {
 	t.Parallel()
 	dir, c := newRepo(t, nil, true)
-	_, err := c.Run(bg(), dir, "rev-parse", "--verify", "no-such-ref")
+	_, err := c.run(bg(), dir, nil, nil, "rev-parse", "--verify", "no-such-ref")
 	var ge *GitError
 	if !errors.As(err, &ge) {
 		t.Fatalf("Run error = %v (%T), want *GitError", err, err)
@@ -87,7 +87,7 @@ func TestRunReturnsGitError(t *testing.T) {
 		!slices.Equal(ge.Args, []string{"rev-parse", "--verify", "no-such-ref"}) {
 		t.Errorf("GitError = %+v", ge)
 	}
-	out, err := c.Run(bg(), "", "rev-parse", "--show-toplevel")
+	out, err := c.run(bg(), "", nil, nil, "rev-parse", "--show-toplevel")
 	if err != nil || strings.TrimSpace(out) != c.TopLevel() {
 		t.Errorf("Run(\"\") = %q, %v; want the top level", out, err)
 	}
@@ -98,7 +98,7 @@ func TestRunCancelled(t *testing.T) {
 	_, c := newRepo(t, nil, true)
 	ctx, cancel := context.WithCancel(bg())
 	cancel()
-	_, err := c.Run(ctx, "", "status")
+	_, err := c.run(ctx, "", nil, nil, "status")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run(cancelled) = %v, want context.Canceled", err)
 	}
@@ -127,7 +127,7 @@ func TestRunEnvAndArgv(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with GIT_DIR in env: %v (GIT_DIR must be stripped)", err)
 	}
-	out, err := c.Run(bg(), dir, "var", "-l")
+	out, err := c.run(bg(), dir, nil, nil, "var", "-l")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestStderrCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = c.Run(bg(), "", "rev-parse", "--verify", "nope")
+	_, _ = c.run(bg(), "", nil, nil, "rev-parse", "--verify", "nope")
 	mu.Lock()
 	defer mu.Unlock()
 	if !strings.Contains(buf.String(), "Needed a single revision") {

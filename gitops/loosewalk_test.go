@@ -53,7 +53,7 @@ func TestLooseWalkAgreesWithRevList(t *testing.T) {
 		if !slices.Equal(got, want) || len(got) != tc.wantLen {
 			t.Errorf("%s: CommitsSince = %v, rev-list = %v", tc.name, got, want)
 		}
-		if _, ok := looseCommitsSince(c.commonDir, head, b); ok != tc.inProc {
+		if _, ok := c.objects.commitsSince(head, b); ok != tc.inProc {
 			t.Errorf("%s: in-process walk ok = %v, want %v", tc.name, ok, tc.inProc)
 		}
 	}
@@ -70,7 +70,7 @@ func TestMergeTreeFastPathMatchesMerge(t *testing.T) {
 	git(t, dir, "checkout", "-q", "-b", "agent")
 	commitFiles(t, dir, "agent work", map[string]string{"a.txt": "agent\n", "new.txt": "n\n"})
 	agent := git(t, dir, "rev-parse", "HEAD")
-	if _, ok := c.descendantTree(base, agent); !ok {
+	if _, ok := c.descendantTree(c.mergedFor("refs/heads/results"), base, agent); !ok {
 		t.Fatal("fast path not taken for a branch built on the target")
 	}
 	got, err := c.MergeTree(bg(), "results", "agent", "merge agent")

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // defaultMergeMessage is used when a merge is given an empty message.
@@ -69,8 +71,8 @@ func (c *Client) MergeNoFF(ctx context.Context, dir, branch, message string) (st
 
 // mergeInProgress reports whether dir has a MERGE_HEAD.
 func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) {
-	if s, ok := refStoreFor(dir); ok {
-		_, err := os.Stat(filepath.Join(s.gitDir, "MERGE_HEAD"))
+	if gitDir, ok := worktreeGitDir(dir); ok {
+		_, err := os.Stat(filepath.Join(gitDir, "MERGE_HEAD"))
 		return err == nil, nil
 	}
 	_, err := c.run(ctx, dir, nil, nil, "rev-parse", "--quiet", "--verify", "MERGE_HEAD")
@@ -86,35 +88,74 @@ func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) 
 
 // MergeTree merges branch into targetRef without touching any working tree,
 // and returns the new commit of targetRef. targetRef is a branch name or a
-// full ref name. It runs `git merge-tree --write-tree` on the two commits;
-// on conflict it returns a *[MergeConflictError] and changes nothing.
-// Otherwise it writes the merge commit (`git commit-tree -p target -p
-// branch`, identity as for [Client.MergeNoFF]) and moves targetRef with a
-// compare-and-swap `git update-ref`; if targetRef moved meanwhile the error
-// wraps [ErrRefChanged]. If branch is already contained in targetRef nothing
-// happens and its commit is returned. The resulting tree is the one
-// `git merge --no-ff` makes (both use the ort strategy). A worktree that has
-// targetRef checked out is left stale: call [Client.SyncWorktree].
+// full ref name. On conflict it returns a *[MergeConflictError] and changes
+// nothing. Otherwise it writes the merge commit (`git commit-tree -p target
+// -p branch`, identity as for [Client.MergeNoFF]) and moves targetRef with a
+// compare-and-swap `git update-ref`. If branch is already contained in
+// targetRef nothing happens and its commit is returned. The resulting tree
+// is the one `git merge --no-ff` makes (both use the ort strategy). A
+// worktree that has targetRef checked out is left stale: call
+// [Client.SyncWorktree].
+//
+// The merge is optimistic and safe to call concurrently: the tree and
+// commit are computed without a lock, and only the compare-and-swap of the
+// ref is serialised (per ref, in this process). If the ref moved meanwhile
+// (another merge won) the merge is redone on the new tip, up to
+// [MaxMergeRetries] times; then the error wraps [ErrRefChanged].
+//
+// When branch is built on targetRef's tip (the tip has not moved since the
+// agent started) the merged tree is branch's own tree and `git merge-tree`
+// is skipped. That check walks branch's history in-process and stops at
+// commits known to be merged already (tips this Client saw or made), so it
+// costs the branch's own commits, not the length of the job.
 func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message string) (string, error) {
 	if message == "" {
 		message = defaultMergeMessage(branch)
 	}
 	ref := branchRef(targetRef)
-	old, err := c.ResolveRef(ctx, ref)
-	if err != nil {
-		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
-	}
 	theirs, err := c.ResolveRef(ctx, branch)
 	if err != nil {
 		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 	}
-	if theirs == old {
+	m := c.mergedFor(ref)
+	for attempt := 0; ; attempt++ {
+		old, err := c.ResolveRef(ctx, ref)
+		if err != nil {
+			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+		}
+		commit, err := c.mergeCommit(ctx, m, old, theirs, branch, message)
+		var mc *MergeConflictError
+		switch {
+		case errors.As(err, &mc):
+			return "", err
+		case err != nil:
+			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+		case commit == old:
+			return old, nil
+		}
+		err = c.swap(ctx, m, ref, old, theirs, commit, message)
+		if err == nil {
+			return commit, nil
+		}
+		if !errors.Is(err, ErrRefChanged) || attempt+1 >= MaxMergeRetries || ctx.Err() != nil {
+			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+		}
+	}
+}
+
+// MaxMergeRetries bounds how often [Client.MergeTree] redoes a merge whose
+// target ref moved while it was computed.
+const MaxMergeRetries = 16
+
+// mergeCommit computes the merge of theirs into old and writes its commit;
+// it returns old itself when theirs is already merged.
+func (c *Client) mergeCommit(ctx context.Context, m *mergedSet, old, theirs, branch, message string) (string, error) {
+	if theirs == old || c.knownMerged(m, old, theirs) {
 		return old, nil
 	}
 	var tree string
-	if t, ok := c.descendantTree(old, theirs); ok {
-		// theirs is built on old (the tip has not moved since the agent
-		// started): the merge's tree is theirs's tree, no merge needed.
+	if t, ok := c.descendantTree(m, old, theirs); ok {
+		// theirs is built on old: the merge's tree is theirs's tree.
 		tree = t
 	} else {
 		out, err := c.run(ctx, c.top, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", old, theirs)
@@ -122,63 +163,122 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 			if exitCode(err) == 1 {
 				return "", parseMergeTreeConflict(branch, out)
 			}
-			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+			return "", err
 		}
 		tree, _, _ = strings.Cut(out, "\x00")
 		tree = strings.TrimSpace(tree)
 		if merged, err := c.alreadyMerged(ctx, tree, old, theirs); err != nil {
-			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+			return "", err
 		} else if merged {
 			return old, nil
 		}
 	}
 	idEnv, err := c.IdentityEnv(ctx)
 	if err != nil {
-		return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
+		return "", err
 	}
 	out, err := c.run(ctx, c.top, idEnv, nil, "commit-tree", tree, "-p", old, "-p", theirs, "-m", message)
 	if err != nil {
-		return "", fmt.Errorf("merge %s into %s: commit: %w", branch, targetRef, err)
+		return "", fmt.Errorf("commit: %w", err)
 	}
-	commit := strings.TrimSpace(out)
+	return strings.TrimSpace(out), nil
+}
+
+// mergedSet is what a Client knows about one target ref: the tip it last
+// saw or made, and commits known to be ancestors of (or equal to) it. It
+// only ever speeds up answers: a commit wrongly absent costs a merge-tree,
+// and "already merged" is only concluded from a commit actually present.
+type mergedSet struct {
+	tip   string
+	known map[string]bool
+	cas   sync.Mutex // held only around the ref update
+}
+
+func (c *Client) mergedFor(ref string) *mergedSet {
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	m, ok := c.merged[ref]
+	if !ok {
+		m = &mergedSet{known: map[string]bool{}}
+		c.merged[ref] = m
+	}
+	return m
+}
+
+// observe records old as read from the ref: if it is not a commit known
+// to be merged (the ref moved in a way this Client did not make), what the
+// Client knew no longer applies. A known but older commit is a stale read
+// or a ref moved back; the tip is kept, so knownMerged does not answer.
+func (c *Client) observe(m *mergedSet, old string) {
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	if !m.known[old] {
+		m.tip = old
+		m.known = map[string]bool{old: true}
+	}
+}
+
+// knownMerged reports whether theirs is known to be contained in old.
+func (c *Client) knownMerged(m *mergedSet, old, theirs string) bool {
+	c.observe(m, old)
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	return m.tip == old && m.known[theirs]
+}
+
+// swap moves ref from old to commit (a merge of theirs) if it still points
+// at old, and records that old, theirs and commit are now merged. It is the
+// only serialised part of a merge.
+func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit, message string) error {
+	m.cas.Lock()
+	defer m.cas.Unlock()
 	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", message, ref, commit, old); err != nil {
 		if now, rerr := c.ResolveRef(ctx, ref); rerr == nil && now != old {
-			return "", fmt.Errorf("merge %s into %s: %w (expected %s, found %s): %w", branch, targetRef, ErrRefChanged, old, now, err)
+			return fmt.Errorf("%w (expected %s, found %s): %w", ErrRefChanged, old, now, err)
 		}
-		return "", fmt.Errorf("merge %s into %s: update ref: %w", branch, targetRef, err)
+		return fmt.Errorf("update ref: %w", err)
 	}
-	return commit, nil
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	if m.tip != old {
+		m.known = map[string]bool{}
+	}
+	m.known[old], m.known[theirs], m.known[commit] = true, true, true
+	m.tip = commit
+	return nil
 }
 
 // descendantTree returns theirs's tree when theirs descends from old
-// through loose commits only (checked in-process); ok is false otherwise,
-// and the caller runs a real merge.
-func (c *Client) descendantTree(old, theirs string) (string, bool) {
-	commits, ok := looseCommitsSince(c.commonDir, theirs, old)
-	if !ok || len(commits) == 0 {
+// (checked in-process); ok is false otherwise, and the caller runs a real
+// merge. The walk does not enter commits known to be merged into old other
+// than old itself: none of them can lead to old.
+func (c *Client) descendantTree(m *mergedSet, old, theirs string) (string, bool) {
+	if c.objects == nil {
 		return "", false
 	}
-	return looseCommitTree(c.commonDir, theirs)
+	c.mergeMu.Lock()
+	stop := maps.Clone(m.known)
+	c.mergeMu.Unlock()
+	delete(stop, old)
+	yes, ok := c.objects.isAncestor(old, theirs, stop)
+	if !ok || !yes {
+		return "", false
+	}
+	return c.objects.tree(theirs)
 }
 
 // alreadyMerged reports whether theirs is an ancestor of old, given the
 // merged tree. A merge with an ancestor yields old's own tree, so the
-// ancestry check (one git process) only runs when the trees are equal; old's
-// tree is read in-process when old is a loose object, which it is after a
-// previous MergeTree.
+// ancestry check (one git process) only runs when the trees are equal.
 func (c *Client) alreadyMerged(ctx context.Context, tree, old, theirs string) (bool, error) {
-	oldTree, ok := looseCommitTree(c.commonDir, old)
-	if !ok {
-		t, err := c.TreeOf(ctx, old)
-		if err != nil {
-			return false, err
-		}
-		oldTree = t
+	oldTree, err := c.TreeOf(ctx, old)
+	if err != nil {
+		return false, err
 	}
 	if oldTree != tree {
 		return false, nil
 	}
-	_, err := c.run(ctx, c.top, nil, nil, "merge-base", "--is-ancestor", theirs, old)
+	_, err = c.run(ctx, c.top, nil, nil, "merge-base", "--is-ancestor", theirs, old)
 	switch {
 	case err == nil:
 		return true, nil

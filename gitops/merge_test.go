@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -232,15 +234,25 @@ func TestMergeNoFFRefusesOverLocalChanges(t *testing.T) {
 	}
 }
 
+// TestMergeTreeCompareAndSwap: a writer that keeps moving the target right
+// before each update-ref makes MergeTree give up with ErrRefChanged after
+// MaxMergeRetries attempts, never overwriting the writer's commit.
 func TestMergeTreeCompareAndSwap(t *testing.T) {
 	t.Parallel()
 	f := newMergeFixture(t)
 	f.agent(t, "a", map[string]string{"a.txt": "a"})
-	intruder := f.agent(t, "intruder", map[string]string{"i.txt": "i"})
-	// Move tparent right before update-ref runs, as a concurrent writer would.
+	intruders := []string{
+		f.agent(t, "intruder1", map[string]string{"i.txt": "1"}),
+		f.agent(t, "intruder2", map[string]string{"i.txt": "2"}),
+	}
+	var mu sync.Mutex
+	updates := 0
 	racy := func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		if slices.Contains(args, "update-ref") && !slices.Contains(args, "--stdin") {
-			git(t, f.repo, "update-ref", "refs/heads/tparent", intruder)
+			mu.Lock()
+			git(t, f.repo, "update-ref", "refs/heads/tparent", intruders[updates%2])
+			updates++
+			mu.Unlock()
 		}
 		return exec.CommandContext(ctx, name, args...)
 	}
@@ -252,8 +264,42 @@ func TestMergeTreeCompareAndSwap(t *testing.T) {
 	if !errors.Is(err, ErrRefChanged) {
 		t.Fatalf("MergeTree with a racing writer = %v, want ErrRefChanged", err)
 	}
-	if got := git(t, f.repo, "rev-parse", "tparent"); got != intruder {
-		t.Errorf("tparent = %s, want the intruder's %s (not overwritten)", got, intruder)
+	if updates != MaxMergeRetries {
+		t.Errorf("%d update attempts, want %d", updates, MaxMergeRetries)
+	}
+	if got := git(t, f.repo, "rev-parse", "tparent"); got != intruders[(updates-1)%2] {
+		t.Errorf("tparent = %s, want the last intruder's %s (not overwritten)", got, intruders[(updates-1)%2])
+	}
+}
+
+// TestMergeTreeRedoesOnMovedTip: when another writer wins the race once,
+// the merge is redone on the new tip: both changes end up in the result.
+func TestMergeTreeRedoesOnMovedTip(t *testing.T) {
+	t.Parallel()
+	f := newMergeFixture(t)
+	f.agent(t, "a", map[string]string{"a.txt": "a"})
+	intruder := f.agent(t, "intruder", map[string]string{"i.txt": "i"})
+	var once sync.Once
+	racy := func(ctx context.Context, name string, args ...string) *exec.Cmd {
+		if slices.Contains(args, "update-ref") && !slices.Contains(args, "--stdin") {
+			once.Do(func() { git(t, f.repo, "update-ref", "refs/heads/tparent", intruder) })
+		}
+		return exec.CommandContext(ctx, name, args...)
+	}
+	c, err := New(f.repo, Options{Env: isolatedEnv(), commandContext: racy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.MergeTree(bg(), "tparent", "a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parents := git(t, f.repo, "rev-list", "--parents", "-n", "1", got); parents != got+" "+intruder+" "+git(t, f.repo, "rev-parse", "a") {
+		t.Errorf("parents = %q, want the intruder's tip first", parents)
+	}
+	files := git(t, f.repo, "ls-tree", "--name-only", got)
+	if !strings.Contains(files, "a.txt") || !strings.Contains(files, "i.txt") {
+		t.Errorf("merged tree lacks a change: %q", files)
 	}
 }
 

@@ -1,175 +1,15 @@
 package gitops
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"sort"
 	"strings"
-	"syscall"
 )
 
 // ErrRefNotFound reports that a ref or revision does not exist.
 var ErrRefNotFound = errors.New("ref not found")
-
-// refStore reads refs of one worktree in-process: per-worktree refs (HEAD,
-// refs/worktree/…, refs/bisect/…, refs/rewritten/…) from gitDir, the others
-// from commonDir, loose files first, then packed-refs. It never writes and
-// answers "unknown" (ok=false) whenever git itself must decide.
-type refStore struct {
-	gitDir, commonDir string
-	// disabled is set for ref backends other than files (reftable).
-	disabled bool
-}
-
-func newRefStore(gitDir, commonDir string) refStore {
-	_, err := os.Stat(filepath.Join(commonDir, "reftable"))
-	return refStore{gitDir: gitDir, commonDir: commonDir, disabled: err == nil}
-}
-
-// refStoreFor returns the ref store of the worktree at dir, if dir is the top
-// of a work tree (it has a .git directory or a "gitdir:" file).
-func refStoreFor(dir string) (refStore, bool) {
-	dotGit := filepath.Join(dir, ".git")
-	fi, err := os.Stat(dotGit)
-	if err != nil {
-		return refStore{}, false
-	}
-	gitDir := dotGit
-	if !fi.IsDir() {
-		b, err := os.ReadFile(dotGit)
-		if err != nil {
-			return refStore{}, false
-		}
-		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-		if !ok {
-			return refStore{}, false
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		gitDir = filepath.Clean(p)
-	}
-	commonDir := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		p := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(gitDir, p)
-		}
-		commonDir = filepath.Clean(p)
-	}
-	return newRefStore(gitDir, commonDir), true
-}
-
-func perWorktreeRef(name string) bool {
-	if !strings.HasPrefix(name, "refs/") {
-		return true // HEAD and other pseudo-refs
-	}
-	for _, p := range []string{"refs/worktree/", "refs/bisect/", "refs/rewritten/"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// resolve follows name (and symbolic refs) to an object id. ok is false when
-// the ref does not exist in the files backend or cannot be read here.
-func (s refStore) resolve(name string) (oid string, ok bool) {
-	if s.disabled {
-		return "", false
-	}
-	for range 5 {
-		val, found := s.readRaw(name)
-		if !found {
-			return "", false
-		}
-		if target, sym := strings.CutPrefix(val, "ref: "); sym {
-			name = target
-			continue
-		}
-		if isHexOID(val) {
-			return val, true
-		}
-		return "", false
-	}
-	return "", false
-}
-
-// symbolic returns the target of a symbolic ref (for HEAD: "refs/heads/x"),
-// "" with ok=true if it is detached, ok=false if unknown.
-func (s refStore) symbolic(name string) (target string, ok bool) {
-	if s.disabled {
-		return "", false
-	}
-	val, found := s.readRaw(name)
-	if !found {
-		return "", false
-	}
-	if t, sym := strings.CutPrefix(val, "ref: "); sym {
-		return t, true
-	}
-	return "", isHexOID(val)
-}
-
-// readRaw returns the trimmed content of a loose ref, or the value of a
-// packed ref.
-func (s refStore) readRaw(name string) (string, bool) {
-	dir := s.commonDir
-	if perWorktreeRef(name) {
-		dir = s.gitDir
-	}
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-	if err == nil {
-		return strings.TrimSpace(string(b)), true
-	}
-	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.EISDIR) {
-		return "", false
-	}
-	if !strings.HasPrefix(name, "refs/") || perWorktreeRef(name) {
-		return "", false
-	}
-	return s.packed(name)
-}
-
-func (s refStore) packed(name string) (string, bool) {
-	f, err := os.Open(filepath.Join(s.commonDir, "packed-refs"))
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	want := []byte(name)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] == '#' || line[0] == '^' {
-			continue
-		}
-		oid, ref, ok := bytes.Cut(line, []byte{' '})
-		if ok && bytes.Equal(ref, want) && isHexOID(string(oid)) {
-			return string(oid), true
-		}
-	}
-	return "", false
-}
-
-func isHexOID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // validRefName reports whether name is acceptable to git as a ref name
 // component path (the rules of git-check-ref-format, without --allow-onelevel
@@ -199,14 +39,18 @@ func branchRef(name string) string {
 
 // ResolveRef returns the commit id that ref names. ref may be a full ref name
 // ("refs/heads/x"), a short name (resolved in git's order: refs/<ref>,
-// refs/tags/, refs/heads/, refs/remotes/), a commit id or any revision git
-// understands ("HEAD~2"). Branches are read in-process from the loose and
-// packed refs when that is unambiguous; everything else runs
-// `git rev-parse --verify`. A missing ref is an error wrapping
-// [ErrRefNotFound].
+// refs/tags/, refs/heads/, refs/remotes/, refs/remotes/<ref>/HEAD), HEAD, a
+// full commit id or any revision git understands ("HEAD~2"). Annotated tags
+// are peeled to their commit. Names and ids are resolved in-process (go-git);
+// other revisions run `git rev-parse --verify`. A missing ref is an error
+// wrapping [ErrRefNotFound].
 func (c *Client) ResolveRef(ctx context.Context, ref string) (string, error) {
-	if oid, ok := c.resolveInProcess(ref); ok {
+	oid, found, ok := c.resolveInProcess(ref)
+	switch {
+	case ok && found:
 		return oid, nil
+	case ok:
+		return "", fmt.Errorf("resolve %q: %w", ref, ErrRefNotFound)
 	}
 	out, err := c.run(ctx, c.top, nil, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 	if err != nil {
@@ -218,28 +62,84 @@ func (c *Client) ResolveRef(ctx context.Context, ref string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-func (c *Client) resolveInProcess(ref string) (string, bool) {
+// resolveInProcess answers ResolveRef for names and full ids; ok is false
+// when git must decide (other revision syntax, reftable, read errors).
+func (c *Client) resolveInProcess(ref string) (oid string, found, ok bool) {
+	o := c.objects
+	if o == nil {
+		return "", false, false
+	}
+	if isHexOID(ref) {
+		// git prefers an object id over a ref of the same name.
+		oid, ok := o.peelCommit(ref)
+		return oid, ok, ok
+	}
 	if !validRefName(ref) {
-		return "", false
+		return "", false, false
 	}
-	if strings.HasPrefix(ref, "refs/heads/") || strings.HasPrefix(ref, "refs/remotes/") {
-		return c.refs.resolve(ref)
-	}
-	if strings.HasPrefix(ref, "refs/") || ref == "HEAD" || strings.ToUpper(ref) == ref {
-		return "", false // tags may need peeling; pseudo-refs are git's business
-	}
-	// git's short-name order; only branches and remotes are answered here.
-	for _, full := range []string{"refs/" + ref, "refs/tags/" + ref, "refs/heads/" + ref,
-		"refs/remotes/" + ref, "refs/remotes/" + ref + "/HEAD"} {
-		if _, found := c.refs.readRaw(full); !found {
-			continue
+	var candidates []string
+	switch {
+	case ref == "HEAD":
+		oid, found, ok := o.resolve(c.gitDir, "HEAD")
+		if !ok || !found {
+			return "", false, false // unborn HEAD: let git say so
 		}
-		if strings.HasPrefix(full, "refs/heads/") || strings.HasPrefix(full, "refs/remotes/") {
-			return c.refs.resolve(full)
-		}
-		return "", false
+		return c.peel(oid)
+	case strings.HasPrefix(ref, "refs/"):
+		candidates = []string{ref}
+	case strings.ToUpper(ref) == ref:
+		return "", false, false // pseudo-refs (FETCH_HEAD, …) are git's business
+	default:
+		candidates = []string{"refs/" + ref, "refs/tags/" + ref, "refs/heads/" + ref,
+			"refs/remotes/" + ref, "refs/remotes/" + ref + "/HEAD"}
 	}
-	return "", false
+	for _, full := range candidates {
+		if perWorktreeRef(full) {
+			return "", false, false
+		}
+		oid, found, ok := o.resolve(c.commonDir, full)
+		if !ok {
+			return "", false, false
+		}
+		if found {
+			return c.peel(oid)
+		}
+	}
+	return "", false, true
+}
+
+func (c *Client) peel(oid string) (string, bool, bool) {
+	commit, ok := c.objects.peelCommit(oid)
+	if !ok {
+		return "", false, false // not a commit (git reports that precisely)
+	}
+	return commit, true, true
+}
+
+// perWorktreeRef reports refs that live in a worktree's own git dir.
+func perWorktreeRef(name string) bool {
+	for _, p := range []string{"refs/worktree/", "refs/bisect/", "refs/rewritten/"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CommitExists reports whether rev names a commit present in the repository
+// (`git cat-file -e rev^{commit}`), for example a base commit that a shallow
+// clone may not have.
+func (c *Client) CommitExists(ctx context.Context, rev string) (bool, error) {
+	_, err := c.ResolveRef(ctx, rev)
+	var ge *GitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrRefNotFound), errors.As(err, &ge) && ge.ExitCode == 128:
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // BranchExists reports whether refs/heads/<name> exists. name may also be a
@@ -249,9 +149,10 @@ func (c *Client) BranchExists(ctx context.Context, name string) (bool, error) {
 	if !validRefName(ref) {
 		return false, fmt.Errorf("branch exists %q: invalid branch name", name)
 	}
-	if !c.refs.disabled {
-		_, ok := c.refs.resolve(ref)
-		return ok, nil
+	if c.objects != nil {
+		if found, ok := c.objects.exists(ref); ok {
+			return found, nil
+		}
 	}
 	_, err := c.run(ctx, c.top, nil, nil, "show-ref", "--verify", "--quiet", ref)
 	switch {
@@ -264,13 +165,55 @@ func (c *Client) BranchExists(ctx context.Context, name string) (bool, error) {
 	}
 }
 
+// Branches returns the short names of the branches whose names start with
+// prefix ("prodigy-agent/job-1/"), sorted.
+func (c *Client) Branches(ctx context.Context, prefix string) ([]string, error) {
+	full := "refs/heads/" + prefix
+	var names []string
+	if refs, ok := c.objectsRefs(full); ok {
+		for n := range refs {
+			names = append(names, strings.TrimPrefix(n, "refs/heads/"))
+		}
+	} else {
+		out, err := c.run(ctx, c.top, nil, nil, "for-each-ref", "--format=%(refname)", "--", full)
+		if err != nil {
+			return nil, fmt.Errorf("list branches %s*: %w", prefix, err)
+		}
+		for _, n := range strings.Fields(out) {
+			if strings.HasPrefix(n, full) {
+				names = append(names, strings.TrimPrefix(n, "refs/heads/"))
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (c *Client) objectsRefs(prefix string) (map[string]string, bool) {
+	if c.objects == nil {
+		return nil, false
+	}
+	return c.objects.refs(prefix)
+}
+
+// ValidateBranchName checks name with `git check-ref-format --branch`, git's
+// own rule for branch names; the error says why a name is refused.
+func (c *Client) ValidateBranchName(ctx context.Context, name string) error {
+	if _, err := c.run(ctx, c.top, nil, nil, "check-ref-format", "--branch", name); err != nil {
+		return fmt.Errorf("invalid branch name %q: %w", name, err)
+	}
+	return nil
+}
+
 // Head returns the commit id of HEAD in the work tree dir. It reads the
-// worktree's HEAD in-process when dir is the top of a work tree, otherwise it
-// runs `git rev-parse HEAD`.
+// worktree's HEAD in-process when dir is the top of a work tree of this
+// repository, otherwise it runs `git rev-parse HEAD`.
 func (c *Client) Head(ctx context.Context, dir string) (string, error) {
-	if s, ok := refStoreFor(dir); ok {
-		if oid, ok := s.resolve("HEAD"); ok {
-			return oid, nil
+	if c.objects != nil {
+		if gitDir, ok := c.objects.ownGitDir(dir); ok {
+			if oid, found, ok := c.objects.resolve(gitDir, "HEAD"); ok && found {
+				return oid, nil
+			}
 		}
 	}
 	out, err := c.run(ctx, dir, nil, nil, "rev-parse", "--verify", "HEAD^{commit}")
@@ -283,9 +226,11 @@ func (c *Client) Head(ctx context.Context, dir string) (string, error) {
 // CurrentBranch returns the short name of the branch checked out in dir
 // ("prodigy/job-1"), or "" if HEAD is detached.
 func (c *Client) CurrentBranch(ctx context.Context, dir string) (string, error) {
-	if s, ok := refStoreFor(dir); ok {
-		if target, ok := s.symbolic("HEAD"); ok {
-			return strings.TrimPrefix(target, "refs/heads/"), nil
+	if c.objects != nil {
+		if gitDir, ok := c.objects.ownGitDir(dir); ok {
+			if target, ok := c.objects.symbolicHEAD(gitDir); ok {
+				return strings.TrimPrefix(target, "refs/heads/"), nil
+			}
 		}
 	}
 	out, err := c.run(ctx, dir, nil, nil, "symbolic-ref", "--quiet", "HEAD")
@@ -300,6 +245,13 @@ func (c *Client) CurrentBranch(ctx context.Context, dir string) (string, error) 
 
 // TreeOf returns the tree id of a revision (rev^{tree}).
 func (c *Client) TreeOf(ctx context.Context, rev string) (string, error) {
+	if c.objects != nil {
+		if oid, found, ok := c.resolveInProcess(rev); ok && found {
+			if tree, ok := c.objects.tree(oid); ok {
+				return tree, nil
+			}
+		}
+	}
 	out, err := c.run(ctx, c.top, nil, nil, "rev-parse", "--verify", "--end-of-options", rev+"^{tree}")
 	if err != nil {
 		return "", fmt.Errorf("tree of %q: %w", rev, err)

@@ -127,20 +127,19 @@ func TestTreeOf(t *testing.T) {
 	}
 }
 
-func TestLooseCommitTree(t *testing.T) {
+func TestCommitTreeInProcess(t *testing.T) {
 	t.Parallel()
 	dir, c := newRepo(t, nil, true)
 	head := git(t, dir, "rev-parse", "HEAD")
-	got, ok := looseCommitTree(c.CommonDir(), head)
-	if want := git(t, dir, "rev-parse", "HEAD^{tree}"); !ok || got != want {
-		t.Errorf("looseCommitTree = %q, %v; want %q", got, ok, want)
+	want := git(t, dir, "rev-parse", "HEAD^{tree}")
+	if got, ok := c.objects.tree(head); !ok || got != want {
+		t.Errorf("tree(loose commit) = %q, %v; want %q", got, ok, want)
 	}
-	tree := git(t, dir, "rev-parse", "HEAD^{tree}")
-	if _, ok := looseCommitTree(c.CommonDir(), tree); ok {
-		t.Error("looseCommitTree(tree object) = ok, want not a commit")
+	if _, ok := c.objects.tree(want); ok {
+		t.Error("tree(tree object) = ok, want not a commit")
 	}
 	git(t, dir, "gc", "-q")
-	if _, ok := looseCommitTree(c.CommonDir(), head); ok {
-		t.Error("looseCommitTree(packed commit) = ok, want fallback")
+	if got, ok := c.objects.tree(head); !ok || got != want {
+		t.Errorf("tree(packed commit) = %q, %v; want %q", got, ok, want)
 	}
 }

@@ -9,10 +9,10 @@ import (
 // CommitsSince returns the commits reachable from HEAD in dir but not from
 // base (`git rev-list base..HEAD`), newest first; nil if there are none.
 func (c *Client) CommitsSince(ctx context.Context, dir, base string) ([]string, error) {
-	// Fresh agent commits are loose objects: walk them in-process and skip
-	// a git process per item; anything unusual falls back to rev-list.
-	if head, err := c.Head(ctx, dir); err == nil && isHexOID(base) {
-		if commits, ok := looseCommitsSince(c.commonDir, head, base); ok {
+	// The usual shape (a few fresh commits on top of base) is walked
+	// in-process; anything unusual falls back to rev-list.
+	if head, err := c.Head(ctx, dir); err == nil && isHexOID(base) && c.objects != nil {
+		if commits, ok := c.objects.commitsSince(head, base); ok {
 			return commits, nil
 		}
 	}

@@ -42,6 +42,23 @@ func (c *Client) WorktreeAdd(ctx context.Context, path, branch, startPoint strin
 	return nil
 }
 
+// WorktreeAddDetached creates a linked worktree at path with commit checked
+// out on a detached HEAD (`git worktree add --detach`), for example a pool
+// slot that later switches branches ([Client.SwitchBranch]). Serialised per
+// repository.
+func (c *Client) WorktreeAddDetached(ctx context.Context, path, commit string) error {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("add worktree: %w", err)
+	}
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "add", "--quiet", "--detach", "--", path, commit); err != nil {
+		return fmt.Errorf("add worktree %s at %s: %w", path, commit, err)
+	}
+	return nil
+}
+
 // WorktreeAddExisting creates a linked worktree at path that checks out the
 // existing branch (used on resume). Serialised per repository.
 func (c *Client) WorktreeAddExisting(ctx context.Context, path, branch string) error {
@@ -191,29 +208,58 @@ func parseWorktrees(out string) []Worktree {
 }
 
 // ResetWorktree reuses an existing worktree dir for a new item: it checks out
-// a new or reset branch at commit (`git checkout --force -B branch commit`),
-// discarding local changes, then deletes every untracked and ignored file
-// (`git clean -ffdx`). Only files that differ are rewritten, so this is much
-// cheaper than removing and re-adding a worktree. branch must not be checked
-// out in another worktree (checked in-process before git runs, because git
-// before 2.44 would silently reset it). Not serialised: it touches only dir and one
-// branch ref.
+// a new or reset branch at commit ([Client.SwitchBranch]), discarding local
+// changes, then deletes every untracked and ignored file
+// ([Client.CleanWorktree]). Only files that differ are rewritten, so this is
+// much cheaper than removing and re-adding a worktree. Not serialised: it
+// touches only dir and one branch ref.
 func (c *Client) ResetWorktree(ctx context.Context, dir, branch, commit string) error {
+	if err := c.SwitchBranch(ctx, dir, branch, commit); err != nil {
+		return err
+	}
+	return c.CleanWorktree(ctx, dir)
+}
+
+// SwitchBranch checks out, in the worktree dir, branch created or reset at
+// commit (`git checkout --force --no-track -B branch commit`), discarding
+// changes to tracked files; untracked files stay (see
+// [Client.CleanWorktree]). branch must not be checked out in another
+// worktree: that is checked in-process before git runs, because git before
+// 2.44 would silently reset it. Not serialised.
+func (c *Client) SwitchBranch(ctx context.Context, dir, branch, commit string) error {
 	if !validRefName(branchRef(branch)) {
-		return fmt.Errorf("reset worktree %s: invalid branch name %q", dir, branch)
+		return fmt.Errorf("switch worktree %s: invalid branch name %q", dir, branch)
 	}
 	// git < 2.44 lets `checkout -B` reset a branch checked out in another
 	// worktree (the user's main branch, say); refuse that here.
 	if other, err := c.checkedOutElsewhere(dir, branchRef(branch)); err != nil {
-		return fmt.Errorf("reset worktree %s: %w", dir, err)
+		return fmt.Errorf("switch worktree %s: %w", dir, err)
 	} else if other != "" {
-		return fmt.Errorf("reset worktree %s: branch %s is checked out in %s", dir, branch, other)
+		return fmt.Errorf("switch worktree %s: branch %s is checked out in %s", dir, branch, other)
 	}
 	if _, err := c.run(ctx, dir, nil, nil, "checkout", "--quiet", "--force", "--no-track", "-B", branch, commit, "--"); err != nil {
-		return fmt.Errorf("reset worktree %s to %s on %s: %w", dir, commit, branch, err)
+		return fmt.Errorf("switch worktree %s to %s on %s: %w", dir, commit, branch, err)
 	}
+	return nil
+}
+
+// CleanWorktree deletes every untracked and ignored file in the worktree
+// dir, nested repositories included (`git clean -ffdx`).
+func (c *Client) CleanWorktree(ctx context.Context, dir string) error {
 	if _, err := c.run(ctx, dir, nil, nil, "clean", "-ffdxq"); err != nil {
-		return fmt.Errorf("reset worktree %s: clean: %w", dir, err)
+		return fmt.Errorf("clean worktree %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ResetHard moves the branch checked out in dir to commit and makes index
+// and files match it (`git reset --hard`); untracked files stay.
+func (c *Client) ResetHard(ctx context.Context, dir, commit string) error {
+	if commit == "" || strings.HasPrefix(commit, "-") {
+		return fmt.Errorf("reset %s: invalid commit %q", dir, commit)
+	}
+	if _, err := c.run(ctx, dir, nil, nil, "reset", "--quiet", "--hard", commit, "--"); err != nil {
+		return fmt.Errorf("reset %s to %s: %w", dir, commit, err)
 	}
 	return nil
 }
@@ -221,11 +267,11 @@ func (c *Client) ResetWorktree(ctx context.Context, dir, branch, commit string) 
 // checkedOutElsewhere returns the git dir of a worktree other than dir's
 // whose HEAD is ref, or "". It reads the HEAD files in-process.
 func (c *Client) checkedOutElsewhere(dir, ref string) (string, error) {
-	own, ok := refStoreFor(dir)
+	own, ok := worktreeGitDir(dir)
 	if !ok {
 		return "", fmt.Errorf("%s is not the top of a worktree", dir)
 	}
-	return c.checkedOut(own.gitDir, ref)
+	return c.checkedOut(own, ref)
 }
 
 // checkedOut returns the git dir of a worktree, other than the one with git

@@ -187,15 +187,17 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 	return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
 }
 
-// merge merges the agent branch into the results branch; one at a time.
+// merge merges the agent branch into the results branch. Worktree merges
+// run one at a time (they share the parent worktree); tree merges run
+// concurrently, gitops serialising only their ref update.
 func (ir *itemRunner) merge(ctx context.Context) *stepFailure {
 	j := ir.j
-	j.mergeMu.Lock()
-	defer j.mergeMu.Unlock()
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
 	var err error
 	if j.mergeMode == MergeWorktree {
+		j.mergeMu.Lock()
 		_, err = j.git.MergeNoFF(ctx, j.parentDir, ir.branch, msg)
+		j.mergeMu.Unlock()
 	} else {
 		_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ir.branch, msg)
 	}

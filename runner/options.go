@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
@@ -58,6 +59,10 @@ type Options struct {
 	// InterruptGrace is how long running agents may take to finish after
 	// an interrupt before they are killed; 0 means 30s.
 	InterruptGrace time.Duration
+	// Git configures every git process of the engine (environment, extra
+	// configuration such as safe.directory, hooks); the zero value is
+	// gitops' default: a minimal environment without secrets, hooks off.
+	Git gitops.Options
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
 	ProgressInterval time.Duration
 }

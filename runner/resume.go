@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
@@ -85,7 +84,7 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
-	git, err := gitops.New(cp.RepoDir, gitops.Options{})
+	git, err := gitops.New(cp.RepoDir, o.Git)
 	if err != nil {
 		return nil, nil, nil, usage(fmt.Errorf("job %s: %w", cp.JobID, err))
 	}
@@ -143,7 +142,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 			return fmt.Errorf("recreate the parent worktree: %w", err)
 		}
 	} else if !cp.SetupCompleted {
-		if _, err := j.git.Run(ctx, j.parentDir, "reset", "--quiet", "--hard", cp.BaseCommit); err != nil {
+		if err := j.git.ResetHard(ctx, j.parentDir, cp.BaseCommit); err != nil {
 			return fmt.Errorf("reset the parent worktree for setup: %w", err)
 		}
 	} else if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
@@ -163,9 +162,9 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		}
 	}
 	_ = j.git.WorktreePrune(ctx)
-	if out, err := j.git.Run(ctx, j.parentDir, "for-each-ref", "--format=%(refname:short)", "refs/heads/prodigy-agent/"+j.id+"/"); err == nil {
+	if branches, err := j.git.Branches(ctx, "prodigy-agent/"+j.id+"/"); err == nil {
 		var stale []string
-		for _, b := range strings.Fields(out) {
+		for _, b := range branches {
 			if !preservedBranch(preserved, b) {
 				stale = append(stale, b)
 			}
@@ -195,33 +194,36 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 }
 
 // mergedItems reads the Prodigy-Item trailers of the merge commits on the
-// results branch since the job's base commit.
+// results branch's first-parent chain since the job's base commit (every
+// merge into the results branch is on that chain).
 func (j *job) mergedItems(ctx context.Context, cp *jobstore.Checkpoint) (map[string]bool, error) {
-	rng := cp.BaseCommit + ".." + "refs/heads/" + j.branch
-	if _, err := j.git.Run(ctx, j.parentDir, "cat-file", "-e", cp.BaseCommit+"^{commit}"); err != nil {
+	ref := "refs/heads/" + j.branch
+	stop, limit := cp.BaseCommit, 0
+	if ok, err := j.git.CommitExists(ctx, cp.BaseCommit); err != nil || !ok {
 		// A redrive in a fresh (shallow) clone may not have the original
 		// base: read the branch's recent history instead.
-		rng = "--max-count=10000"
-		if _, err := j.git.Run(ctx, j.parentDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+j.branch); err != nil {
+		stop, limit = "", 10000
+		if ok, err := j.git.BranchExists(ctx, ref); err != nil || !ok {
 			return map[string]bool{}, nil
 		}
 	}
-	args := []string{"log", "--merges", "--format=%x1e%(trailers:key=Prodigy-Job,valueonly)%x1f%(trailers:key=Prodigy-Item,valueonly)", rng}
-	if rng == "--max-count=10000" {
-		args = append(args, "refs/heads/"+j.branch)
-	}
-	out, err := j.git.Run(ctx, j.parentDir, args...)
+	log, err := j.git.FirstParentLog(ctx, ref, stop, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read merged items: %w", err)
 	}
 	merged := map[string]bool{}
-	for _, rec := range strings.Split(out, "\x1e") {
-		job, item, ok := strings.Cut(rec, "\x1f")
-		if !ok || strings.TrimSpace(job) != j.id {
+	for _, c := range log {
+		if len(c.Parents) < 2 {
 			continue
 		}
-		if id, err := strconv.Unquote(strings.TrimSpace(item)); err == nil {
-			merged[id] = true
+		tr := c.Trailers()
+		if jobs := gitops.TrailerValues(tr, "Prodigy-Job"); len(jobs) == 0 || jobs[0] != j.id {
+			continue
+		}
+		for _, item := range gitops.TrailerValues(tr, "Prodigy-Item") {
+			if id, err := strconv.Unquote(item); err == nil {
+				merged[id] = true
+			}
 		}
 	}
 	return merged, nil

@@ -58,7 +58,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if o.Home == "" {
 		return nil, "", usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, gitops.Options{})
+	git, err := gitops.New(o.RepoDir, o.Git)
 	if err != nil {
 		return nil, "", usage(err)
 	}
@@ -80,7 +80,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if branch == "" {
 		branch = "prodigy/" + o.JobID
 	}
-	if _, err := git.Run(ctx, git.TopLevel(), "check-ref-format", "--branch", branch); err != nil {
+	if err := git.ValidateBranchName(ctx, branch); err != nil {
 		return nil, "", usage(fmt.Errorf("invalid results branch name %q", branch))
 	}
 	if ok, err := git.BranchExists(ctx, branch); err != nil {

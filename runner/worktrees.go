@@ -99,7 +99,7 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 	for i := have; i < n; i++ {
 		name := "pool-" + newUUID()[:8]
 		path := w.j.paths.AgentWorktree(name)
-		if _, err := w.j.git.Run(ctx, w.j.git.TopLevel(), "worktree", "add", "--quiet", "--detach", "--", path, head); err != nil {
+		if err := w.j.git.WorktreeAddDetached(ctx, path, head); err != nil {
 			w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
 			return
 		}
@@ -131,7 +131,7 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 	w.mu.Unlock()
 	if s != nil {
 		old := s.branch
-		if _, err := w.j.git.Run(ctx, s.path, "checkout", "--quiet", "--force", "-B", branch, head); err == nil {
+		if err := w.j.git.SwitchBranch(ctx, s.path, branch, head); err == nil {
 			s.branch = branch
 			if old != branch {
 				w.j.retireBranch(old)
@@ -183,8 +183,7 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 	}
 	err := w.j.cleanupRetry(ctx, func(ctx context.Context) error {
 		if t.slot != nil {
-			_, err := w.j.git.Run(ctx, t.path, "clean", "-ffdxq")
-			return err
+			return w.j.git.CleanWorktree(ctx, t.path)
 		}
 		if err := w.j.git.WorktreeRemove(ctx, t.path); err != nil {
 			return err

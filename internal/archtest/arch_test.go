@@ -45,10 +45,7 @@ var tools = []string{"bench"}
 
 // pending are expectations that a known, scheduled change will meet; the
 // subtest is skipped (not passed) while the violation lasts.
-var pending = map[string]string{
-	"imports/cmd/action": "issue 10: cmd/action is being reduced to wiring (items, retry, examples, ghaction move out)",
-	"git/cmd/action":     "issue 10: cmd/action's git calls move into gitops",
-}
+var pending = map[string]string{}
 
 // gitOwner is the only node allowed to start git.
 const gitOwner = "gitops"

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +42,7 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	repo, err := makeDemoRepo(opts.dir)
+	repo, err := runner.MakeDemoRepo(ctx, opts.dir)
 	if err != nil {
 		return err
 	}
@@ -57,51 +54,12 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 	ro.Workflow, ro.RepoDir = v.Workflow, repo
 	res, err := runner.Run(ctx, ro)
 	if res != nil && !opts.json {
-		printDemoOutcome(f.ErrOut, repo, res)
+		printDemoOutcome(ctx, f.ErrOut, repo, res)
 	}
 	return f.FinishJob(res, err, opts.json)
 }
 
-// makeDemoRepo creates the sample repository with the embedded files.
-// TODO(gitops): the git init/add/commit below move to gitops once it has
-// repository-creation operations; this is the CLI's only git process.
-func makeDemoRepo(dir string) (string, error) {
-	files, err := runner.DemoFiles()
-	if err != nil {
-		return "", err
-	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "prodigy-demo-*"); err != nil {
-			return "", fmt.Errorf("create the demo repository: %w", err)
-		}
-	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return "", cmdutil.UsageErrorf("--dir %s is not empty", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create the demo repository: %w", err)
-	}
-	files["README.md"] = []byte("# prodigy-action demo\n\nA sample repository for `action demo`.\n")
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return "", fmt.Errorf("create the demo repository: %w", err)
-		}
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "."},
-		{"-c", "user.name=prodigy-demo", "-c", "user.email=demo@example.invalid", "commit", "-q", "-m", "demo repository"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	return filepath.Abs(dir)
-}
-
-func printDemoOutcome(w io.Writer, repo string, res *runner.Result) {
-	graph, _ := exec.Command("git", "-C", repo, "log", "--graph", "--oneline", "--decorate=no", res.ResultsBranch).CombinedOutput()
-	files, _ := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", res.ResultsBranch, "greetings").CombinedOutput()
-	report.WriteDemoOutcome(w, res, string(graph), string(files))
+func printDemoOutcome(ctx context.Context, w io.Writer, repo string, res *runner.Result) {
+	graph, files := runner.DemoBranchView(ctx, repo, res.ResultsBranch)
+	report.WriteDemoOutcome(w, res, graph, files)
 }
