@@ -111,8 +111,19 @@ type Checkpoint struct {
 	// NextAgent numbers agents uniquely across runs of the job.
 	NextAgent int `json:"next_agent"`
 	// Vars are values captured by setup steps, visible to map and reduce.
-	Vars  map[string]string `json:"vars"`
-	Items []*CheckpointItem `json:"items"`
+	Vars map[string]string `json:"vars"`
+	// ReduceStepsDone counts the reduce steps that completed (in order);
+	// after a crash only the steps after them run. A step killed mid-way
+	// runs again from the start.
+	ReduceStepsDone int `json:"reduce_steps_done,omitempty"`
+	// ReduceStepHead is the results branch head when reduce step
+	// ReduceStepsDone+1 started: a resume moves the branch back to it
+	// before running that step again, so a step that committed and then
+	// died does not find its work already committed.
+	ReduceStepHead string `json:"reduce_step_head,omitempty"`
+	// ReduceVars are values captured by completed reduce steps.
+	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	Items      []*CheckpointItem `json:"items"`
 }
 
 // CheckpointItem is one work item with its current state.
@@ -120,11 +131,26 @@ type CheckpointItem struct {
 	ItemOutcome
 	Index int             `json:"index"`
 	Data  json.RawMessage `json:"data"`
+	// BudgetBase is the value of Attempts when the item's current attempt
+	// budget began (0 for a run, the record's failure_count for a
+	// redrive): Attempts-BudgetBase attempts of the budget are spent, also
+	// across crashes and interrupts.
+	BudgetBase int `json:"budget_base,omitempty"`
+	// Failures are the item's failed attempts that are not yet in a DLQ
+	// record, one per attempt, persisted as each attempt ends (the runner
+	// owns their encoding).
+	Failures []json.RawMessage `json:"failures,omitempty"`
+	// PendingRecord is the encoded DLQ record of a failed item while it is
+	// not known to be stored: set before the DLQ write, cleared after it.
+	// A dlq item that still has one is failed-unrecorded; resume writes it.
+	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
 }
 
 // Counts tallies the items of a checkpoint by state.
 type Counts struct {
 	Total, Merged, Skipped, DLQ, Pending, Running int
+	// Unrecorded counts the DLQ items whose record is not written yet.
+	Unrecorded int
 }
 
 // Counts tallies item states.
@@ -139,6 +165,9 @@ func (c *Checkpoint) Counts() Counts {
 			n.Skipped++
 		case ItemDLQ:
 			n.DLQ++
+			if it.PendingRecord != nil {
+				n.Unrecorded++
+			}
 		case ItemRunning:
 			n.Running++
 		default:
