@@ -34,10 +34,10 @@ type itemRunner struct {
 	// this run's.
 	failures  []dlq.Failure
 	failedNow int
-	tree     *agentTree
-	log      *tailBuffer
-	commits  int
-	lastLog  string
+	tree      *agentTree
+	log       *tailBuffer
+	commits   int
+	lastLog   string
 	// artifacts of the last failed attempt
 	uncommitted, errorLogs string
 	// wall-clock split of the item's time
