@@ -233,7 +233,11 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 		}
 		return &stepFailure{Message: "interrupted", Interrupted: true}
 	}
-	return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
+	kind := dlq.WorktreeError
+	if dlq.IsDiskFull(err) {
+		kind = dlq.ResourceExhausted
+	}
+	return &stepFailure{Type: dlq.ErrorType{Kind: kind}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
 }
 
 // merge merges the agent branch into the results branch; one at a time.
@@ -289,6 +293,11 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		tt := f.Type
 		t = &tt
 	}
+	if diskFull(f) {
+		// A step or git command that failed because the disk is full is
+		// ResourceExhausted, whatever its exit code.
+		t = &dlq.ErrorType{Kind: dlq.ResourceExhausted}
+	}
 	path := ""
 	if ir.tree != nil {
 		path = ir.tree.path
@@ -312,6 +321,15 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		Duration:   took,
 		LogPath:    f.LogPath,
 	}
+}
+
+// diskFull reports whether a failure says the disk is full: in its message
+// or the last lines of its output. Timeouts keep their type.
+func diskFull(f *stepFailure) bool {
+	if f.Type.Kind == dlq.Timeout {
+		return false
+	}
+	return dlq.SaysDiskFull(f.Message) || dlq.SaysDiskFull(lastLines(f.Tail, 5))
 }
 
 // release cleans up the item's worktree (see worktrees.release); it runs
