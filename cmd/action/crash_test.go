@@ -382,9 +382,10 @@ func TestCrashWindows(t *testing.T) {
 	})
 }
 
-// TestRandomKillLoop kills the real CLI with SIGKILL at random moments
-// (PRODIGY_CRASH_LOOP times, default 3, bounded by a minute), resuming after
-// each kill, and checks the same invariants once the job completes.
+// TestRandomKillLoop kills the real CLI with SIGKILL at random moments,
+// resuming after each kill, and checks the same invariants each time a job
+// completes, then starts another job: PRODIGY_CRASH_LOOP kills in all
+// (default 3), bounded by a minute.
 func TestRandomKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills processes")
@@ -400,34 +401,44 @@ func TestRandomKillLoop(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
-	const items, attempts = 10, 2
-	e := newCrashEnv(t, items, attempts, 3, "0.0$(( ${item.n} % 4 ))")
-	checkpoint := runner.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.Checkpoint()
-	started := func() bool { _, err := os.Stat(checkpoint); return err == nil }
+	const items, attempts = 12, 2
 	deadline := time.Now().Add(time.Minute)
-	for i := 0; i < kills && time.Now().Before(deadline); i++ {
-		args := e.runArgs()
-		if started() {
-			args = []string{"resume", e.jobID}
-		}
-		cmd, stderr := e.spawn("", args...)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			t.Logf("kill %d: the job ended first (%v)", i, err)
-			if err != nil && !strings.Contains(stderr.String(), "already") {
-				t.Logf("%s", stderr)
+	killed, jobs := 0, 0
+	for killed < kills && time.Now().Before(deadline) {
+		jobs++
+		e := newCrashEnv(t, items, attempts, 3, "0.0$(( ${item.n} % 4 ))")
+		checkpoint := runner.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.Checkpoint()
+		started := func() bool { _, err := os.Stat(checkpoint); return err == nil }
+		for killed < kills && time.Now().Before(deadline) {
+			args := e.runArgs()
+			if started() {
+				args = []string{"resume", e.jobID}
 			}
-		case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			cmd, stderr := e.spawn("", args...)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var finished bool
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("job %d: %v ended with %v:\n%s", jobs, args, err, stderr)
+				}
+				finished = true
+			case <-time.After(time.Duration(rng.IntN(800)) * time.Millisecond):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				killed++
+				time.Sleep(300 * time.Millisecond) // steps of the dead runner end
+			}
+			if finished {
+				break
+			}
 		}
-		time.Sleep(300 * time.Millisecond) // steps of the dead runner end
+		if !started() {
+			e.cli(0, e.runArgs()...)
+		}
+		e.cli(0, "resume", e.jobID)
+		e.check(evens(items), odds(items), 1, true)
 	}
-	if !started() {
-		e.cli(0, e.runArgs()...)
-	}
-	e.cli(0, "resume", e.jobID)
-	e.check(evens(items), odds(items), 1, true)
+	t.Logf("%d kill(s) over %d job(s)", killed, jobs)
 }
