@@ -114,8 +114,9 @@ map:
         fi
         echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
 reduce:
-  - shell: echo "${map.successful}" > reduce.txt && git add reduce.txt && git commit -qm "reduce step 1"
-  - shell: echo x >> %q/reduce-2
+  - shell: echo "${map.successful}" > reduce.txt && git add reduce.txt && git commit -qm "reduce step 1" && echo "token-${map.successful}"
+    capture_output: r1
+  - shell: echo "${r1}" >> %q/reduce-2
 `, parallel, attempts, sleep, e.fixed, e.counters, e.counters)
 	if err := os.WriteFile(e.wfPath, []byte(wf), 0o644); err != nil {
 		t.Fatal(err)
@@ -225,6 +226,17 @@ func (e *crashEnv) check(succeeded, failed []int, reduceRuns int, loose bool) {
 	}
 	if n := strings.Count(gitOut(t, e.repo, "log", "--format=%s", branch), "reduce step 1"); n != reduceRuns {
 		t.Errorf("%d reduce commits on the results branch, want %d", n, reduceRuns)
+	}
+	// reduce step 2 always sees step 1's capture, also when only step 2
+	// ran again after a crash.
+	r2, err := os.ReadFile(filepath.Join(e.counters, "reduce-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(r2)), "\n") {
+		if !strings.HasPrefix(l, "token-") || l == "token-" {
+			t.Errorf("reduce step 2 ran with r1 = %q", l)
+		}
 	}
 
 	root := runner.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.DLQRoot()
@@ -350,6 +362,7 @@ func TestCrashWindows(t *testing.T) {
 		{"backoff sleep SIGINT", runner.FaultBackoff + ":2:INT"},
 		{"between a DLQ write and its checkpoint", runner.FaultDLQAdded + ":1:KILL"},
 		{"after a reduce step's commit", runner.FaultReduceStepDone + ":1:KILL"},
+		{"after the last reduce step (captures of earlier steps restored)", runner.FaultReduceStepDone + ":2:KILL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newCrashEnv(t, items, attempts, 1, "0")
@@ -373,9 +386,18 @@ func TestCrashWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.runFault(runner.FaultItemMerged+":1:KILL", "dlq", "retry", e.jobID)
+		// Exactly one of the redriven items merged before the kill.
+		log := gitOut(t, e.repo, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", "prodigy/"+e.jobID)
+		merged, other := itemID(1), itemID(3)
+		if strings.Contains(log, strconv.Quote(other)) {
+			merged, other = other, merged
+		}
+		if !strings.Contains(log, strconv.Quote(merged)) {
+			t.Fatalf("no redriven item merged before the kill:\n%s", log)
+		}
 		dry := e.cli(0, "dlq", "retry", e.jobID, "--dry-run", "--json")
-		if strings.Contains(dry, `"item_id": "item_1"`) || !strings.Contains(dry, `"item_id": "item_3"`) {
-			t.Errorf("dry run after the crash selects a merged item or misses one:\n%s", dry)
+		if strings.Contains(dry, `"item_id": "`+merged+`"`) || !strings.Contains(dry, `"item_id": "`+other+`"`) {
+			t.Errorf("dry run after the crash selects merged %s or misses %s:\n%s", merged, other, dry)
 		}
 		e.cli(0, "dlq", "retry", e.jobID)
 		e.check(append(evens(items), odds(items)...), nil, 2, false)
