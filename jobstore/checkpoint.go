@@ -1,8 +1,12 @@
 package jobstore
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -80,8 +84,9 @@ type Timings struct {
 	Bookkeeping float64 `json:"bookkeeping"`
 }
 
-// Checkpoint is the resumable state of a job, written atomically to
-// state/<repo>/jobs/<job_id>/checkpoint.json after every item.
+// Checkpoint is the resumable state of a job: a snapshot written atomically
+// to state/<repo>/jobs/<job_id>/checkpoint.json plus the item changes
+// since, in checkpoint.journal (State, LoadCheckpoint).
 type Checkpoint struct {
 	FormatVersion     int    `json:"format_version"`
 	CheckpointVersion int    `json:"checkpoint_version"`
@@ -177,34 +182,85 @@ func (c *Checkpoint) Counts() Counts {
 	return n
 }
 
-// State guards a job's checkpoint in memory and writes it (with the
-// session file) with group commit: callers change the state under the
-// lock, then wait until a write that includes their change is on disk.
-// Concurrent finishers share one write. Safe for concurrent use.
+// State guards a job's checkpoint in memory and makes changes durable
+// with group commit: callers change the state under the lock, then wait
+// until a write that includes their change is on disk; concurrent callers
+// share one write. Safe for concurrent use.
+//
+// The cost of an item's change does not grow with the job: UpdateItem
+// appends the changed items (without their data) to checkpoint.journal,
+// one JSON line each, and fsyncs once per group. Update (job-level
+// changes: phases, item lists, the final status) and compaction rewrite
+// checkpoint.json whole and empty the journal; compaction happens when
+// the journal outgrows the snapshot (at least 1 MiB), so its cost is
+// amortised to O(1) per change. The session file is rewritten by every
+// Update and at most once per SessionInterval by UpdateItem.
 type State struct {
 	paths Paths
 	now   func() time.Time
 
 	mu      sync.Mutex
 	cp      *Checkpoint
-	version uint64
+	pos     map[*CheckpointItem]int // index of each item in cp.Items
+	version uint64                  // bumped by every change
+	full    uint64                  // last version that needs a snapshot
+	dirty   map[int]struct{}        // items changed since the last write
 
-	flushMu sync.Mutex
-	flushed uint64
+	flushMu      sync.Mutex
+	flushed      uint64
+	journalSize  int64
+	snapshotSize int64
+	sessionAt    time.Time
+	wroteOnce    bool
 }
 
+// SessionInterval is the minimum time between two session file writes
+// caused by item changes alone.
+const SessionInterval = time.Second
+
+// minCompact is the journal size below which it is never compacted.
+const minCompact = 1 << 20
+
 // NewState wraps cp; now stamps updated_at. Nothing is written until the
-// first Update.
+// first Update (which writes the snapshot).
 func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
-	return &State{paths: p, now: now, cp: cp}
+	s := &State{paths: p, now: now, cp: cp, dirty: map[int]struct{}{}}
+	s.reindex()
+	return s
+}
+
+func (s *State) reindex() {
+	s.pos = make(map[*CheckpointItem]int, len(s.cp.Items))
+	for i, it := range s.cp.Items {
+		s.pos[it] = i
+	}
 }
 
 // Update applies fn to the checkpoint and makes the change durable:
-// checkpoint.json and the session file are rewritten atomically.
+// checkpoint.json and the session file are rewritten atomically. Use it
+// for job-level changes; UpdateItem for changes of one item.
 func (s *State) Update(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	fn(s.cp)
 	s.version++
+	s.full = s.version
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// UpdateItem applies fn, which may change it (an item of the checkpoint)
+// and cp.NextAgent, and makes the change durable by appending it to the
+// journal. Other changes fn makes are only written by the next Update.
+func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
+	s.mu.Lock()
+	fn(s.cp)
+	s.version++
+	if i, ok := s.pos[it]; ok {
+		s.dirty[i] = struct{}{}
+	} else {
+		s.full = s.version
+	}
 	v := s.version
 	s.mu.Unlock()
 	return s.flush(v)
@@ -217,6 +273,16 @@ func (s *State) Read(fn func(cp *Checkpoint)) {
 	fn(s.cp)
 }
 
+// journalEntry is one line of checkpoint.journal: item Pos of the
+// checkpoint (without its data, which only Update changes) as of version V.
+type journalEntry struct {
+	V         int             `json:"v"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	NextAgent int             `json:"next_agent"`
+	Pos       int             `json:"pos"`
+	Item      *CheckpointItem `json:"item"`
+}
+
 func (s *State) flush(v uint64) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -224,11 +290,55 @@ func (s *State) flush(v uint64) error {
 		return nil
 	}
 	s.mu.Lock()
+	snap := s.version
 	s.cp.CheckpointVersion++
 	s.cp.UpdatedAt = s.now().UTC()
+	if !s.wroteOnce || s.full > s.flushed || s.journalSize > max(s.snapshotSize, minCompact) {
+		err := s.writeSnapshotLocked()
+		if err == nil {
+			s.flushed = snap
+		}
+		return err
+	}
+	var buf []byte
+	for i := range s.dirty {
+		it := *s.cp.Items[i]
+		it.Data = nil
+		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Item: &it})
+		if err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("encode checkpoint journal: %w", err)
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	clear(s.dirty)
+	var sess *Session
+	if now := s.now(); now.Sub(s.sessionAt) >= SessionInterval || now.Before(s.sessionAt) {
+		sess = SessionOf(s.cp)
+		s.sessionAt = now
+	}
+	s.mu.Unlock()
+	if err := appendSync(s.paths.CheckpointJournal(), buf); err != nil {
+		return fmt.Errorf("write checkpoint journal: %w", err)
+	}
+	s.journalSize += int64(len(buf))
+	if sess != nil {
+		if err := writeJSON(s.paths.Session(), sess); err != nil {
+			return fmt.Errorf("write session: %w", err)
+		}
+	}
+	s.flushed = snap
+	return nil
+}
+
+// writeSnapshotLocked rewrites checkpoint.json and the session file and
+// empties the journal. Called with s.mu held; it releases it.
+func (s *State) writeSnapshotLocked() error {
 	data, err := json.MarshalIndent(s.cp, "", "  ")
 	sess := SessionOf(s.cp)
-	snap := s.version
+	clear(s.dirty)
+	s.reindex()
+	s.sessionAt = s.now()
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
@@ -236,11 +346,33 @@ func (s *State) flush(v uint64) error {
 	if err := writeFile(s.paths.Checkpoint(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
+	// The snapshot holds every journal entry (their versions are not
+	// above its own), so a crash before the truncation loses nothing.
+	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("empty the checkpoint journal: %w", err)
+	}
+	s.journalSize, s.snapshotSize, s.wroteOnce = 0, int64(len(data)), true
 	if err := writeJSON(s.paths.Session(), sess); err != nil {
 		return fmt.Errorf("write session: %w", err)
 	}
-	s.flushed = snap
 	return nil
+}
+
+// appendSync appends data to path (created 0600) and fsyncs it.
+func appendSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // HasCheckpoint reports whether the job has a checkpoint on disk.
@@ -249,7 +381,9 @@ func HasCheckpoint(p Paths) bool {
 	return err == nil
 }
 
-// LoadCheckpoint reads a job's checkpoint.
+// LoadCheckpoint reads a job's checkpoint: checkpoint.json with the
+// journal's newer entries applied (a torn last line, from a crash during
+// its write, is ignored).
 func LoadCheckpoint(p Paths) (*Checkpoint, error) {
 	var cp Checkpoint
 	if err := readJSON(p.Checkpoint(), &cp); err != nil {
@@ -258,5 +392,43 @@ func LoadCheckpoint(p Paths) (*Checkpoint, error) {
 	if cp.FormatVersion != CheckpointFormat {
 		return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
 	}
+	if err := replayJournal(p.CheckpointJournal(), &cp); err != nil {
+		return nil, fmt.Errorf("job %s: read checkpoint journal: %w", p.JobID, err)
+	}
 	return &cp, nil
+}
+
+// replayJournal applies the journal entries newer than cp.
+func replayJournal(path string, cp *Checkpoint) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	base := cp.CheckpointVersion // entries up to it are in the snapshot
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return nil // a line without its newline is torn
+		}
+		if err != nil {
+			return err
+		}
+		var e journalEntry
+		if json.Unmarshal(line, &e) != nil || e.Item == nil {
+			return nil // torn or foreign: stop at the last good entry
+		}
+		if e.V <= base || e.Pos < 0 || e.Pos >= len(cp.Items) {
+			continue
+		}
+		e.Item.Data = cp.Items[e.Pos].Data
+		cp.Items[e.Pos] = e.Item
+		cp.CheckpointVersion = max(cp.CheckpointVersion, e.V)
+		cp.UpdatedAt = e.UpdatedAt
+		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
+	}
 }

@@ -53,7 +53,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	j, it := ir.j, ir.it
 	ir.began = time.Now()
 	start := j.now()
-	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
+	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 	})
@@ -108,7 +108,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
 	default:
@@ -129,7 +129,7 @@ func (ir *itemRunner) recordFailure(f dlq.Failure) {
 		j.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
 		return
 	}
-	if err := j.state.Update(func(*jobstore.Checkpoint) {
+	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.Attempts = max(it.Attempts, f.Attempt)
 		it.Failures = append(it.Failures, enc)
 	}); err != nil {
@@ -421,7 +421,7 @@ func (j *job) writeRecord(ctx context.Context, store *dlq.Store, it *jobstore.Ch
 		j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
 	}
 	fault(ctx, FaultDLQAdded, it.ItemID)
-	return j.state.Update(func(*jobstore.Checkpoint) {
+	return j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.PendingRecord = nil
 		it.Failures = nil
 	})
@@ -469,7 +469,7 @@ func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem
 // stored. A merged or skipped item drops its failures.
 func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration, pending json.RawMessage) {
 	j, it := ir.j, ir.it
-	_ = j.state.Update(func(*jobstore.Checkpoint) {
+	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
 		it.PendingRecord = pending
 		if pending != nil || state != ItemDLQ {
