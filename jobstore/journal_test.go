@@ -27,7 +27,7 @@ func (c *testClock) add(d time.Duration) {
 
 // journalJob makes a map-phase job of n pending items and writes its
 // snapshot.
-func journalJob(t *testing.T, n int) (jobstore.Paths, *jobstore.State, *jobstore.Checkpoint, *testClock) {
+func journalJob(t testing.TB, n int) (jobstore.Paths, *jobstore.State, *jobstore.Checkpoint, *testClock) {
 	t.Helper()
 	p := jobstore.Paths{Home: t.TempDir(), Repo: "r", JobID: "j"}
 	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
@@ -223,5 +223,39 @@ func TestSessionFileIsThrottledForItemUpdates(t *testing.T) {
 	}
 	if got := sessionUpdated(); !got.After(first) {
 		t.Error("session not rewritten after SessionInterval")
+	}
+}
+
+// BenchmarkUpdateItem measures one item change (journal append + fsync)
+// in jobs of different sizes: the cost should not depend on n.
+func BenchmarkUpdateItem(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			_, s, cp, _ := journalJob(b, n)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				it := cp.Items[i%n]
+				if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.Attempts++ }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpdateSnapshot is the cost of a job-level change (a whole
+// snapshot), for comparison: it grows with n, which is why item changes
+// use the journal.
+func BenchmarkUpdateSnapshot(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			_, s, cp, _ := journalJob(b, n)
+			for i := 0; b.Loop(); i++ {
+				it := cp.Items[i%n]
+				if err := s.Update(func(*jobstore.Checkpoint) { it.Attempts++ }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
