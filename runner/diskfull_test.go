@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,10 +23,20 @@ func mountFullTmpfs(t *testing.T, dir string) (free func()) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	// As root, or through passwordless sudo (GitHub's runners), owned by us.
+	var sudo []string
+	if os.Geteuid() != 0 {
+		sudo = []string{"sudo", "-n"}
 	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	command := func(args ...string) *exec.Cmd {
+		args = append(sudo, args...)
+		return exec.Command(args[0], args[1:]...)
+	}
+	opts := fmt.Sprintf("size=64k,uid=%d,gid=%d,mode=0755", os.Geteuid(), os.Getegid())
+	if out, err := command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = command("umount", "-l", dir).Run() })
 	filler := filepath.Join(dir, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
