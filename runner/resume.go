@@ -174,6 +174,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		if it.State == ItemPending && merged[it.ItemID] {
 			it.State = ItemMerged
 			it.Commits = max(it.Commits, 1)
+			it.Failures = nil
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
 	}

@@ -372,6 +372,11 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 	}
 	for _, e := range extra {
 		if cur, ok := byID[e.ItemID]; ok {
+			if cur.PendingRecord != nil {
+				// Its newest failures are still not in the DLQ: it stays
+				// failed-unrecorded (the job reports it) rather than lose them.
+				continue
+			}
 			cur.State = ItemPending
 			cur.Data = e.Data
 			// The redrive's budget starts at the record's failure_count;
