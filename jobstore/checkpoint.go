@@ -319,6 +319,11 @@ func (s *State) flush(v uint64) error {
 	}
 	s.mu.Unlock()
 	if err := appendSync(s.paths.CheckpointJournal(), buf); err != nil {
+		// The journal may now end in a torn line or miss this version:
+		// the next write is a whole snapshot, which supersedes it.
+		s.mu.Lock()
+		s.full = s.version
+		s.mu.Unlock()
 		return fmt.Errorf("write checkpoint journal: %w", err)
 	}
 	s.journalSize += int64(len(buf))
@@ -383,23 +388,37 @@ func HasCheckpoint(p Paths) bool {
 
 // LoadCheckpoint reads a job's checkpoint: checkpoint.json with the
 // journal's newer entries applied (a torn last line, from a crash during
-// its write, is ignored).
+// its write, is ignored). A reader that races a compaction (the journal
+// it finds does not continue the snapshot it read) reads both again.
 func LoadCheckpoint(p Paths) (*Checkpoint, error) {
-	var cp Checkpoint
-	if err := readJSON(p.Checkpoint(), &cp); err != nil {
-		return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
+	for try := 0; ; try++ {
+		var cp Checkpoint
+		if err := readJSON(p.Checkpoint(), &cp); err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
+		}
+		if cp.FormatVersion != CheckpointFormat {
+			return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
+		}
+		err := replayJournal(p.CheckpointJournal(), &cp, try < 5)
+		if errors.Is(err, errJournalGap) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint journal: %w", p.JobID, err)
+		}
+		return &cp, nil
 	}
-	if cp.FormatVersion != CheckpointFormat {
-		return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
-	}
-	if err := replayJournal(p.CheckpointJournal(), &cp); err != nil {
-		return nil, fmt.Errorf("job %s: read checkpoint journal: %w", p.JobID, err)
-	}
-	return &cp, nil
 }
 
-// replayJournal applies the journal entries newer than cp.
-func replayJournal(path string, cp *Checkpoint) error {
+// errJournalGap: the journal skips versions after the snapshot (it was
+// compacted between reading the two).
+var errJournalGap = errors.New("the journal does not continue the snapshot")
+
+// replayJournal applies the journal entries newer than cp. Every write
+// bumps the version by one, so the entries after the snapshot's version
+// are contiguous; at a gap it returns errJournalGap when strict, else it
+// stops there.
+func replayJournal(path string, cp *Checkpoint, strict bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -410,6 +429,7 @@ func replayJournal(path string, cp *Checkpoint) error {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	base := cp.CheckpointVersion // entries up to it are in the snapshot
+	last := base
 	for {
 		line, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
@@ -422,12 +442,22 @@ func replayJournal(path string, cp *Checkpoint) error {
 		if json.Unmarshal(line, &e) != nil || e.Item == nil {
 			return nil // torn or foreign: stop at the last good entry
 		}
-		if e.V <= base || e.Pos < 0 || e.Pos >= len(cp.Items) {
+		if e.V <= base {
+			continue
+		}
+		if e.V > last+1 {
+			if strict {
+				return errJournalGap
+			}
+			return nil
+		}
+		last = e.V
+		if e.Pos < 0 || e.Pos >= len(cp.Items) {
 			continue
 		}
 		e.Item.Data = cp.Items[e.Pos].Data
 		cp.Items[e.Pos] = e.Item
-		cp.CheckpointVersion = max(cp.CheckpointVersion, e.V)
+		cp.CheckpointVersion = e.V
 		cp.UpdatedAt = e.UpdatedAt
 		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
 	}

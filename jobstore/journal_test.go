@@ -259,3 +259,24 @@ func BenchmarkUpdateSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// TestJournalGapIsNotApplied: entries that do not continue the snapshot's
+// version (a reader racing a compaction, or a lost append) are not applied.
+func TestJournalGapIsNotApplied(t *testing.T) {
+	p, _, _, _ := journalJob(t, 3)
+	cp, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf(`{"v":%d,"pos":1,"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
+	if err := os.WriteFile(p.CheckpointJournal(), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Items[1].State != jobstore.ItemPending {
+		t.Errorf("an entry after a version gap was applied: %+v", got.Items[1])
+	}
+}
