@@ -15,8 +15,9 @@ const (
 	// FaultJobCreated: the results branch and parent worktree exist; the
 	// job has not started setup.
 	FaultJobCreated = "job-created"
-	// FaultItemMerged: an item's merge commit is on the results branch;
-	// neither the checkpoint nor the DLQ knows yet.
+	// FaultItemMerged: an item succeeded and its merge commit (when it
+	// made commits) is on the results branch; neither the checkpoint nor
+	// the DLQ (a redriven item's record) knows yet.
 	FaultItemMerged = "item-merged"
 	// FaultBackoff: a failed attempt is persisted; the backoff sleep
 	// before the next attempt is about to start.
