@@ -1,9 +1,11 @@
 package dlq
 
 import (
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 )
 
@@ -186,4 +188,38 @@ func quoted(raw string) bool {
 	}
 	first, last := raw[0], raw[len(raw)-1]
 	return first == last && (first == '\'' || first == '"' || first == '`')
+}
+
+// diskFullPhrases are the messages of ENOSPC and EDQUOT as programs print
+// them (strerror).
+var diskFullPhrases = []string{"no space left on device", "disk quota exceeded"}
+
+// IsDiskFull reports whether err's chain holds a disk-full errno: ENOSPC
+// (no space left on device) or EDQUOT (disk quota exceeded), or its text
+// says so (an error relayed from a child process has only text).
+func IsDiskFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || SaysDiskFull(err.Error())
+}
+
+// SaysDiskFull reports whether msg contains a disk-full message.
+func SaysDiskFull(msg string) bool {
+	return containsAny(strings.ToLower(msg), diskFullPhrases)
+}
+
+// ClassifyError is Classify for an error value. A full disk (IsDiskFull)
+// or another exhausted resource errno in its chain (ENOMEM, EMFILE,
+// ENFILE) is ResourceExhausted whatever else the message names (a
+// worktree, an exit code): retrying it elsewhere will not help until the
+// resource is freed. Otherwise the message is classified.
+func ClassifyError(err error) ErrorType {
+	if err == nil {
+		return ErrorType{Kind: Unknown}
+	}
+	if IsDiskFull(err) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return ErrorType{Kind: ResourceExhausted}
+	}
+	return Classify(err.Error())
 }

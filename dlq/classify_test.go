@@ -1,6 +1,12 @@
 package dlq
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+)
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
@@ -123,5 +129,31 @@ func TestEligibilityAndManualReview(t *testing.T) {
 				t.Errorf("ManualReviewRequired = %v, want %v", got, tt.manual)
 			}
 		})
+	}
+}
+
+func TestClassifyErrorDiskFull(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want ErrorKind
+	}{
+		{"ENOSPC errno", &os.PathError{Op: "write", Path: "/state/x", Err: syscall.ENOSPC}, ResourceExhausted},
+		{"EDQUOT errno", fmt.Errorf("write checkpoint: %w", &os.PathError{Op: "write", Path: "/x", Err: syscall.EDQUOT}), ResourceExhausted},
+		{"ENOSPC text from git beats worktree", errors.New("add worktree /w: exit status 128: fatal: could not write index: No space left on device"), ResourceExhausted},
+		{"EMFILE", &os.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}, ResourceExhausted},
+		{"other errno", &os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, Unknown},
+		{"worktree text", errors.New("git worktree add failed"), WorktreeError},
+		{"nil", nil, Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ClassifyError(tt.err); got.Kind != tt.want {
+				t.Errorf("ClassifyError(%v) = %v, want %s", tt.err, got, tt.want)
+			}
+		})
+	}
+	if IsDiskFull(&os.PathError{Op: "write", Path: "/x", Err: syscall.EIO}) {
+		t.Error("EIO is not disk full")
 	}
 }

@@ -79,3 +79,22 @@ func (c *Client) CreateBranch(ctx context.Context, name, startPoint string) erro
 	}
 	return nil
 }
+
+// ResetBranch points refs/heads/<name> at the commit startPoint names,
+// creating the branch or moving it wherever it was (`git branch --force`).
+// A branch checked out in a worktree is moved too; its worktree is not
+// touched (reset it with [Client.ResetHard]).
+func (c *Client) ResetBranch(ctx context.Context, name, startPoint string) error {
+	ref := branchRef(name)
+	if !strings.HasPrefix(ref, "refs/heads/") || !validRefName(ref) || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("reset branch: invalid branch name %q", name)
+	}
+	oid, err := c.ResolveRef(ctx, startPoint)
+	if err != nil {
+		return fmt.Errorf("reset branch %s: %w", name, err)
+	}
+	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", "branch: Reset to "+startPoint, ref, oid); err != nil {
+		return fmt.Errorf("reset branch %s to %s: %w", name, startPoint, err)
+	}
+	return nil
+}

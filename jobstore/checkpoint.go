@@ -1,9 +1,12 @@
 package jobstore
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -81,8 +84,9 @@ type Timings struct {
 	Bookkeeping float64 `json:"bookkeeping"`
 }
 
-// Checkpoint is the resumable state of a job, written atomically to
-// state/<repo>/jobs/<job_id>/checkpoint.json after every item.
+// Checkpoint is the resumable state of a job: a snapshot written atomically
+// to state/<repo>/jobs/<job_id>/checkpoint.json plus the item changes
+// since, in checkpoint.journal (State, LoadCheckpoint).
 type Checkpoint struct {
 	FormatVersion     int    `json:"format_version"`
 	CheckpointVersion int    `json:"checkpoint_version"`
@@ -112,8 +116,19 @@ type Checkpoint struct {
 	// NextAgent numbers agents uniquely across runs of the job.
 	NextAgent int `json:"next_agent"`
 	// Vars are values captured by setup steps, visible to map and reduce.
-	Vars  map[string]string `json:"vars"`
-	Items []*CheckpointItem `json:"items"`
+	Vars map[string]string `json:"vars"`
+	// ReduceStepsDone counts the reduce steps that completed (in order);
+	// after a crash only the steps after them run. A step killed mid-way
+	// runs again from the start.
+	ReduceStepsDone int `json:"reduce_steps_done,omitempty"`
+	// ReduceStepHead is the results branch head when reduce step
+	// ReduceStepsDone+1 started: a resume moves the branch back to it
+	// before running that step again, so a step that committed and then
+	// died does not find its work already committed.
+	ReduceStepHead string `json:"reduce_step_head,omitempty"`
+	// ReduceVars are values captured by completed reduce steps.
+	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	Items      []*CheckpointItem `json:"items"`
 }
 
 // CheckpointItem is one work item with its current state.
@@ -121,11 +136,26 @@ type CheckpointItem struct {
 	ItemOutcome
 	Index int             `json:"index"`
 	Data  json.RawMessage `json:"data"`
+	// BudgetBase is the value of Attempts when the item's current attempt
+	// budget began (0 for a run, the record's failure_count for a
+	// redrive): Attempts-BudgetBase attempts of the budget are spent, also
+	// across crashes and interrupts.
+	BudgetBase int `json:"budget_base,omitempty"`
+	// Failures are the item's failed attempts that are not yet in a DLQ
+	// record, one per attempt, persisted as each attempt ends (the runner
+	// owns their encoding).
+	Failures []json.RawMessage `json:"failures,omitempty"`
+	// PendingRecord is the encoded DLQ record of a failed item while it is
+	// not known to be stored: set before the DLQ write, cleared after it.
+	// A dlq item that still has one is failed-unrecorded; resume writes it.
+	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
 }
 
 // Counts tallies the items of a checkpoint by state.
 type Counts struct {
 	Total, Merged, Skipped, DLQ, Pending, Running int
+	// Unrecorded counts the DLQ items whose record is not written yet.
+	Unrecorded int
 }
 
 // Counts tallies item states.
@@ -140,6 +170,9 @@ func (c *Checkpoint) Counts() Counts {
 			n.Skipped++
 		case ItemDLQ:
 			n.DLQ++
+			if it.PendingRecord != nil {
+				n.Unrecorded++
+			}
 		case ItemRunning:
 			n.Running++
 		default:
@@ -149,10 +182,19 @@ func (c *Checkpoint) Counts() Counts {
 	return n
 }
 
-// State guards a job's checkpoint in memory and writes it (with the
-// session file) with group commit: callers change the state under the
-// lock, then wait until a write that includes their change is on disk.
-// Concurrent finishers share one write. Safe for concurrent use.
+// State guards a job's checkpoint in memory and makes changes durable
+// with group commit: callers change the state under the lock, then wait
+// until a write that includes their change is on disk; concurrent callers
+// share one write. Safe for concurrent use.
+//
+// The cost of an item's change does not grow with the job: UpdateItem
+// appends the changed items (without their data) to checkpoint.journal,
+// one JSON line each, and fsyncs once per group. Update (job-level
+// changes: phases, item lists, the final status) and compaction rewrite
+// checkpoint.json whole and empty the journal; compaction happens when
+// the journal outgrows the snapshot (at least 1 MiB), so its cost is
+// amortised to O(1) per change. The session file is rewritten by every
+// Update and at most once per SessionInterval by UpdateItem.
 type State struct {
 	paths Paths
 	now   func() time.Time
@@ -161,16 +203,47 @@ type State struct {
 
 	mu      sync.Mutex
 	cp      *Checkpoint
-	version uint64
+	pos     map[*CheckpointItem]int // index of each item in cp.Items
+	version uint64                  // bumped by every change
+	full    uint64                  // last version that needs a snapshot
+	dirty   map[int]struct{}        // items changed since the last write
 
-	flushMu sync.Mutex
-	flushed uint64
+	flushMu      sync.Mutex
+	flushed      uint64
+	journalSize  int64
+	snapshotSize int64
+	sessionAt    time.Time
+	wroteOnce    bool
 }
 
+// SessionInterval is the minimum time between two session file writes
+// caused by item changes alone.
+const SessionInterval = time.Second
+
+// minCompact is the journal size below which it is never compacted.
+const minCompact = 1 << 20
+
 // NewState wraps cp; now stamps updated_at. Nothing is written until the
-// first Update.
+// first Update (which writes the snapshot).
 func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
-	return &State{paths: p, now: now, cp: cp}
+	s := &State{paths: p, now: now, cp: cp, dirty: map[int]struct{}{}}
+	s.reindex()
+	return s
+}
+
+func (s *State) reindex() {
+	s.pos = make(map[*CheckpointItem]int, len(s.cp.Items))
+	for i, it := range s.cp.Items {
+		s.pos[it] = i
+	}
+}
+
+// redactJSON passes one JSON document through the redactor, if any.
+func (s *State) redactJSON(b []byte) []byte {
+	if s.redact == nil {
+		return b
+	}
+	return s.redact(b)
 }
 
 // RedactWith makes every later write pass the checkpoint and session JSON
@@ -178,11 +251,30 @@ func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
 
 // Update applies fn to the checkpoint and makes the change durable:
-// checkpoint.json and the session file are rewritten atomically.
+// checkpoint.json and the session file are rewritten atomically. Use it
+// for job-level changes; UpdateItem for changes of one item.
 func (s *State) Update(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	fn(s.cp)
 	s.version++
+	s.full = s.version
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// UpdateItem applies fn, which may change it (an item of the checkpoint)
+// and cp.NextAgent, and makes the change durable by appending it to the
+// journal. Other changes fn makes are only written by the next Update.
+func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
+	s.mu.Lock()
+	fn(s.cp)
+	s.version++
+	if i, ok := s.pos[it]; ok {
+		s.dirty[i] = struct{}{}
+	} else {
+		s.full = s.version
+	}
 	v := s.version
 	s.mu.Unlock()
 	return s.flush(v)
@@ -195,6 +287,16 @@ func (s *State) Read(fn func(cp *Checkpoint)) {
 	fn(s.cp)
 }
 
+// journalEntry is one line of checkpoint.journal: item Pos of the
+// checkpoint (without its data, which only Update changes) as of version V.
+type journalEntry struct {
+	V         int             `json:"v"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	NextAgent int             `json:"next_agent"`
+	Pos       int             `json:"pos"`
+	Item      *CheckpointItem `json:"item"`
+}
+
 func (s *State) flush(v uint64) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -202,26 +304,99 @@ func (s *State) flush(v uint64) error {
 		return nil
 	}
 	s.mu.Lock()
+	snap := s.version
 	s.cp.CheckpointVersion++
 	s.cp.UpdatedAt = s.now().UTC()
+	if !s.wroteOnce || s.full > s.flushed || s.journalSize > max(s.snapshotSize, minCompact) {
+		err := s.writeSnapshotLocked()
+		if err == nil {
+			s.flushed = snap
+		}
+		return err
+	}
+	var buf []byte
+	for i := range s.dirty {
+		it := *s.cp.Items[i]
+		it.Data = nil
+		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Item: &it})
+		if err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("encode checkpoint journal: %w", err)
+		}
+		buf = append(append(buf, s.redactJSON(line)...), '\n')
+	}
+	clear(s.dirty)
+	var sess *Session
+	if now := s.now(); now.Sub(s.sessionAt) >= SessionInterval || now.Before(s.sessionAt) {
+		sess = SessionOf(s.cp)
+		s.sessionAt = now
+	}
+	s.mu.Unlock()
+	if err := appendSync(s.paths.CheckpointJournal(), buf); err != nil {
+		// The journal may now end in a torn line or miss this version:
+		// the next write is a whole snapshot, which supersedes it.
+		s.mu.Lock()
+		s.full = s.version
+		s.mu.Unlock()
+		return fmt.Errorf("write checkpoint journal: %w", err)
+	}
+	s.journalSize += int64(len(buf))
+	if sess != nil {
+		data, err := json.MarshalIndent(sess, "", "  ")
+		if err == nil {
+			err = writeFile(s.paths.Session(), append(s.redactJSON(data), '\n'))
+		}
+		if err != nil {
+			return fmt.Errorf("write session: %w", err)
+		}
+	}
+	s.flushed = snap
+	return nil
+}
+
+// writeSnapshotLocked rewrites checkpoint.json and the session file and
+// empties the journal. Called with s.mu held; it releases it.
+func (s *State) writeSnapshotLocked() error {
 	data, err := json.MarshalIndent(s.cp, "", "  ")
 	sessData, serr := json.MarshalIndent(SessionOf(s.cp), "", "  ")
-	snap := s.version
+	clear(s.dirty)
+	s.reindex()
+	s.sessionAt = s.now()
 	s.mu.Unlock()
 	if err = errors.Join(err, serr); err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	if s.redact != nil {
-		data, sessData = s.redact(data), s.redact(sessData)
-	}
+	data, sessData = s.redactJSON(data), s.redactJSON(sessData)
 	if err := writeFile(s.paths.Checkpoint(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
+	// The snapshot holds every journal entry (their versions are not
+	// above its own), so a crash before the truncation loses nothing.
+	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("empty the checkpoint journal: %w", err)
+	}
+	s.journalSize, s.snapshotSize, s.wroteOnce = 0, int64(len(data)), true
 	if err := writeFile(s.paths.Session(), append(sessData, '\n')); err != nil {
 		return fmt.Errorf("write session: %w", err)
 	}
-	s.flushed = snap
 	return nil
+}
+
+// appendSync appends data to path (created 0600) and fsyncs it.
+func appendSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // HasCheckpoint reports whether the job has a checkpoint on disk.
@@ -230,14 +405,79 @@ func HasCheckpoint(p Paths) bool {
 	return err == nil
 }
 
-// LoadCheckpoint reads a job's checkpoint.
+// LoadCheckpoint reads a job's checkpoint: checkpoint.json with the
+// journal's newer entries applied (a torn last line, from a crash during
+// its write, is ignored). A reader that races a compaction (the journal
+// it finds does not continue the snapshot it read) reads both again.
 func LoadCheckpoint(p Paths) (*Checkpoint, error) {
-	var cp Checkpoint
-	if err := readJSON(p.Checkpoint(), &cp); err != nil {
-		return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
+	for try := 0; ; try++ {
+		var cp Checkpoint
+		if err := readJSON(p.Checkpoint(), &cp); err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
+		}
+		if cp.FormatVersion != CheckpointFormat {
+			return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
+		}
+		err := replayJournal(p.CheckpointJournal(), &cp, try < 5)
+		if errors.Is(err, errJournalGap) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint journal: %w", p.JobID, err)
+		}
+		return &cp, nil
 	}
-	if cp.FormatVersion != CheckpointFormat {
-		return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
+}
+
+// errJournalGap: the journal skips versions after the snapshot (it was
+// compacted between reading the two).
+var errJournalGap = errors.New("the journal does not continue the snapshot")
+
+// replayJournal applies the journal entries newer than cp. Every write
+// bumps the version by one, so the entries after the snapshot's version
+// are contiguous; at a gap it returns errJournalGap when strict, else it
+// stops there.
+func replayJournal(path string, cp *Checkpoint, strict bool) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return &cp, nil
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	base := cp.CheckpointVersion // entries up to it are in the snapshot
+	last := base
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return nil // a line without its newline is torn
+		}
+		if err != nil {
+			return err
+		}
+		var e journalEntry
+		if json.Unmarshal(line, &e) != nil || e.Item == nil {
+			return nil // torn or foreign: stop at the last good entry
+		}
+		if e.V <= base {
+			continue
+		}
+		if e.V > last+1 {
+			if strict {
+				return errJournalGap
+			}
+			return nil
+		}
+		last = e.V
+		if e.Pos < 0 || e.Pos >= len(cp.Items) {
+			continue
+		}
+		e.Item.Data = cp.Items[e.Pos].Data
+		cp.Items[e.Pos] = e.Item
+		cp.CheckpointVersion = e.V
+		cp.UpdatedAt = e.UpdatedAt
+		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
+	}
 }

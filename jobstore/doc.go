@@ -1,7 +1,8 @@
 // Package jobstore owns prodigy-action's state directory ($PRODIGY_HOME,
 // default ~/.prodigy) except the DLQ records themselves:
 //
-//	state/<repo>/jobs/<job_id>/checkpoint.json   resumable job state (State, LoadCheckpoint)
+//	state/<repo>/jobs/<job_id>/checkpoint.json   resumable job state: snapshot (State, LoadCheckpoint)
+//	state/<repo>/jobs/<job_id>/checkpoint.journal item changes since the snapshot, one JSON line each
 //	state/<repo>/jobs/<job_id>/workflow.yml      workflow copy (SaveWorkflowCopy)
 //	state/<repo>/jobs/<job_id>/job.lock          one process per job (LockJob, Locked)
 //	sessions/session-<job_id>.json               session file of the seeds (SessionOf)

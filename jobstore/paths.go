@@ -24,6 +24,12 @@ func (p Paths) JobStateDir() string { return filepath.Join(p.Home, "state", p.Re
 // Checkpoint is the resumable job state.
 func (p Paths) Checkpoint() string { return filepath.Join(p.JobStateDir(), "checkpoint.json") }
 
+// CheckpointJournal holds the item changes made since checkpoint.json was
+// written, one JSON line each.
+func (p Paths) CheckpointJournal() string {
+	return filepath.Join(p.JobStateDir(), "checkpoint.journal")
+}
+
 // WorkflowCopy is the workflow file as it was when the job started.
 func (p Paths) WorkflowCopy() string { return filepath.Join(p.JobStateDir(), "workflow.yml") }
 

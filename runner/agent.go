@@ -30,11 +30,15 @@ type itemRunner struct {
 	// failure_count of a redriven record), so attempt numbers continue.
 	base     int
 	attempts int
-	failures []dlq.Failure
-	tree     *agentTree
-	log      *tailBuffer
-	commits  int
-	lastLog  string
+	// failures are the item's failed attempts not yet in a DLQ record:
+	// those persisted by earlier runs, then this run's. failedNow counts
+	// this run's.
+	failures  []dlq.Failure
+	failedNow int
+	tree      *agentTree
+	log       *tailBuffer
+	commits   int
+	lastLog   string
 	// artifacts of the last failed attempt
 	uncommitted, errorLogs string
 	// wall-clock split of the item's time
@@ -50,47 +54,62 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	j, it := ir.j, ir.it
 	ir.began = time.Now()
 	start := j.now()
-	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
+	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 	})
 	j.prog.started()
 	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 
-	err := retry.Do(ctx, j.itemPolicy, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
-		if a.Final {
-			return
-		}
-		msg := j.redact(errText(a.Err))
-		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
-	}}, func(_ context.Context, attempt int) error {
-		ir.attempts = attempt
-		began := j.now()
-		f := ir.attempt(runCtx, attempt)
-		if f == nil {
-			return nil
-		}
-		if f.Interrupted {
-			return retry.Permanent(errInterrupted)
-		}
-		ir.failures = append(ir.failures, ir.failureOf(attempt, f, j.now().Sub(began)))
-		if f.Permanent {
-			return retry.Permanent(f)
-		}
-		return f
-	})
+	// The attempt budget spans interruptions: attempts persisted by earlier
+	// runs of the job count against it.
+	pol := j.itemPolicy
+	var spent int
+	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase })
+	left := max(pol.Attempts, 1) - spent
+	var err error
+	if left <= 0 && len(ir.failures) > 0 {
+		// Every attempt ran before a crash; only the outcome is missing.
+		err = errors.New(ir.failures[len(ir.failures)-1].Message)
+	} else {
+		pol.Attempts = max(left, 1)
+		err = retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+			if a.Final {
+				return
+			}
+			msg := j.redact(errText(a.Err))
+			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			fault(ctx, FaultBackoff, it.ItemID)
+		}}, func(_ context.Context, attempt int) error {
+			ir.attempts = attempt
+			began := j.now()
+			f := ir.attempt(runCtx, attempt)
+			if f == nil {
+				return nil
+			}
+			if f.Interrupted {
+				return retry.Permanent(errInterrupted)
+			}
+			ir.recordFailure(ir.failureOf(attempt, f, j.now().Sub(began)))
+			if f.Permanent {
+				return retry.Permanent(f)
+			}
+			return f
+		})
+	}
 	duration := j.now().Sub(start)
 
 	switch {
 	case err == nil:
+		fault(ctx, FaultItemMerged, it.ItemID)
 		cs := ir.release(runCtx, false)
 		j.clearFromDLQ(it.ItemID)
-		ir.finish(ItemMerged, "", "", duration)
+		ir.finish(ItemMerged, "", "", duration, nil)
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts})
-	case errors.Is(err, errInterrupted) || (len(ir.failures) < ir.attempts) || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
+	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
 	default:
@@ -98,19 +117,50 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	}
 }
 
-// newItemRunner numbers the item's agent (unique across runs of the job).
+// recordFailure makes a failed attempt durable before anything else
+// happens (backoff sleep, next attempt, DLQ): the checkpoint counts it and
+// keeps its failure detail until a DLQ record holds it. A checkpoint write
+// failure is a warning; the attempt is still kept in memory.
+func (ir *itemRunner) recordFailure(f dlq.Failure) {
+	j, it := ir.j, ir.it
+	ir.failures = append(ir.failures, f)
+	ir.failedNow++
+	enc, err := json.Marshal(f)
+	if err != nil {
+		j.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+		return
+	}
+	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.Attempts = max(it.Attempts, f.Attempt)
+		it.Failures = append(it.Failures, enc)
+	}); err != nil {
+		j.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+	}
+}
+
+// newItemRunner numbers the item's agent (unique across runs of the job)
+// and picks up the attempts earlier runs persisted.
 func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 	n := j.agentSeq.Add(1)
 	agentID := fmt.Sprintf("agent-%d", n)
-	return &itemRunner{
+	ir := &itemRunner{
 		j:       j,
 		it:      it,
 		data:    json.RawMessage(it.Data),
 		agentID: agentID,
 		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
-		base:    it.Attempts,
 		log:     &tailBuffer{max: 256 << 10},
 	}
+	j.state.Read(func(*jobstore.Checkpoint) {
+		ir.base = it.Attempts
+		for _, raw := range it.Failures {
+			var f dlq.Failure
+			if err := json.Unmarshal(raw, &f); err == nil {
+				ir.failures = append(ir.failures, f)
+			}
+		}
+	})
+	return ir
 }
 
 // attempt runs the agent template once in a clean worktree and merges the
@@ -184,7 +234,11 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 		}
 		return &stepFailure{Message: "interrupted", Interrupted: true}
 	}
-	return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
+	kind := dlq.WorktreeError
+	if dlq.IsDiskFull(err) {
+		kind = dlq.ResourceExhausted
+	}
+	return &stepFailure{Type: dlq.ErrorType{Kind: kind}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
 }
 
 // merge merges the agent branch into the results branch. Worktree merges
@@ -242,6 +296,11 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		tt := f.Type
 		t = &tt
 	}
+	if diskFull(f) {
+		// A step or git command that failed because the disk is full is
+		// ResourceExhausted, whatever its exit code.
+		t = &dlq.ErrorType{Kind: dlq.ResourceExhausted}
+	}
 	path := ""
 	if ir.tree != nil {
 		path = ir.tree.path
@@ -265,6 +324,15 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		Duration:   took,
 		LogPath:    f.LogPath,
 	}
+}
+
+// diskFull reports whether a failure says the disk is full: in its message
+// or the last lines of its output. Timeouts keep their type.
+func diskFull(f *stepFailure) bool {
+	if f.Type.Kind == dlq.Timeout {
+		return false
+	}
+	return dlq.SaysDiskFull(f.Message) || dlq.SaysDiskFull(lastLines(f.Tail, 5))
 }
 
 // release cleans up the item's worktree (see worktrees.release); it runs
@@ -312,41 +380,104 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
 		state = ItemSkipped
 	}
-	if state == ItemDLQ {
-		status := dlq.StatusFailed
-		if lastType.Kind == dlq.Timeout {
-			status = dlq.StatusTimeout
-		}
-		rec := dlq.FromAgentResult(dlq.AgentResult{
-			ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
-			WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted, ErrorLogs: lastLines(ir.errorLogs, 100),
-		})
-		j.dlqAdd(rec)
-	} else {
+	if state != ItemDLQ {
 		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
+		ir.finish(state, last.Message, lastType.String(), duration, nil)
+		j.checkThresholds(policy)
+		return
 	}
-	ir.finish(state, last.Message, lastType.String(), duration)
+	status := dlq.StatusFailed
+	if lastType.Kind == dlq.Timeout {
+		status = dlq.StatusTimeout
+	}
+	rec := dlq.FromAgentResult(dlq.AgentResult{
+		ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
+		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted, ErrorLogs: lastLines(ir.errorLogs, 100),
+	})
+	// The record is checkpointed before it is written: a crash or a write
+	// failure leaves the item failed-unrecorded, and resume writes it.
+	var pending json.RawMessage
+	if rec != nil {
+		enc, err := dlq.Encode(*rec)
+		if err != nil {
+			j.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
+		}
+		pending = enc
+	}
+	ir.finish(state, last.Message, lastType.String(), duration, pending)
+	if rec != nil && pending != nil {
+		if err := j.writeRecord(ctx, j.store, it, *rec); err != nil {
+			j.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, j.id, err))
+		}
+	}
 	j.checkThresholds(policy)
 }
 
-// dlqAdd writes a record; a failure is a warning, never a job failure.
-func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
-	if rec == nil {
-		return
-	}
-	merged, err := j.store.Add(*rec)
+// writeRecord stores rec in the DLQ (addRecord) and then clears the
+// item's pending record and failures from the checkpoint.
+func (j *job) writeRecord(ctx context.Context, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
+	stored, added, err := addRecord(store, rec)
 	if err != nil {
-		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v", rec.ItemID, err))
-		return
+		return err
 	}
-	j.events.emit(DLQItemAdded{ItemID: merged.ItemID, ErrorSignature: merged.ErrorSignature, FailureCount: merged.FailureCount})
+	if added && j.events != nil {
+		j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+	}
+	fault(ctx, FaultDLQAdded, it.ItemID)
+	return j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.PendingRecord = nil
+		it.Failures = nil
+	})
+}
+
+// addRecord adds rec to the store exactly once: failure_history entries
+// whose attempt number the stored record already has (a crash between the
+// DLQ write and the checkpoint) are dropped, so every attempt appears once.
+// added is false when nothing was new.
+func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem, bool, error) {
+	old, err := store.Get(rec.ItemID)
+	switch {
+	case err == nil:
+		var last uint32
+		for _, f := range old.FailureHistory {
+			last = max(last, f.AttemptNumber)
+		}
+		keep := rec.FailureHistory[:0:0]
+		for _, f := range rec.FailureHistory {
+			if f.AttemptNumber > last {
+				keep = append(keep, f)
+			}
+		}
+		if len(keep) == 0 {
+			return *old, false, nil
+		}
+		rec.FailureHistory = keep
+		rec.FailureCount = uint32(len(keep))
+		rec.FirstAttempt = keep[0].Timestamp
+	case errors.Is(err, dlq.ErrNotFound):
+	default:
+		return dlq.DeadLetteredItem{}, false, err
+	}
+	stored, err := store.Add(rec)
+	if err != nil {
+		return dlq.DeadLetteredItem{}, false, err
+	}
+	return stored, true, nil
 }
 
 // finish records the item's final state and reports it.
-func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration) {
+//
+// pending is the encoded DLQ record of a dlq item (nil otherwise): it
+// replaces the item's failures in the checkpoint until the record is
+// stored. A merged or skipped item drops its failures.
+func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration, pending json.RawMessage) {
 	j, it := ir.j, ir.it
-	_ = j.state.Update(func(*jobstore.Checkpoint) {
+	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
+		it.PendingRecord = pending
+		if pending != nil || state != ItemDLQ {
+			it.Failures = nil
+		}
 		it.Attempts = ir.base + ir.attempts
 		it.Error = errMsg
 		it.ErrorType = errType

@@ -49,11 +49,17 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		j.itemPolicy = pol
 	}
 	j.itemPolicy.Attempts = attempts
-	sel, err := j.selectDLQ(filter, ro.Force)
-	if err != nil {
-		return nil, err
-	}
 	if ro.DryRun {
+		// Read-only: items already merged on the results branch (a crash
+		// after a redrive's merge) are left out, as a real redrive would.
+		merged, err := j.mergedItems(ctx, cp)
+		if err != nil {
+			return nil, err
+		}
+		sel, err := j.selectDLQ(filter, ro.Force, merged)
+		if err != nil {
+			return nil, err
+		}
 		res := resultOf(cp)
 		res.Items = make([]ItemOutcome, 0, len(sel))
 		for _, it := range sel {
@@ -66,18 +72,24 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		}
 		return res, nil
 	}
-	if len(sel) == 0 {
-		j.logf("no DLQ records of job %s match (eligible only unless --force)", j.id)
-	}
+	// recover before selecting: it removes the records of items whose
+	// merge reached the results branch, so none is merged twice.
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
+	}
+	sel, err := j.selectDLQ(filter, ro.Force, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel) == 0 {
+		j.logf("no DLQ records of job %s match (eligible only unless --force)", j.id)
 	}
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
-		cp.ReduceCompleted = false
+		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
 	})
 	j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
@@ -86,15 +98,16 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 
 // selectDLQ streams the job's DLQ and returns the records to re-run as
 // pending items: reprocess-eligible ones (all with force) that match the
-// filter. Item attempts continue from the record's failure_count.
-func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*jobstore.CheckpointItem, error) {
+// filter, leaving out the items in skip. Item attempts continue from the
+// record's failure_count, which also starts the redrive's attempt budget.
+func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) ([]*jobstore.CheckpointItem, error) {
 	store, err := openDLQ(j.paths, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
 	if err != nil {
 		return nil, err
 	}
 	var sel []*jobstore.CheckpointItem
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		if !force && !r.ReprocessEligible {
+		if (!force && !r.ReprocessEligible) || skip[r.ItemID] {
 			return nil
 		}
 		if filter != nil {
@@ -106,7 +119,7 @@ func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*jobstore.Checkpoin
 				return nil
 			}
 		}
-		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
+		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 		return nil
 	})
 	return sel, err

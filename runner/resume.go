@@ -49,12 +49,14 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		}
 		return res, nil
 	}
+	// recover first: it removes the DLQ records of items already merged,
+	// so selection never picks them again.
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
 	var extra []*jobstore.CheckpointItem
 	if ro.IncludeDLQ {
-		extra, err = j.selectDLQ(nil, false)
+		extra, err = j.selectDLQ(nil, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +67,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	defer j.events.close()
 	if len(extra) > 0 {
-		_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = false })
+		_ = j.state.Update(restartReduce)
 	}
 	return j.execute(ctx, extra)
 }
@@ -136,17 +138,8 @@ func loadJobWorkflow(cp *jobstore.Checkpoint, p Paths) (*config.Workflow, error)
 // worktree matches the results branch, stale agent worktrees and branches
 // are removed, and items already merged are marked so.
 func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
-	if _, err := os.Stat(j.parentDir); errors.Is(err, fs.ErrNotExist) {
-		_ = j.git.WorktreePrune(ctx)
-		if err := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); err != nil {
-			return fmt.Errorf("recreate the parent worktree: %w", err)
-		}
-	} else if !cp.SetupCompleted {
-		if err := j.git.ResetHard(ctx, j.parentDir, cp.BaseCommit); err != nil {
-			return fmt.Errorf("reset the parent worktree for setup: %w", err)
-		}
-	} else if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
-		return fmt.Errorf("update the parent worktree: %w", err)
+	if err := j.recoverParent(ctx, cp); err != nil {
+		return err
 	}
 	preserved := j.preservedWorktrees()
 	entries, _ := os.ReadDir(j.paths.WorktreeRoot())
@@ -184,11 +177,103 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		if it.State == ItemPending && merged[it.ItemID] {
 			it.State = ItemMerged
 			it.Commits = max(it.Commits, 1)
+			it.Failures = nil
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
 	}
 	if cp.Status != StatusCompleted {
 		cp.Error = ""
+	}
+	return j.reconcileDLQ(cp, merged)
+}
+
+// reconcileDLQ brings the DLQ in line with the checkpoint and the results
+// branch after a crash: records of failed-unrecorded items are written
+// (a write that fails again leaves the item unrecorded, which fails the
+// job with a message) and records of items whose merge is on the results
+// branch (a crash between a redrive's merge and the record's removal) are
+// removed, so they are never selected and merged again.
+func (j *job) reconcileDLQ(cp *jobstore.Checkpoint, merged map[string]bool) error {
+	store, err := openDLQ(j.paths, dlq.Options{Now: j.now, Warn: func(m string) { j.warn("DLQ: " + m) }})
+	if err != nil {
+		return fmt.Errorf("open the DLQ: %w", err)
+	}
+	for _, it := range cp.Items {
+		if it.PendingRecord == nil {
+			continue
+		}
+		if it.State != ItemDLQ {
+			it.PendingRecord = nil
+			continue
+		}
+		rec, err := dlq.Decode(it.PendingRecord)
+		if err != nil {
+			j.warn(fmt.Sprintf("the pending DLQ record of %s is unreadable: %v", it.ItemID, err))
+			continue
+		}
+		if _, _, err := addRecord(store, rec); err != nil {
+			j.warn(fmt.Sprintf("could not write the missing DLQ record of %s: %v", it.ItemID, err))
+			continue
+		}
+		it.PendingRecord, it.Failures = nil, nil
+		j.logf("wrote the missing DLQ record of %s", it.ItemID)
+	}
+	if idx, err := store.Index(); err == nil {
+		for _, id := range idx.ItemIDs {
+			if !merged[id] {
+				continue
+			}
+			if err := store.Remove(id); err != nil {
+				return fmt.Errorf("remove the DLQ record of merged item %s: %w", id, err)
+			}
+			j.logf("%s is merged on the results branch; removed its DLQ record", id)
+		}
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("write the DLQ index: %w", err)
+	}
+	return nil
+}
+
+// recoverParent makes the parent worktree exist and match the results
+// branch. A job whose setup never completed (a crash while it was created
+// or during setup) restarts setup cleanly: its parent worktree, whatever
+// state a crash left it in, is recreated on the results branch reset to
+// the base commit (nothing is merged before setup completes).
+func (j *job) recoverParent(ctx context.Context, cp *jobstore.Checkpoint) error {
+	exists, err := j.git.BranchExists(ctx, j.branch)
+	if err != nil {
+		return err
+	}
+	if !cp.SetupCompleted {
+		if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
+			return fmt.Errorf("remove the parent worktree to restart setup: %w", err)
+		}
+		_ = j.git.WorktreePrune(ctx)
+		if exists {
+			if err := j.git.ResetBranch(ctx, j.branch, cp.BaseCommit); err != nil {
+				return fmt.Errorf("reset the results branch for setup: %w", err)
+			}
+			if err := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); err != nil {
+				return fmt.Errorf("recreate the parent worktree: %w", err)
+			}
+			return nil
+		}
+		if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, cp.BaseCommit); err != nil {
+			return fmt.Errorf("create the parent worktree: %w", err)
+		}
+		return nil
+	}
+	if !exists {
+		return fmt.Errorf("job %s: results branch %s is gone; it holds the job's merged work, so the job cannot continue", j.id, j.branch)
+	}
+	if _, err := os.Stat(j.parentDir); errors.Is(err, fs.ErrNotExist) {
+		_ = j.git.WorktreePrune(ctx)
+		if err := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); err != nil {
+			return fmt.Errorf("recreate the parent worktree: %w", err)
+		}
+	} else if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
+		return fmt.Errorf("update the parent worktree: %w", err)
 	}
 	return nil
 }

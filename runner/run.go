@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -148,11 +150,12 @@ func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
 	return RetryPolicy(rc)
 }
 
-// create writes the job's initial state: lock, parent worktree, checkpoint.
+// create writes the job's initial state in an order a crash cannot break:
+// the workflow copy, then the checkpoint (the job's intent: from here on
+// `status` lists the job and `resume` finishes it), then the results
+// branch and parent worktree (recover recreates them when a crash came
+// first), then the rest of the state (open).
 func (j *job) create(ctx context.Context, o *Options, head string) error {
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, head); err != nil {
-		return fmt.Errorf("create the parent worktree: %w", err)
-	}
 	now := j.now().UTC()
 	cp := &jobstore.Checkpoint{
 		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
@@ -166,13 +169,24 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 			return err
 		}
 	}
+	j.state = jobstore.NewState(j.paths, cp, j.now)
+	if err := j.state.Update(func(*jobstore.Checkpoint) {}); err != nil {
+		return fmt.Errorf("record the job: %w", err)
+	}
+	fault(ctx, FaultJobIntent, j.id)
+	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, head); err != nil {
+		return fmt.Errorf("create the parent worktree: %w", err)
+	}
+	fault(ctx, FaultJobCreated, j.id)
 	return j.open(ctx, cp, false)
 }
 
 // open attaches the job to its checkpoint and opens logs, DLQ and orphans;
 // resumed selects the job_resumed event over job_started.
 func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) error {
-	j.state = jobstore.NewState(j.paths, cp, j.now)
+	if j.state == nil {
+		j.state = jobstore.NewState(j.paths, cp, j.now)
+	}
 	j.state.RedactWith(j.red.JSON)
 	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
 	j.events.redact = j.red.JSON
@@ -374,13 +388,22 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 	}
 	for _, e := range extra {
 		if cur, ok := byID[e.ItemID]; ok {
+			if cur.PendingRecord != nil {
+				// Its newest failures are still not in the DLQ: it stays
+				// failed-unrecorded (the job reports it) rather than lose them.
+				continue
+			}
 			cur.State = ItemPending
 			cur.Data = e.Data
+			// The redrive's budget starts at the record's failure_count;
+			// attempts an interrupted earlier redrive ran count against it.
+			cur.BudgetBase = e.Attempts
 			if e.Attempts > cur.Attempts {
 				cur.Attempts = e.Attempts
 			}
 			continue
 		}
+		e.BudgetBase = e.Attempts
 		e.Index = len(cp.Items)
 		cp.Items = append(cp.Items, e)
 		byID[e.ItemID] = e
@@ -410,7 +433,13 @@ func (j *job) phaseLog(phase string) *prefixWriter {
 }
 
 // reduce runs the reduce steps in the parent worktree with ${map.*}, under
-// runCtx; ctx ending means an interrupt.
+// runCtx; ctx ending means an interrupt. Progress is checkpointed per
+// step: after a crash or an interrupt only the steps not recorded as done
+// run, with the captures of the done ones. A step that was killed
+// mid-way runs again from the start; if it had moved the results branch
+// (committed), the branch is first moved back to where it was when the
+// step started, so the step finds the same tree as the first time (and
+// never "nothing to commit").
 func (j *job) reduce(ctx, runCtx context.Context) error {
 	var done bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
@@ -424,30 +453,116 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 		}
 	}
 	if len(j.wf.Reduce) > 0 {
-		var res *Result
-		j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
-		results, _ := json.Marshal(res.Items)
-		vars := j.baseVars()
-		vars["map.total"] = res.Total
-		vars["map.successful"] = res.Successful
-		vars["map.failed"] = res.Failed
-		vars["map.skipped"] = res.Skipped
-		vars["map.results"] = json.RawMessage(results)
-		env := append(append([]string{}, j.baseEnv...),
-			fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
-			fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
-		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", len(j.wf.Reduce), res.Successful, res.Failed, res.Skipped)
-		j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
-		if f := j.steps.run(runCtx, j.wf.Reduce, sc); f != nil {
+		if err := j.reduceSteps(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
+}
+
+// reduceSteps runs the reduce steps not yet recorded as done, one at a
+// time, checkpointing each.
+func (j *job) reduceSteps(ctx, runCtx context.Context) error {
+	var (
+		res      *Result
+		first    int
+		stepHead string
+		captured map[string]string
+	)
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		res = resultOf(cp)
+		first, stepHead = cp.ReduceStepsDone, cp.ReduceStepHead
+		captured = maps.Clone(cp.ReduceVars)
+	})
+	n := len(j.wf.Reduce)
+	if first >= n {
+		return nil
+	}
+	results, _ := json.Marshal(res.Items)
+	vars := j.baseVars()
+	vars["map.total"] = res.Total
+	vars["map.successful"] = res.Successful
+	vars["map.failed"] = res.Failed
+	vars["map.skipped"] = res.Skipped
+	vars["map.results"] = json.RawMessage(results)
+	for k, v := range captured {
+		vars[k] = v
+	}
+	env := append(append([]string{}, j.baseEnv...),
+		fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
+		fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
+	if first > 0 {
+		j.logf("reduce: %d of %d step(s) done before; continuing with step %d", first, n, first+1)
+	} else {
+		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", n, res.Successful, res.Failed, res.Skipped)
+	}
+	if stepHead != "" {
+		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		if err != nil {
+			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+		}
+		if head != stepHead {
+			if err := j.git.ResetHard(runCtx, j.parentDir, stepHead); err != nil {
+				return fmt.Errorf("%w: move the results branch back to where reduce step %d started: %w", ErrJobFailed, first+1, err)
+			}
+			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, shortSHA(stepHead))
+		}
+	}
+	j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
+	for i := first; i < n; i++ {
+		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		if err != nil {
+			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+		}
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead = head }); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
+		before := maps.Clone(vars)
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
+			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
+		if f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc); f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
 			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
 		}
-		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
+		fault(ctx, FaultReduceStepDone, strconv.Itoa(i+1))
+		newVars := map[string]string{}
+		for k, v := range vars {
+			s, ok := v.(string)
+			if old, had := before[k].(string); ok && (!had || old != s) {
+				newVars[k] = s
+			}
+		}
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) {
+			cp.ReduceStepsDone = i + 1
+			cp.ReduceStepHead = ""
+			if len(newVars) > 0 && cp.ReduceVars == nil {
+				cp.ReduceVars = map[string]string{}
+			}
+			maps.Copy(cp.ReduceVars, newVars)
+		}); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
 	}
-	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
+	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
+	return nil
+}
+
+// restartReduce makes reduce run again from its first step (a redrive
+// added items after reduce had run).
+func restartReduce(cp *jobstore.Checkpoint) {
+	cp.ReduceCompleted = false
+	cp.ReduceStepsDone = 0
+	cp.ReduceStepHead = ""
+	cp.ReduceVars = nil
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // end records the job's final status, cleans up worktrees and returns
@@ -483,6 +598,14 @@ func (j *job) end(cause error) (*Result, error) {
 		if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
 			j.warn(fmt.Sprintf("could not update the parent worktree: %v", err))
 		}
+	}
+	if unrec := j.unrecorded(); len(unrec) > 0 && status != StatusInterrupted {
+		err := fmt.Errorf("%w: %d failed item(s) have no DLQ record yet (%s); `resume %s` writes them",
+			ErrJobFailed, len(unrec), strings.Join(firstN(unrec, 10), ", "), j.id)
+		if cause != nil {
+			err = fmt.Errorf("%w; %w", cause, err)
+		}
+		cause, status = err, StatusFailed
 	}
 	elapsed := j.now().Sub(j.started).Milliseconds()
 	werr := j.state.Update(func(cp *jobstore.Checkpoint) {
@@ -562,4 +685,25 @@ func absPath(p string) string {
 func uniqueStrings(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
+}
+
+// unrecorded lists the failed items whose DLQ record is not stored.
+func (j *job) unrecorded() []string {
+	var ids []string
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		for _, it := range cp.Items {
+			if it.State == ItemDLQ && it.PendingRecord != nil {
+				ids = append(ids, strconv.Quote(it.ItemID))
+			}
+		}
+	})
+	return ids
+}
+
+// firstN returns s, or its first n entries and a count of the rest.
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }

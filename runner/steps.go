@@ -47,6 +47,9 @@ type stepContext struct {
 	transcript string
 	// label names the running step in messages: `shell step 2` or `step "lint"`.
 	label string
+	// first and total number the steps when run gets a part of a sequence
+	// (reduce runs its steps one at a time); 0 means run's own numbering.
+	first, total int
 }
 
 // stepLabel names step i (0-based) of a sequence for error messages; the
@@ -82,9 +85,14 @@ func (f *stepFailure) Error() string { return f.Message }
 // run runs steps in order. A failing step fails the sequence unless
 // its on_failure handler succeeds, in which case the next step runs.
 func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepContext) *stepFailure {
+	first, total := sc.first, sc.total
+	sc.first, sc.total = 0, 0 // on_failure handlers number their own steps
+	if total == 0 {
+		total = len(steps)
+	}
 	for i, st := range steps {
-		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", i+1, len(steps), oneLine(st.Describe(), 200))
-		sc.label = stepLabel(st, i)
+		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", first+i+1, total, oneLine(st.Describe(), 200))
+		sc.label = stepLabel(st, first+i)
 		f := s.runWithRetry(ctx, st, sc)
 		if f == nil {
 			continue

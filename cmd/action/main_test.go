@@ -10,6 +10,7 @@ import (
 // PRODIGY_ACTION_TEST_MAIN=1 and behaves as the `action` command.
 func TestMain(m *testing.M) {
 	if os.Getenv("PRODIGY_ACTION_TEST_MAIN") == "1" {
+		installFaultHook() // crash_test.go: PRODIGY_TEST_FAULT
 		main()
 		return
 	}

@@ -1,0 +1,282 @@
+package jobstore_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// testClock is a settable clock.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// journalJob makes a map-phase job of n pending items and writes its
+// snapshot.
+func journalJob(t testing.TB, n int) (jobstore.Paths, *jobstore.State, *jobstore.Checkpoint, *testClock) {
+	t.Helper()
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "r", JobID: "j"}
+	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
+		Status: jobstore.StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{}}
+	for i := range n {
+		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: fmt.Sprintf("item-%d", i), State: jobstore.ItemPending},
+			Index: i, Data: json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":"0123456789012345678901234567890123456789"}`, i))})
+	}
+	clock := &testClock{t: t0}
+	s := jobstore.NewState(p, cp, clock.now)
+	if err := s.Update(func(*jobstore.Checkpoint) {}); err != nil {
+		t.Fatal(err)
+	}
+	return p, s, cp, clock
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func TestItemUpdatesAreJournaledAndReplayed(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 50)
+	snapshot, err := os.ReadFile(p.Checkpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		it := cp.Items[i]
+		wg.Go(func() {
+			if err := s.UpdateItem(it, func(cp *jobstore.Checkpoint) {
+				it.State, it.Attempts = jobstore.ItemMerged, 2
+				cp.NextAgent = max(cp.NextAgent, i+1)
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if now, _ := os.ReadFile(p.Checkpoint()); string(now) != string(snapshot) {
+		t.Error("an item update rewrote checkpoint.json")
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := got.Counts()
+	if n.Merged != 10 || n.Pending != 40 || got.NextAgent != 10 {
+		t.Fatalf("replayed counts %+v, next_agent %d", n, got.NextAgent)
+	}
+	for i, it := range got.Items {
+		var d struct{ N int }
+		if err := json.Unmarshal(it.Data, &d); err != nil || d.N != i {
+			t.Fatalf("item %d data %s (%v)", i, it.Data, err)
+		}
+	}
+
+	// A torn last line (crash during the append) is ignored.
+	f, err := os.OpenFile(p.CheckpointJournal(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(`{"v":999,"pos":20,"item":{"item_id":"item-20","state":"mer`)
+	_ = f.Close()
+	got, err = jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Items[20].State != jobstore.ItemPending || got.Counts().Merged != 10 {
+		t.Errorf("a torn journal line was applied: %+v", got.Items[20])
+	}
+
+	// A full Update writes a snapshot and empties the journal; entries a
+	// crash left behind (not newer than the snapshot) are not applied.
+	old, _ := os.ReadFile(p.CheckpointJournal())
+	old = old[:strings.LastIndexByte(string(old), '\n')+1] // without the torn line
+	if err := s.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }); err != nil {
+		t.Fatal(err)
+	}
+	if sz := fileSize(t, p.CheckpointJournal()); sz != 0 {
+		t.Errorf("journal is %d bytes after a snapshot", sz)
+	}
+	if err := s.UpdateItem(cp.Items[0], func(*jobstore.Checkpoint) { cp.Items[0].State = jobstore.ItemDLQ }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.CheckpointJournal()+".tmp", append(old, mustRead(t, p.CheckpointJournal())...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p.CheckpointJournal()+".tmp", p.CheckpointJournal()); err != nil {
+		t.Fatal(err)
+	}
+	got, err = jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Phase != jobstore.PhaseReduce || got.Items[0].State != jobstore.ItemDLQ || got.Counts().Merged != 9 {
+		t.Errorf("after snapshot + stale journal: phase %s, item 0 %s, counts %+v", got.Phase, got.Items[0].State, got.Counts())
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestItemUpdateCostDoesNotGrowWithJob: an item change appends about the
+// same number of bytes whether the job has 10 or 20,000 items.
+func TestItemUpdateCostDoesNotGrowWithJob(t *testing.T) {
+	perUpdate := func(n int) int64 {
+		p, s, cp, _ := journalJob(t, n)
+		before := fileSize(t, p.Checkpoint())
+		for i := range 5 {
+			it := cp.Items[i]
+			if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = jobstore.ItemRunning }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fileSize(t, p.Checkpoint()) != before {
+			t.Fatalf("n=%d: snapshot rewritten by item updates", n)
+		}
+		return fileSize(t, p.CheckpointJournal()) / 5
+	}
+	small, large := perUpdate(10), perUpdate(20000)
+	if large > small+16 || small == 0 {
+		t.Errorf("bytes written per item update: %d at n=10, %d at n=20000", small, large)
+	}
+}
+
+func TestJournalCompactsWhenItOutgrowsTheSnapshot(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 3)
+	big := strings.Repeat("e", 16<<10) // large lines: compaction after ~64 updates
+	compacted := false
+	for i := 0; i < 20000 && !compacted; i++ {
+		it := cp.Items[i%3]
+		if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.Attempts, it.Error = i, big }); err != nil {
+			t.Fatal(err)
+		}
+		compacted = i > 0 && fileSize(t, p.CheckpointJournal()) == 0
+	}
+	if !compacted {
+		t.Fatal("the journal was never compacted")
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	s.Read(func(cp *jobstore.Checkpoint) {
+		for _, it := range cp.Items {
+			want = append(want, it.Attempts)
+		}
+	})
+	for i, it := range got.Items {
+		if it.Attempts != want[i] {
+			t.Errorf("item %d attempts %d, want %d", i, it.Attempts, want[i])
+		}
+	}
+}
+
+func TestSessionFileIsThrottledForItemUpdates(t *testing.T) {
+	p, s, cp, clock := journalJob(t, 5)
+	sessionUpdated := func() time.Time {
+		var sess jobstore.Session
+		if err := json.Unmarshal(mustRead(t, p.Session()), &sess); err != nil {
+			t.Fatal(err)
+		}
+		return sess.UpdatedAt
+	}
+	first := sessionUpdated()
+	clock.add(100 * time.Millisecond)
+	it := cp.Items[0]
+	if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = jobstore.ItemMerged }); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionUpdated(); !got.Equal(first) {
+		t.Errorf("session rewritten %v after the last write", got.Sub(first))
+	}
+	clock.add(jobstore.SessionInterval)
+	if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.Commits = 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionUpdated(); !got.After(first) {
+		t.Error("session not rewritten after SessionInterval")
+	}
+}
+
+// BenchmarkUpdateItem measures one item change (journal append + fsync)
+// in jobs of different sizes: the cost should not depend on n.
+func BenchmarkUpdateItem(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			_, s, cp, _ := journalJob(b, n)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				it := cp.Items[i%n]
+				if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.Attempts++ }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpdateSnapshot is the cost of a job-level change (a whole
+// snapshot), for comparison: it grows with n, which is why item changes
+// use the journal.
+func BenchmarkUpdateSnapshot(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			_, s, cp, _ := journalJob(b, n)
+			for i := 0; b.Loop(); i++ {
+				it := cp.Items[i%n]
+				if err := s.Update(func(*jobstore.Checkpoint) { it.Attempts++ }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestJournalGapIsNotApplied: entries that do not continue the snapshot's
+// version (a reader racing a compaction, or a lost append) are not applied.
+func TestJournalGapIsNotApplied(t *testing.T) {
+	p, _, _, _ := journalJob(t, 3)
+	cp, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf(`{"v":%d,"pos":1,"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
+	if err := os.WriteFile(p.CheckpointJournal(), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Items[1].State != jobstore.ItemPending {
+		t.Errorf("an entry after a version gap was applied: %+v", got.Items[1])
+	}
+}

@@ -1,0 +1,163 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// mountFullTmpfs mounts a small tmpfs at dir and fills it, so every write
+// there fails with ENOSPC. It skips the test where mounting is not allowed
+// (not root); CI runs it as root.
+func mountFullTmpfs(t *testing.T, dir string) (free func()) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// As root, or through passwordless sudo (GitHub's runners), owned by us.
+	var sudo []string
+	if os.Geteuid() != 0 {
+		sudo = []string{"sudo", "-n"}
+	}
+	command := func(args ...string) *exec.Cmd {
+		args = append(sudo, args...)
+		return exec.Command(args[0], args[1:]...)
+	}
+	opts := fmt.Sprintf("size=64k,uid=%d,gid=%d,mode=0755", os.Geteuid(), os.Getegid())
+	if out, err := command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = command("umount", "-l", dir).Run() })
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	_ = f.Close()
+	return func() {
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDLQWriteFailureKeepsItemFailedUnrecorded fills the disk under the DLQ:
+// the failed item is not lost — it stays failed-unrecorded in the
+// checkpoint, the job ends with exit 1 naming it and `resume`, and resume
+// (with space again) writes its record with exactly the attempts that ran.
+func TestDLQWriteFailureKeepsItemFailedUnrecorded(t *testing.T) {
+	r := newTestRepo(t, nil)
+	wf := r.workflow(`
+name: full
+mode: mapreduce
+map:
+  input: "printf '[{\"id\":\"ok\"},{\"id\":\"bad\"}]'"
+  max_parallel: 1
+  error_policy:
+    on_item_failure: dlq
+    continue_on_failure: true
+    retry_config:
+      max_attempts: 2
+      backoff: fixed
+  agent_template:
+    - shell: |
+        if [ "${item.id}" = bad ]; then echo "bad item" >&2; exit 4; fi
+        echo ok > ok.txt && git add ok.txt && git commit -qm ok
+`)
+	o, _, stderr, _ := r.options(wf)
+	paths := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}
+	free := mountFullTmpfs(t, filepath.Join(r.home, "dlq"))
+
+	res, err := r.run(o)
+	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 {
+		t.Fatalf("run error = %v, want a job failure (exit 1)\n%s", err, stderr)
+	}
+	for _, want := range []string{`"item_1"`, "no DLQ record", "resume job-1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if res == nil || res.Status != runner.StatusFailed {
+		t.Fatalf("result = %+v", res)
+	}
+	cp, lerr := jobstore.LoadCheckpoint(paths)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	var bad *jobstore.CheckpointItem
+	for _, it := range cp.Items {
+		if it.ItemID == "item_1" {
+			bad = it
+		}
+	}
+	if bad == nil || bad.State != jobstore.ItemDLQ || bad.PendingRecord == nil || bad.Attempts != 2 {
+		t.Fatalf("checkpoint item bad = %+v, want dlq with a pending record after 2 attempts", bad)
+	}
+	if n := cp.Counts().Unrecorded; n != 1 {
+		t.Errorf("unrecorded = %d, want 1", n)
+	}
+
+	free()
+	o2, _, stderr2, _ := r.options(wf)
+	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr2)
+	}
+	if res2.Status != runner.StatusCompleted || res2.DLQCount != 1 || res2.Successful != 1 {
+		t.Fatalf("resume result = %+v", res2)
+	}
+	rec, ok := r.dlqRecords("job-1")["item_1"]
+	if !ok {
+		t.Fatal("no DLQ record for bad after resume")
+	}
+	if len(rec.FailureHistory) != 2 || rec.FailureHistory[0].AttemptNumber != 1 || rec.FailureHistory[1].AttemptNumber != 2 {
+		t.Errorf("failure_history = %+v, want attempts 1 and 2", rec.FailureHistory)
+	}
+	if got := rec.LastErrorType(); got != dlq.CommandFailedWith(4) {
+		t.Errorf("error type = %v", got)
+	}
+	if strings.Count(r.git("log", "--merges", "--format=%s", "prodigy/job-1"), "item_0") != 1 {
+		t.Errorf("ok not merged exactly once")
+	}
+}
+
+// TestDiskFullStepIsResourceExhausted: a step that fails because the disk
+// is full (a real ENOSPC from a full tmpfs) is ResourceExhausted, not
+// CommandFailed.
+func TestDiskFullStepIsResourceExhausted(t *testing.T) {
+	r := newTestRepo(t, nil)
+	full := filepath.Join(t.TempDir(), "full")
+	mountFullTmpfs(t, full)
+	wf := r.workflow(`
+name: full-step
+mode: mapreduce
+map:
+  input: "printf '[{\"id\":\"x\"}]'"
+  agent_template:
+    - shell: echo data > ` + full + `/out.txt
+`)
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.DLQCount != 1 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	rec := r.dlqRecords("job-1")["item_0"]
+	if got := rec.LastErrorType(); got.Kind != dlq.ResourceExhausted {
+		t.Errorf("error type = %v, want ResourceExhausted (%s)", got, rec.FailureHistory[0].ErrorMessage)
+	}
+}

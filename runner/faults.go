@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Fault points: the moments of a job where a crash is most likely to break
+// the bookkeeping. The runner calls the fault hook (SetFaultHook) at each;
+// tests use it to kill the process at exactly that moment.
+const (
+	// FaultJobIntent: the job's checkpoint (its intent) is on disk; the
+	// results branch and parent worktree do not exist yet.
+	FaultJobIntent = "job-intent"
+	// FaultJobCreated: the results branch and parent worktree exist; the
+	// job has not started setup.
+	FaultJobCreated = "job-created"
+	// FaultItemMerged: an item succeeded and its merge commit (when it
+	// made commits) is on the results branch; neither the checkpoint nor
+	// the DLQ (a redriven item's record) knows yet.
+	FaultItemMerged = "item-merged"
+	// FaultBackoff: a failed attempt is persisted; the backoff sleep
+	// before the next attempt is about to start.
+	FaultBackoff = "backoff"
+	// FaultDLQAdded: a failed item's DLQ record is written; the
+	// checkpoint still holds it as pending.
+	FaultDLQAdded = "dlq-added"
+	// FaultReduceStepDone: a reduce step succeeded (and may have
+	// committed); the checkpoint does not record it yet.
+	FaultReduceStepDone = "reduce-step-done"
+)
+
+// FaultHook is called at every fault point with the point's name and the
+// item id (or step number) it concerns; ctx is the job's context (it ends
+// on an interrupt). It may kill or signal the process; when it returns,
+// the job continues.
+type FaultHook func(ctx context.Context, point, detail string)
+
+var faultHook atomic.Pointer[FaultHook]
+
+// SetFaultHook installs h process-wide (nil removes it). It exists for
+// crash tests, which run the command in a child process: production code
+// never sets it.
+func SetFaultHook(h FaultHook) {
+	if h == nil {
+		faultHook.Store(nil)
+		return
+	}
+	faultHook.Store(&h)
+}
+
+// fault calls the installed hook, if any.
+func fault(ctx context.Context, point, detail string) {
+	if h := faultHook.Load(); h != nil {
+		(*h)(ctx, point, detail)
+	}
+}
