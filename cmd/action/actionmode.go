@@ -105,6 +105,7 @@ func (e *actionEnv) run(ctx context.Context) int {
 		e.gha.Errorf("%s", r.redact.String(err.Error()))
 		return exitUsage
 	}
+	defer ghaction.RestoreRunnerOwnership(e.gha.Warningf, r.ws, e.getenv("RUNNER_TEMP")) // issue 12 item 3
 	res, runErr := r.runJob(ctx)
 	if res == nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(runErr)))
@@ -258,7 +259,7 @@ func (r *actionRun) writeSummary(res *runner.Result, summary string) string {
 
 // github returns an API client for GITHUB_API_URL with the input token.
 func (r *actionRun) github() (*github.Client, error) {
-	gh := github.NewClient(r.env.hc)
+	gh := github.NewClient(ghaction.WithRetry(r.env.hc, ghaction.RESTRetry{})) // retries 429/5xx/rate limits
 	if r.in.GitHubToken != "" {
 		gh = gh.WithAuthToken(r.in.GitHubToken)
 	}
