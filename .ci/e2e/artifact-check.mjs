@@ -2,7 +2,7 @@
 // official @actions/artifact client and prints, as JSON, every artifact
 // with the files it unzipped to: {"artifacts":[{"name","id","size","files":{path: content}}]}.
 // Needs ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL (act's artifact server).
-// Usage: node artifact-check.mjs OUTDIR
+// Usage: node artifact-check.mjs OUTDIR RESULT.json (the toolkit logs to stdout)
 import { DefaultArtifactClient } from '@actions/artifact';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,4 +25,4 @@ for (const a of artifacts) {
   walk(dir);
   result.push({ name: a.name, id: a.id, size: a.size, files });
 }
-process.stdout.write(JSON.stringify({ artifacts: result }, null, 1) + '\n');
+fs.writeFileSync(process.argv[3], JSON.stringify({ artifacts: result }, null, 1) + '\n');
