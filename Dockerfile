@@ -7,6 +7,7 @@
 # (and apt, if the base lacks git):
 #
 #   .ci/image-context build/image          # go build + Claude Code from npm
+#   (or `.ci/image-context .` and `docker build .`)
 #   docker build -f Dockerfile -t prodigy-action build/image
 #
 # Releases build the same file with GoReleaser for linux/amd64 and
