@@ -1,27 +1,43 @@
-# syntax=docker/dockerfile:1
-# Multi-stage build of the prodigy-action container action.
-#   docker build -t prodigy-action .
-#   docker build --build-arg INSTALL_CLAUDE=true -t prodigy-action:claude .
+# The prodigy-action container image: a Debian base with git, the
+# prodigy-action binary and Claude Code (its native binary, at a pinned
+# version), so `claude:` steps run with only ANTHROPIC_API_KEY set.
+#
+# The binary and Claude Code are prepared on the host and copied in, so the
+# build needs no compiler, no npm and no network besides the base image
+# (and apt, if the base lacks git):
+#
+#   .ci/image-context build/image          # go build + Claude Code from npm
+#   (or `.ci/image-context .` and `docker build .`)
+#   docker build -f Dockerfile -t prodigy-action build/image
+#
+# Releases build the same file with GoReleaser for linux/amd64 and
+# linux/arm64 (.goreleaser.yaml); CI builds it with a base image made by
+# debootstrap (BASE_IMAGE=...). No `# syntax=` line on purpose: the classic
+# builder and BuildKit both read it without pulling a frontend image.
+#
 # GitHub runs container actions as root with the workspace mounted at
 # /github/workspace: no USER and no WORKDIR here on purpose.
 
-FROM golang:1.26-alpine AS build
-WORKDIR /src
-ENV CGO_ENABLED=0 GOTOOLCHAIN=local
-COPY go.mod go.sum ./
-RUN go mod download
-COPY . .
-RUN go build -trimpath -ldflags="-s -w" -o /out/prodigy-action ./cmd/action
+# debian:bookworm-slim (multi-arch index). Refresh with
+#   docker buildx imagetools inspect debian:bookworm-slim
+ARG BASE_IMAGE=debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
+FROM ${BASE_IMAGE}
 
-FROM alpine:3.22
-ARG INSTALL_CLAUDE=false
-ARG CLAUDE_CODE_VERSION=latest
-# git >= 2.38 is needed for `git merge-tree --write-tree`; alpine 3.22 ships 2.49.
-RUN apk add --no-cache git ca-certificates bash \
-    && if [ "$INSTALL_CLAUDE" = "true" ]; then \
-         apk add --no-cache nodejs npm \
-         && npm install -g "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
-         && npm cache clean --force; \
-       fi
-COPY --from=build /out/prodigy-action /usr/local/bin/prodigy-action
+# Set by BuildKit/buildx; the classic builder needs --build-arg TARGETARCH=amd64.
+ARG TARGETARCH
+# git >= 2.38 is needed for `git merge-tree --write-tree`; bookworm has 2.39.
+RUN set -eu; \
+    if ! command -v git >/dev/null || ! command -v bash >/dev/null || [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git ca-certificates bash; \
+      rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    git --version
+
+COPY prodigy-action /usr/local/bin/prodigy-action
+# claude/<arch>/claude is the native executable of the npm package
+# @anthropic-ai/claude-code-linux-<x64|arm64> at the version recorded next to it.
+COPY claude/${TARGETARCH}/ /usr/local/lib/claude-code/
+RUN ln -s /usr/local/lib/claude-code/claude /usr/local/bin/claude && claude --version
+ENV DISABLE_AUTOUPDATER=1
 ENTRYPOINT ["/usr/local/bin/prodigy-action"]

@@ -84,6 +84,10 @@ func (e *actionEnv) run(ctx context.Context) int {
 		e.gha.Errorf("%s", r.redact.String(err.Error()))
 		return exitUsage
 	}
+	// Everything the container created under the workspace and
+	// RUNNER_TEMP goes back to the workspace's owner (the runner user),
+	// also when the job fails.
+	defer ghaction.RestoreRunnerOwnership(e.gha.Warningf, r.ws, e.Getenv("RUNNER_TEMP"))
 	outs, err := r.runJobs(ctx)
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
@@ -383,7 +387,8 @@ func summaryOutputPath(ws, p string) string {
 
 // github returns an API client for GITHUB_API_URL with the input token.
 func (r *actionRun) github() (*github.Client, error) {
-	gh := github.NewClient(r.env.HTTPClient)
+	// Every REST call retries 429, rate limits, 5xx and transport errors.
+	gh := github.NewClient(ghaction.WithRetry(r.env.HTTPClient, ghaction.RESTRetry{Clock: r.env.Clock}))
 	if r.in.GitHubToken != "" {
 		gh = gh.WithAuthToken(r.in.GitHubToken)
 	}

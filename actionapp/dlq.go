@@ -191,7 +191,7 @@ func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.
 		body += "\n" + history
 	}
 	body = r.redact.String(body)
-	res2, err := ghaction.UpsertStickyComment(ctx, gh, r.owner, r.repo, pr, key, "github-actions[bot]", body)
+	res2, err := ghaction.UpsertStickyComment(ctx, gh, r.owner, r.repo, pr, key, "", body) // "": the token's own login
 	switch {
 	case errors.Is(err, ghaction.ErrForbidden) || errors.Is(err, ghaction.ErrNotFound):
 		msg := fmt.Sprintf("Could not comment on PR #%d (the token is read-only, as on pull requests from forks, or lacks `pull-requests: write`); the results are in this summary.", pr)

@@ -34,14 +34,37 @@ type StickyResult struct {
 	Created   bool
 }
 
+// JobTokenLogin is the author of comments made with a workflow's job token
+// (GITHUB_TOKEN).
+const JobTokenLogin = "github-actions[bot]"
+
+// TokenLogin returns the login that comments made with gh's token carry:
+// GET /user's login for a user token (PAT, OAuth); JobTokenLogin when GitHub
+// refuses /user (401/403/404), as it does for the job token and other
+// installation tokens. Other failures are returned.
+func TokenLogin(ctx context.Context, gh *github.Client) (string, error) {
+	u, resp, err := gh.Users.Get(ctx, "")
+	if err != nil {
+		if resp != nil && (resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 404) {
+			return JobTokenLogin, nil
+		}
+		return "", fmt.Errorf("identify the token's user (GET /user): %w", err)
+	}
+	if u.GetLogin() == "" {
+		return JobTokenLogin, nil
+	}
+	return u.GetLogin(), nil
+}
+
 // UpsertStickyComment creates or edits the one comment on pull request pr
-// that carries CommentMarker(key): it pages through the PR's comments
-// (100 per page), edits the first one containing the marker (preferring
-// one written by author, e.g. "github-actions[bot]"; "" accepts any author),
-// and creates a comment otherwise. The marker is appended to body. A 403
-// (fork PR with a read-only token) or 404 returns a *PermissionError that
-// matches ErrForbidden/ErrNotFound so the caller can fall back to the job
-// summary.
+// that carries CommentMarker(key) and was written by author: it pages
+// through the PR's comments (100 per page), edits the first one with the
+// marker whose author is author, and creates a comment otherwise. A marked
+// comment by anyone else is ignored, so nobody can pre-claim the sticky
+// comment by quoting the marker. author "" means the token's own identity
+// (TokenLogin). The marker is appended to body. A 403 (fork PR with a
+// read-only token) or 404 returns a *PermissionError that matches
+// ErrForbidden/ErrNotFound so the caller can fall back to the job summary.
 func UpsertStickyComment(ctx context.Context, gh *github.Client, owner, repo string, pr int, key, author, body string) (StickyResult, error) {
 	if pr <= 0 {
 		return StickyResult{}, ErrNoPullRequest
@@ -50,6 +73,12 @@ func UpsertStickyComment(ctx context.Context, gh *github.Client, owner, repo str
 	full := body + "\n\n" + marker + "\n"
 	if len(full) > MaxCommentChars {
 		return StickyResult{}, fmt.Errorf("comment body is %d characters (limit %d)", len(full), MaxCommentChars)
+	}
+	if author == "" {
+		var err error
+		if author, err = TokenLogin(ctx, gh); err != nil {
+			return StickyResult{}, err
+		}
 	}
 	existing, err := findSticky(ctx, gh, owner, repo, pr, marker, author)
 	if err != nil {
@@ -69,32 +98,23 @@ func UpsertStickyComment(ctx context.Context, gh *github.Client, owner, repo str
 	return StickyResult{CommentID: c.GetID(), URL: c.GetHTMLURL(), Created: true}, nil
 }
 
-// findSticky returns the id of our marked comment, or 0.
+// findSticky returns the id of the first comment carrying marker written
+// by author, or 0.
 func findSticky(ctx context.Context, gh *github.Client, owner, repo string, pr int, marker, author string) (int64, error) {
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	var anyAuthor int64
 	for {
 		list, resp, err := gh.Issues.ListComments(ctx, owner, repo, pr, opts)
 		if err != nil {
 			return 0, classify(fmt.Sprintf("list comments of PR #%d", pr), "pull-requests: read", resp, err)
 		}
 		for _, c := range list {
-			if !strings.Contains(c.GetBody(), marker) {
-				continue
-			}
-			if author == "" || c.GetUser().GetLogin() == author {
+			if strings.Contains(c.GetBody(), marker) && strings.EqualFold(c.GetUser().GetLogin(), author) {
 				return c.GetID(), nil
-			}
-			if anyAuthor == 0 {
-				anyAuthor = c.GetID()
 			}
 		}
 		if resp.NextPage == 0 {
-			break
+			return 0, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	// A marked comment by someone else (e.g. a PAT user instead of the bot)
-	// is still ours to update; editing it fails with 403 if it is not.
-	return anyAuthor, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // DLQArrayFile is the name of the combined array of records in a DLQ zip.
@@ -31,7 +32,8 @@ type ExtraFile struct {
 // name order, plus any extra files. Every file's bytes pass through redact
 // (nil keeps them) so no secret reaches the artifact. It returns the zip
 // bytes and the number of records; a folder with no records yields count 0
-// (callers skip the upload).
+// (callers skip the upload). Each entry carries its file's modification
+// time; dlq.json carries the newest of the records' (or the folder's).
 func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]byte, int, error) {
 	if redact == nil {
 		redact = func(b []byte) []byte { return b }
@@ -52,8 +54,10 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	records := make([]json.RawMessage, 0, len(names))
+	var newest time.Time
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(itemsDir, n))
+		p := filepath.Join(itemsDir, n)
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read DLQ record %s: %w", n, err)
 		}
@@ -62,12 +66,16 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 			return nil, 0, fmt.Errorf("DLQ record %s is not valid JSON", n)
 		}
 		records = append(records, json.RawMessage(data))
-		if err := addZipFile(zw, path.Join("items", n), data); err != nil {
+		mt := modTime(p)
+		if mt.After(newest) {
+			newest = mt
+		}
+		if err := addZipFile(zw, path.Join("items", n), data, mt); err != nil {
 			return nil, 0, err
 		}
 	}
 	if idx, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
-		if err := addZipFile(zw, "index.json", redact(idx)); err != nil {
+		if err := addZipFile(zw, "index.json", redact(idx), modTime(filepath.Join(dir, "index.json"))); err != nil {
 			return nil, 0, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -81,7 +89,7 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 		if err != nil {
 			return nil, 0, fmt.Errorf("read %s: %w", x.Path, err)
 		}
-		if err := addZipFile(zw, x.Name, redact(data)); err != nil {
+		if err := addZipFile(zw, x.Name, redact(data), modTime(x.Path)); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -89,7 +97,10 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode %s: %w", DLQArrayFile, err)
 	}
-	if err := addZipFile(zw, DLQArrayFile, arr); err != nil {
+	if newest.IsZero() {
+		newest = modTime(dir)
+	}
+	if err := addZipFile(zw, DLQArrayFile, arr, newest); err != nil {
 		return nil, 0, err
 	}
 	if err := zw.Close(); err != nil {
@@ -98,8 +109,22 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 	return buf.Bytes(), len(records), nil
 }
 
-func addZipFile(zw *zip.Writer, name string, data []byte) error {
-	w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+// modTime returns p's modification time, or the zero time when p cannot be
+// read (the entry then carries the zip format's 1980 epoch).
+func modTime(p string) time.Time {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+func addZipFile(zw *zip.Writer, name string, data []byte, mtime time.Time) error {
+	h := &zip.FileHeader{Name: name, Method: zip.Deflate}
+	if !mtime.IsZero() {
+		h.Modified = mtime.UTC()
+	}
+	w, err := zw.CreateHeader(h)
 	if err != nil {
 		return fmt.Errorf("add %s to zip: %w", name, err)
 	}

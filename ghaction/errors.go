@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 )
@@ -48,9 +49,17 @@ func (e *PermissionError) Is(target error) bool {
 		(target == ErrNotFound && e.StatusCode == http.StatusNotFound)
 }
 
-// classify turns a go-github error into a PermissionError for 403/404 and
+// ErrRateLimited is matched by the error of a call refused because the
+// token's primary rate limit is used up; the message says when it resets.
+var ErrRateLimited = errors.New("GitHub API rate limit exhausted")
+
+// classify turns a go-github error into a PermissionError for 403/404, an
+// ErrRateLimited error naming the reset time for a primary rate limit, and
 // wraps everything else with op.
 func classify(op, permission string, resp *github.Response, err error) error {
+	if reset, ok := primaryReset(resp, err); ok {
+		return fmt.Errorf("%s: %w; it resets at %s: %w", op, ErrRateLimited, reset.UTC().Format(time.RFC3339), err)
+	}
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
@@ -71,4 +80,18 @@ func classify(op, permission string, resp *github.Response, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// primaryReset returns the reset time of a primary rate limit: go-github's
+// RateLimitError (403, or its own refusal before sending), or any other
+// error response with x-ratelimit-remaining: 0 (e.g. 429).
+func primaryReset(resp *github.Response, err error) (time.Time, bool) {
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) && !rl.Rate.Reset.Time.IsZero() {
+		return rl.Rate.Reset.Time, true
+	}
+	if resp == nil || resp.Response == nil || !primaryLimit(resp.Response) {
+		return time.Time{}, false
+	}
+	return rateReset(resp.Response)
 }

@@ -264,20 +264,20 @@ func TestFindRunArtifactPermissionErrors(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"message":"Not Found"}`)
 	})
-	tests := []struct {
-		run  int64
-		want error
-	}{{1, ErrForbidden}, {2, ErrNotFound}}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.run), func(t *testing.T) {
-			_, err := FindRunArtifact(context.Background(), gh, "o", "r", tt.run, "dlq")
-			var pe *PermissionError
-			if !errors.Is(err, tt.want) || !errors.As(err, &pe) || pe.Permission != "actions: read" {
-				t.Fatalf("err = %v, want %v PermissionError", err, tt.want)
-			}
-			if !strings.Contains(err.Error(), "actions: read") {
-				t.Errorf("error lacks the permission hint: %v", err)
-			}
-		})
+	_, err := FindRunArtifact(context.Background(), gh, "o", "r", 1, "dlq")
+	var pe *PermissionError
+	if !errors.Is(err, ErrForbidden) || !errors.As(err, &pe) || pe.Permission != "actions: read" {
+		t.Fatalf("403: err = %v, want a PermissionError", err)
+	}
+	if !strings.Contains(err.Error(), "actions: read") {
+		t.Errorf("error lacks the permission hint: %v", err)
+	}
+	// 404: GitHub cannot tell "no such run" from "may not see it".
+	_, err = FindRunArtifact(context.Background(), gh, "o", "r", 2, "dlq")
+	if !errors.Is(err, ErrRunNotFound) || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("404: err = %v, want ErrRunNotFound", err)
+	}
+	if want := "run 2 not found in o/r (or the token lacks `actions: read`)"; err.Error() != want {
+		t.Errorf("404: message %q, want %q", err.Error(), want)
 	}
 }

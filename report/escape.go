@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,7 +16,10 @@ const zwsp = "\u200b"
 // entities), markdown syntax is backslash-escaped, backticks and pipes
 // become entities, @ and # get a zero-width space so nobody is pinged and
 // no issue is cross-referenced, and line breaks and control characters
-// become single spaces.
+// become single spaces. Unicode format characters (category Cf: bidi
+// overrides and isolates U+202A–202E, U+2066–2069, zero-width characters
+// U+200B–U+200F, U+2060, U+FEFF, …), which can make text display
+// differently from what it is, are shown as a visible ⟨U+XXXX⟩.
 func Escape(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/8)
@@ -29,6 +33,10 @@ func Escape(s string) string {
 			continue
 		}
 		space = false
+		if IsFormatChar(r) {
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+			continue
+		}
 		switch r {
 		case '&':
 			b.WriteString("&amp;")
@@ -81,4 +89,12 @@ func Cell(s string, max int) string {
 		return "—"
 	}
 	return Escape(Truncate(s, max))
+}
+
+// IsFormatChar reports whether r is an invisible Unicode format character
+// (category Cf, plus the bidi marks and zero-width characters named in
+// Escape), which untrusted text must never carry into rendered markdown.
+func IsFormatChar(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || r >= '\u200b' && r <= '\u200f' || r >= '\u202a' && r <= '\u202e' ||
+		r >= '\u2066' && r <= '\u2069' || r == '\u2060' || r == '\ufeff'
 }

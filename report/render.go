@@ -279,7 +279,7 @@ func orDash(s string) string {
 // replaced, since such identifiers never legitimately contain them.
 func code(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r == '`' || r == '\n' || r == '\r' || r == '|' {
+		if r == '`' || r == '\n' || r == '\r' || r == '|' || IsFormatChar(r) {
 			return '_'
 		}
 		return r
@@ -288,10 +288,11 @@ func code(s string) string {
 }
 
 // shellWord quotes s for a POSIX shell unless it is plainly safe, and
-// drops characters that could break out of a fenced code block.
+// drops characters that could break out of a fenced code block or make the
+// command display differently from what it runs (format characters).
 func shellWord(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r == '`' || r == '\n' || r == '\r' {
+		if r == '`' || r == '\n' || r == '\r' || IsFormatChar(r) {
 			return -1
 		}
 		return r

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -227,5 +228,59 @@ func TestRedriveCommandQuoting(t *testing.T) {
 	in.DLQCount = 0
 	if strings.Contains(Summary(in), "gh workflow run") {
 		t.Error("redrive shown with an empty DLQ")
+	}
+}
+
+// hostileFormat hides text with bidi overrides/isolates and zero-width
+// characters (the "Trojan Source" tricks).
+const hostileFormat = "ok\u202e)gnp.exe\u202c \u2066x\u2069 a\u200bb\u200cc\u200dd\u200ee\u200ff\u2060g\ufeffh \u202a\u202b\u202d"
+
+func TestEscapeNeutralisesFormatCharacters(t *testing.T) {
+	t.Parallel()
+	got := Escape(hostileFormat)
+	for _, r := range got {
+		// Escape's own zero-width space after @ and # is the only one allowed.
+		if IsFormatChar(r) {
+			t.Fatalf("Escape left %U in %q", r, got)
+		}
+	}
+	if !strings.Contains(got, "⟨U+202E⟩") || !strings.Contains(got, "⟨U+FEFF⟩") {
+		t.Errorf("format characters not shown: %q", got)
+	}
+	if c := code("job\u202eid"); strings.ContainsRune(c, '\u202e') {
+		t.Errorf("code() kept U+202E: %q", c)
+	}
+	if w := shellWord("item.x == 'a\u2066b'"); strings.ContainsRune(w, '\u2066') {
+		t.Errorf("shellWord kept U+2066: %q", w)
+	}
+}
+
+// TestRenderedFormatCharactersWithCmarkGFM renders a summary holding hostile
+// text with GitHub's markdown engine (cmark-gfm) and checks the HTML has no
+// format character except the zero-width spaces Escape adds after @ and #.
+func TestRenderedFormatCharactersWithCmarkGFM(t *testing.T) {
+	t.Parallel()
+	cmark, err := exec.LookPath("cmark-gfm")
+	if err != nil {
+		t.Skip("cmark-gfm not installed (apt-get install cmark-gfm)")
+	}
+	in := Input{Title: "t" + hostileFormat, JobID: "job-1", Status: "completed", Total: 1, Failed: 1, DLQCount: 1,
+		FailedItems: []FailedItem{{ItemID: "i" + hostileFormat, ErrorType: "CommandFailed", LastError: hostileFormat, Attempts: 1, ReprocessEligible: true}}}
+	for name, md := range map[string]string{"summary": Summary(in), "comment": Comment(in)} {
+		cmd := exec.Command(cmark, "--extension", "table", "--extension", "autolink", "--extension", "strikethrough")
+		cmd.Stdin = strings.NewReader(md)
+		html, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: cmark-gfm: %v", name, err)
+		}
+		for _, r := range string(html) {
+			if IsFormatChar(r) && r != '\u200b' {
+				t.Errorf("%s: rendered HTML carries %U:\n%s", name, r, html)
+				break
+			}
+		}
+		if !strings.Contains(string(html), "⟨U+202E⟩") {
+			t.Errorf("%s: the override is not shown:\n%s", name, html)
+		}
 	}
 }
