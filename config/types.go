@@ -32,6 +32,10 @@ type Workflow struct {
 	// PreserveFailedWorktrees keeps the worktrees of failed items
 	// (`preserve_failed_worktrees`, top level or under map).
 	PreserveFailedWorktrees bool
+	// Budget is the `budget:` block; nil when absent (no spend caps).
+	Budget *Budget
+	// RateLimit is the `rate_limit:` block with defaults applied.
+	RateLimit RateLimit
 	// Warnings lists deprecations and suspicious settings, each prefixed
 	// with "file:line:col: key:".
 	Warnings []string

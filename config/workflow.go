@@ -137,6 +137,13 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("preserve_failed_worktrees"); ok {
 		w.PreserveFailedWorktrees, _ = d.boolean(kv)
 	}
+	if kv, ok := o.take("budget"); ok {
+		w.Budget = d.budget(kv)
+	}
+	w.RateLimit = RateLimit{MaxWaits: DefaultMaxWaits}
+	if kv, ok := o.take("rate_limit"); ok {
+		w.RateLimit = d.rateLimit(kv)
+	}
 	var mapLevel policySrc
 	if kv, ok := o.take("map"); ok {
 		mapLevel = d.mapPhase(kv, w)
