@@ -38,6 +38,10 @@ const (
 	StatusFailed JobStatus = "failed"
 	// StatusInterrupted: Ctrl-C or SIGTERM; the checkpoint is resumable.
 	StatusInterrupted JobStatus = "interrupted"
+	// StatusBudgetExhausted: the job's spend budget could not cover the
+	// next item; unstarted items stay pending (resume with a larger
+	// budget).
+	StatusBudgetExhausted JobStatus = "budget_exhausted"
 )
 
 // ItemState is the final (or current) state of one work item.
@@ -73,6 +77,25 @@ type ItemOutcome struct {
 	// the merge), cleanup and bookkeeping (the rest: events, checkpoint, DLQ,
 	// backoff), in milliseconds.
 	TimingsMS *Timings `json:"timings_ms,omitempty"`
+	// CostUSD is what the item's claude steps cost (all attempts, all
+	// runs of the job), as Claude Code reported it.
+	CostUSD float64 `json:"cost_usd"`
+	// Tokens are the tokens of those claude steps; nil when none ran.
+	Tokens *Tokens `json:"tokens,omitempty"`
+}
+
+// Tokens counts the tokens of claude steps (Claude Code's modelUsage,
+// or usage when that is absent).
+type Tokens struct {
+	Input         int64 `json:"input"`
+	Output        int64 `json:"output"`
+	CacheRead     int64 `json:"cache_read"`
+	CacheCreation int64 `json:"cache_creation"`
+}
+
+// Add returns t plus u.
+func (t Tokens) Add(u Tokens) Tokens {
+	return Tokens{Input: t.Input + u.Input, Output: t.Output + u.Output, CacheRead: t.CacheRead + u.CacheRead, CacheCreation: t.CacheCreation + u.CacheCreation}
 }
 
 // Timings is the per-item overhead split reported by benchmarks.
@@ -115,6 +138,11 @@ type Checkpoint struct {
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// NextAgent numbers agents uniquely across runs of the job.
 	NextAgent int `json:"next_agent"`
+	// CostUSD is the job's spend so far: the sum of its items' cost_usd.
+	CostUSD float64 `json:"cost_usd"`
+	// MaxCostUSD is a job budget given with --max-cost-usd; it overrides
+	// the workflow's budget.max_cost_usd for this and later runs.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// Vars are values captured by setup steps, visible to map and reduce.
 	Vars map[string]string `json:"vars"`
 	// ReduceStepsDone counts the reduce steps that completed (in order);
@@ -156,6 +184,15 @@ type Counts struct {
 	Total, Merged, Skipped, DLQ, Pending, Running int
 	// Unrecorded counts the DLQ items whose record is not written yet.
 	Unrecorded int
+}
+
+// ItemsCost sums the items' cost_usd.
+func (c *Checkpoint) ItemsCost() float64 {
+	var sum float64
+	for _, it := range c.Items {
+		sum += it.CostUSD
+	}
+	return sum
 }
 
 // Counts tallies item states.

@@ -44,6 +44,14 @@ type itemRunner struct {
 	// wall-clock split of the item's time
 	tPrepare, tSteps, tMerge, tCleanup time.Duration
 	began                              time.Time
+	// spend is the item's cost in this run; reservation what it reserved
+	// from the job budget (budget.go).
+	spend       *itemSpend
+	reservation float64
+	priorCost   float64
+	priorTokens jobstore.Tokens
+	// waits counts the item's rate-limited attempts (ratelimit.go).
+	waits int
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -52,14 +60,9 @@ type itemRunner struct {
 // interrupt grace period).
 func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	j, it := ir.j, ir.it
+	defer ir.releaseBudget()
 	ir.began = time.Now()
 	start := j.now()
-	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
-		it.State = ItemRunning
-		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
-	})
-	j.prog.started()
-	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 
 	// The attempt budget spans interruptions: attempts persisted by earlier
 	// runs of the job count against it.
@@ -84,7 +87,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
 			began := j.now()
-			f := ir.attempt(runCtx, attempt)
+			f := ir.attemptWithWaits(ctx, runCtx, attempt)
 			if f == nil {
 				return nil
 			}
@@ -106,7 +109,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		cs := ir.release(runCtx, false)
 		j.clearFromDLQ(it.ItemID)
 		ir.finish(ItemMerged, "", "", duration, nil)
-		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts})
+		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
 		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
@@ -115,6 +118,18 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	default:
 		ir.failed(runCtx, err, duration)
 	}
+}
+
+// announce marks the item running and reports its agent's start (admit
+// calls it when no fleet cool-down is on).
+func (ir *itemRunner) announce() {
+	j, it := ir.j, ir.it
+	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
+		it.State = ItemRunning
+		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+	})
+	j.prog.started()
+	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 }
 
 // recordFailure makes a failed attempt durable before anything else
@@ -370,7 +385,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
 	}
-	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message)})
+	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
 
 	policy := j.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ

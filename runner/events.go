@@ -90,6 +90,8 @@ type AgentCompleted struct {
 	JSONLogLocation *string       `json:"json_log_location"`
 	CleanupStatus   CleanupStatus `json:"cleanup_status"`
 	Attempts        int           `json:"attempts"`
+	// CostUSD is what the item's claude steps cost (all attempts).
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // AgentFailed: the item's attempts are exhausted; on_item_failure decides
@@ -102,6 +104,8 @@ type AgentFailed struct {
 	Attempts        int           `json:"attempts"`
 	JSONLogLocation *string       `json:"json_log_location"`
 	RetryEligible   bool          `json:"retry_eligible"`
+	// CostUSD is what the item's claude steps cost (all attempts).
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // ItemSkippedEvent (named apart from the item state ItemSkipped): a failed item is skipped (on_item_failure skip, or a custom

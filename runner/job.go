@@ -51,6 +51,7 @@ type settings struct {
 	red            *redact.Redactor    // the job's redactor (environment, secrets:, env:)
 	redact         func(string) string // red.String
 	started        time.Time
+	maxCost        float64 // --max-cost-usd; 0 = the checkpoint's or workflow's
 }
 
 // services are shared by the job's item runners; each is safe for
@@ -63,6 +64,8 @@ type services struct {
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
+	budget  *jobBudget // spend reservations (budget.go)
+	cool    *cooldown  // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress
 	stderr  io.Writer
 	hooks   Hooks

@@ -45,7 +45,11 @@ func (j *job) mapPhase(ctx, runCtx context.Context) error {
 			if ctx.Err() != nil || j.stopping.Load() {
 				return nil
 			}
-			j.newItemRunner(it).run(ctx, runCtx)
+			ir, ok := j.admit(ctx, it)
+			if !ok {
+				return nil
+			}
+			ir.run(ctx, runCtx)
 			return nil
 		})
 	}
@@ -56,6 +60,8 @@ func (j *job) mapPhase(ctx, runCtx context.Context) error {
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)
+	case j.budget.isExhausted() && left > 0:
+		return j.budgetError(left)
 	case j.stopping.Load():
 		return fmt.Errorf("%w: %s; %d item(s) left pending", ErrJobFailed, j.stopReason(), left)
 	}

@@ -63,6 +63,10 @@ type Options struct {
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.
 	Git gitops.Options
+	// MaxCostUSD is the job's spend budget in US dollars (--max-cost-usd):
+	// it overrides the workflow's budget.max_cost_usd and is kept in the
+	// checkpoint for later resumes; 0 keeps the checkpoint's or workflow's.
+	MaxCostUSD float64
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
 	ProgressInterval time.Duration
 }

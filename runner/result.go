@@ -19,6 +19,11 @@ const (
 type Result struct {
 	JobID             string             `json:"job_id"`
 	Status            JobStatus          `json:"status"`
+	// CostUSD is what the job's claude steps cost so far (all runs).
+	CostUSD float64 `json:"cost_usd"`
+	// FleetCooldowns counts this execution's fleet-wide rate-limit
+	// cool-downs.
+	FleetCooldowns int `json:"fleet_cooldowns,omitempty"`
 	Total             int                `json:"total"`
 	Successful        int                `json:"successful"`
 	Failed            int                `json:"failed"`
@@ -69,6 +74,7 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 	r := &Result{
 		JobID:         c.JobID,
 		Status:        c.Status,
+		CostUSD:       c.ItemsCost(),
 		Total:         n.Total,
 		Successful:    n.Merged,
 		Failed:        n.DLQ,

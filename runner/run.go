@@ -126,6 +126,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j := &job{
 		settings: settings{
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
+			maxCost:   o.MaxCostUSD,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
 		},
@@ -135,6 +136,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
+	j.cool = &cooldown{clock: o.Clock, emit: func(e Event) { j.events.emit(e) }}
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
 	j.steps.red = j.red
@@ -222,7 +224,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	env = append(env, envMap(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
-	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning }); err != nil {
+	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
 		return err
 	}
 	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel}
@@ -575,10 +577,13 @@ func (j *job) end(cause error) (*Result, error) {
 	case cause == nil:
 	case errors.Is(cause, ErrInterrupted):
 		status = StatusInterrupted
+	case errors.Is(cause, ErrBudgetExhausted):
+		status = StatusBudgetExhausted
 	default:
 		status = StatusFailed
 	}
 	j.trees.close(ctx)
+	j.cool.finish()
 	j.deadMu.Lock()
 	dead := uniqueStrings(j.deadBranches)
 	j.deadBranches = nil
@@ -610,6 +615,7 @@ func (j *job) end(cause error) (*Result, error) {
 	elapsed := j.now().Sub(j.started).Milliseconds()
 	werr := j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.Status = status
+		cp.CostUSD = cp.ItemsCost()
 		cp.ElapsedMS += elapsed
 		cp.Error = ""
 		if cause != nil {
@@ -623,6 +629,7 @@ func (j *job) end(cause error) (*Result, error) {
 	var res *Result
 	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
 	res.OrphanedWorktrees = j.orphans.List()
+	res.FleetCooldowns = j.cool.Count()
 	if n, err := j.store.Count(); err == nil {
 		res.DLQCount = n
 	}

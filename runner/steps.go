@@ -50,6 +50,9 @@ type stepContext struct {
 	// first and total number the steps when run gets a part of a sequence
 	// (reduce runs its steps one at a time); 0 means run's own numbering.
 	first, total int
+	// spend accounts the cost and rate-limit signals of an item's steps
+	// (claudecost.go); nil outside items.
+	spend *itemSpend
 }
 
 // stepLabel names step i (0-based) of a sequence for error messages; the
@@ -166,9 +169,10 @@ func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext
 	case st.WriteFile != nil:
 		f = s.writeFile(st, sc)
 	case st.Claude != "":
-		out, f = s.claude(ctx, st, sc)
+		out, f = s.accountedClaude(ctx, st, sc)
 	default:
 		out, f = s.shell(ctx, st, sc)
+		sc.spend.noteShellFailure(f)
 	}
 	if f != nil {
 		f.Step = st.Describe()
@@ -286,7 +290,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("open transcript: %v", err)}
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
-	args := append(append([]string{}, s.claudeArgs...), "--print", "--output-format", "stream-json", "--verbose", prompt)
+	args := append(append(append([]string{}, s.claudeArgs...), sc.spend.budgetArgs()...), "--print", "--output-format", "stream-json", "--verbose", prompt)
 	if len(prompt) > maxArgLen {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
 			Message: fmt.Sprintf("%s: the interpolated prompt is %d bytes, more than the %d bytes one command-line argument can hold; "+
