@@ -212,6 +212,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
 		log:        ir.log,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
+		spend:      ir.spend,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript

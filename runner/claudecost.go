@@ -44,15 +44,15 @@ const subtypeMaxBudget = "error_max_budget_usd"
 
 // claudeEvent holds the fields of the stream-json events read here.
 type claudeEvent struct {
-	Type           string  `json:"type"`
-	Subtype        string  `json:"subtype"`
-	IsError        bool    `json:"is_error"`
-	Result         string  `json:"result"`
-	Error          string  `json:"error"`
-	ErrorStatus    *int    `json:"error_status"`
-	APIErrorStatus *int    `json:"api_error_status"`
-	RetryDelayMS   float64 `json:"retry_delay_ms"`
-	TotalCostUSD   float64 `json:"total_cost_usd"`
+	Type           string   `json:"type"`
+	Subtype        string   `json:"subtype"`
+	IsError        bool     `json:"is_error"`
+	Result         string   `json:"result"`
+	Error          string   `json:"error"`
+	ErrorStatus    *int     `json:"error_status"`
+	APIErrorStatus *int     `json:"api_error_status"`
+	RetryDelayMS   float64  `json:"retry_delay_ms"`
+	TotalCostUSD   float64  `json:"total_cost_usd"`
 	Errors         []string `json:"errors"`
 	Usage          *struct {
 		Input         int64 `json:"input_tokens"`

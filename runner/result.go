@@ -17,13 +17,13 @@ const (
 // Result is the outcome of a job, printed by `--json` (one object, these
 // keys) and consumed by the report and GitHub Action layers.
 type Result struct {
-	JobID             string             `json:"job_id"`
-	Status            JobStatus          `json:"status"`
+	JobID  string    `json:"job_id"`
+	Status JobStatus `json:"status"`
 	// CostUSD is what the job's claude steps cost so far (all runs).
 	CostUSD float64 `json:"cost_usd"`
 	// FleetCooldowns counts this execution's fleet-wide rate-limit
 	// cool-downs.
-	FleetCooldowns int `json:"fleet_cooldowns,omitempty"`
+	FleetCooldowns    int                `json:"fleet_cooldowns,omitempty"`
 	Total             int                `json:"total"`
 	Successful        int                `json:"successful"`
 	Failed            int                `json:"failed"`
