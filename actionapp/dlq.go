@@ -27,7 +27,7 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 		Title: res.WorkflowName, JobID: res.JobID, Status: string(res.Status), Error: res.Error,
 		Command: r.in.Command, Total: res.Total, Successful: res.Successful, Failed: res.Failed,
 		Skipped: res.Skipped, Pending: res.Pending, DLQCount: res.DLQCount, ResultsBranch: res.ResultsBranch,
-		RunURL: r.runURL(),
+		RunURL: r.runURL(), CostUSD: res.CostUSD, MaxCostUSD: res.MaxCostUSD, FleetCooldowns: res.FleetCooldowns,
 	}
 	for _, o := range res.OrphanedWorktrees {
 		in.Orphaned = append(in.Orphaned, report.OrphanedWorktree{Path: o.Path, Branch: o.Branch, ItemID: o.ItemID, Error: o.Error})

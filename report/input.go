@@ -16,6 +16,13 @@ type Input struct {
 	Command string
 	// Totals of the job.
 	Total, Successful, Failed, Skipped, Pending, DLQCount int
+	// CostUSD is what the job's claude steps cost (all runs); 0 hides it
+	// unless MaxCostUSD is set.
+	CostUSD float64
+	// MaxCostUSD is the job budget; 0 = none.
+	MaxCostUSD float64
+	// FleetCooldowns counts the fleet-wide rate-limit cool-downs.
+	FleetCooldowns int
 	// ResultsBranch is the branch holding the merged work; Pushed says
 	// whether it was pushed to the remote.
 	ResultsBranch string

@@ -94,6 +94,7 @@ func comment(in Input, rows int) string {
 		fmt.Fprintf(&b, ", **%d** pending", in.Pending)
 	}
 	fmt.Fprintf(&b, " · **%d** in the dead letter queue\n\n", in.DLQCount)
+	spend(&b, in)
 	branch(&b, in)
 	if len(in.FailedItems) > 0 {
 		b.WriteString("| Item | Error type | Attempts | Last error |\n|---|---|---:|---|\n")
@@ -153,7 +154,22 @@ func notices(b *strings.Builder, in Input) {
 func totals(b *strings.Builder, in Input) {
 	b.WriteString("| Total | Merged | Failed | Skipped | Pending | In DLQ |\n|---:|---:|---:|---:|---:|---:|\n")
 	fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d |\n\n", in.Total, in.Successful, in.Failed, in.Skipped, in.Pending, in.DLQCount)
+	spend(b, in)
 	branch(b, in)
+}
+
+// spend writes the job's cost (and budget) and its rate-limit cool-downs.
+func spend(b *strings.Builder, in Input) {
+	if in.CostUSD > 0 || in.MaxCostUSD > 0 {
+		fmt.Fprintf(b, "Spend: **$%.2f**", in.CostUSD)
+		if in.MaxCostUSD > 0 {
+			fmt.Fprintf(b, " of the $%.2f budget", in.MaxCostUSD)
+		}
+		b.WriteString("\n\n")
+	}
+	if in.FleetCooldowns > 0 {
+		fmt.Fprintf(b, "Rate limits: %d fleet cool-down(s) (no agent started during them)\n\n", in.FleetCooldowns)
+	}
 }
 
 func branch(b *strings.Builder, in Input) {

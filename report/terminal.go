@@ -145,6 +145,13 @@ func WriteStatus(w io.Writer, res *runner.Result) {
 	fmt.Fprintf(w, "results branch: %s\n", res.ResultsBranch)
 	fmt.Fprintf(w, "items:          %d total, %d succeeded, %d failed, %d skipped, %d pending\n", res.Total, res.Successful, res.Failed, res.Skipped, res.Pending)
 	fmt.Fprintf(w, "dlq:            %d record(s)\n", res.DLQCount)
+	if res.CostUSD > 0 || res.MaxCostUSD > 0 {
+		fmt.Fprintf(w, "cost:           $%.4f", res.CostUSD)
+		if res.MaxCostUSD > 0 {
+			fmt.Fprintf(w, " of the $%.2f budget", res.MaxCostUSD)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "duration:       %dms\n", res.DurationMS)
 	if len(res.OrphanedWorktrees) > 0 {
 		fmt.Fprintf(w, "orphaned worktrees (remove with `action worktree clean-orphaned %s`):\n", res.JobID)

@@ -63,6 +63,12 @@ type Options struct {
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.
 	Git gitops.Options
+	// WorkflowFile (Resume, RetryDLQ: --workflow) is the workflow file to
+	// run instead of the job's original path in the checkout.
+	WorkflowFile string
+	// Onto (Resume, RetryDLQ: --onto) is a branch or revision merged into
+	// the results branch before anything runs, e.g. main with a fix.
+	Onto string
 	// MaxCostUSD is the job's spend budget in US dollars (--max-cost-usd):
 	// it overrides the workflow's budget.max_cost_usd and is kept in the
 	// checkpoint for later resumes; 0 keeps the checkpoint's or workflow's.

@@ -77,6 +77,11 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
+	if o.Onto != "" {
+		if err := j.mergeOnto(ctx, o.Onto); err != nil {
+			return nil, err
+		}
+	}
 	sel, err := j.selectDLQ(filter, ro.Force, nil)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,10 @@ type Result struct {
 	CostUSD float64 `json:"cost_usd"`
 	// FleetCooldowns counts this execution's fleet-wide rate-limit
 	// cool-downs.
-	FleetCooldowns    int                `json:"fleet_cooldowns,omitempty"`
+	FleetCooldowns int `json:"fleet_cooldowns,omitempty"`
+	// MaxCostUSD is the job budget this execution ran with (--max-cost-usd
+	// or budget.max_cost_usd); 0 = none.
+	MaxCostUSD        float64            `json:"max_cost_usd,omitempty"`
 	Total             int                `json:"total"`
 	Successful        int                `json:"successful"`
 	Failed            int                `json:"failed"`
@@ -75,6 +78,7 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 		JobID:         c.JobID,
 		Status:        c.Status,
 		CostUSD:       c.ItemsCost(),
+		MaxCostUSD:    c.MaxCostUSD,
 		Total:         n.Total,
 		Successful:    n.Merged,
 		Failed:        n.DLQ,

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -54,6 +53,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := j.recover(ctx, cp); err != nil {
 		return nil, err
 	}
+	if o.Onto != "" {
+		if err := j.mergeOnto(ctx, o.Onto); err != nil {
+			return nil, err
+		}
+	}
 	var extra []*jobstore.CheckpointItem
 	if ro.IncludeDLQ {
 		extra, err = j.selectDLQ(nil, false, nil)
@@ -82,7 +86,7 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	wf, err := loadJobWorkflow(cp, p)
+	wf, wfWarning, err := redriveWorkflow(cp, p, o.WorkflowFile)
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
@@ -113,25 +117,14 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if wfWarning != "" {
+		j.warn(wfWarning)
+	}
 	if err := endJobLeftovers(p, j.logf); err != nil {
 		unlock()
 		return nil, nil, nil, err
 	}
 	return j, cp, unlock, nil
-}
-
-// loadJobWorkflow reads the workflow from its original path (so fixes made
-// since the run apply), falling back to the copy taken when the job started.
-func loadJobWorkflow(cp *jobstore.Checkpoint, p Paths) (*config.Workflow, error) {
-	if cp.WorkflowPath != "" {
-		if _, err := os.Stat(cp.WorkflowPath); err == nil {
-			return config.Load(cp.WorkflowPath)
-		}
-	}
-	if _, err := os.Stat(p.WorkflowCopy()); err != nil {
-		return nil, fmt.Errorf("job %s: workflow %s is gone and no copy was kept", cp.JobID, cp.WorkflowPath)
-	}
-	return config.Load(p.WorkflowCopy())
 }
 
 // recover makes the job's worktrees consistent after a crash: the parent

@@ -630,6 +630,7 @@ func (j *job) end(cause error) (*Result, error) {
 	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
 	res.OrphanedWorktrees = j.orphans.List()
 	res.FleetCooldowns = j.cool.Count()
+	res.MaxCostUSD = j.budget.max
 	if n, err := j.store.Count(); err == nil {
 		res.DLQCount = n
 	}

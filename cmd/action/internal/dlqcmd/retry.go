@@ -15,6 +15,8 @@ type dlqRetryOptions struct {
 	jobID, filter        string
 	maxRetries, parallel int
 	force, dryRun, json  bool
+	maxCost              float64
+	workflow, onto       string
 }
 
 func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
@@ -29,7 +31,14 @@ records run unless --force. --filter selects with an expression over item.*
 'item.failure_count < 3', 'item.error_signature contains "Timeout"'.
 Successes leave the DLQ; failures stay with their failure_history extended.
 Interrupting is safe: records are removed only after success, so running
-the command again continues.`,
+the command again continues.
+
+The redrive runs the job's workflow file from the checkout (so a fix to it
+applies), or --workflow FILE; only when neither exists is the copy stored
+with the job used, with a warning. --onto REF merges REF (e.g. main with
+the fix) into the results branch first; a conflict changes nothing and
+exits 1 naming the conflicting paths. --max-cost-usd sets the job's spend
+budget.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.jobID = args[0]
@@ -44,6 +53,8 @@ the command again continues.`,
 	fs.BoolVar(&opts.force, "force", false, "include records that are not reprocess_eligible")
 	fs.BoolVar(&opts.dryRun, "dry-run", false, "list what would run; change nothing")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	cmdutil.MaxCostFlag(fs, &opts.maxCost)
+	cmdutil.RedriveFlags(fs, &opts.workflow, &opts.onto)
 	return cmd
 }
 
@@ -51,10 +62,14 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	if opts.maxRetries < 0 || opts.parallel < 0 {
 		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
 	}
+	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
+		return err
+	}
 	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
+	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
 	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
 		Home: ro.Home, JobID: opts.jobID, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
 		Force: opts.force, DryRun: opts.dryRun, Run: ro,

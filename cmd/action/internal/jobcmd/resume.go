@@ -13,6 +13,8 @@ import (
 type resumeOptions struct {
 	jobID            string
 	includeDLQ, json bool
+	maxCost          float64
+	workflow, onto   string
 }
 
 func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
@@ -24,7 +26,15 @@ func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
 stopped (Ctrl-C, kill, crash) run again; items whose merge already reached
 the results branch are recognised and not run twice; stale worktrees are
 removed. With --include-dlq the job's reprocess-eligible DLQ items run too
-(de-duplicated by item id).`,
+(de-duplicated by item id).
+
+The workflow is read from the job's workflow file in the checkout (so a fix
+to it applies), or --workflow FILE; only when neither exists is the copy
+stored with the job used, with a warning. --onto REF merges REF (e.g. main
+with the fix) into the results branch before anything runs; a conflict
+changes nothing and exits 1 naming the conflicting paths. --max-cost-usd
+raises the job's spend budget (a job stopped by its budget exits 1 with
+status budget_exhausted; resume it with a larger budget).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.jobID = args[0]
@@ -33,14 +43,20 @@ removed. With --include-dlq the job's reprocess-eligible DLQ items run too
 	}
 	cmd.Flags().BoolVar(&opts.includeDLQ, "include-dlq", false, "also re-run the job's reprocess-eligible DLQ items")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	cmdutil.MaxCostFlag(cmd.Flags(), &opts.maxCost)
+	cmdutil.RedriveFlags(cmd.Flags(), &opts.workflow, &opts.onto)
 	return cmd
 }
 
 func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) error {
+	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
+		return err
+	}
 	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
+	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
 	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: opts.jobID, IncludeDLQ: opts.includeDLQ, Run: ro})
 	return f.FinishJob(res, err, opts.json)
 }

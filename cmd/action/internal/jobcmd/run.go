@@ -15,6 +15,7 @@ type runOptions struct {
 	maxParallel                   int
 	isolation, merge              string
 	json                          bool
+	maxCost                       float64
 }
 
 func NewRunCmd(f *cmdutil.Factory) *cobra.Command {
@@ -44,6 +45,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	fs.StringVar(&opts.branch, "branch", "", "results branch (default prodigy/<job_id>)")
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
+	cmdutil.MaxCostFlag(fs, &opts.maxCost)
 	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
 	fs.StringVar(&opts.merge, "merge", "tree", "merge strategy: tree (git merge-tree, no checkout) or worktree (git merge --no-ff in the parent worktree)")
 	return cmd
@@ -52,6 +54,9 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if opts.maxParallel < 0 {
 		return cmdutil.UsageErrorf("--max-parallel must be at least 1")
+	}
+	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
+		return err
 	}
 	ro, err := f.RunnerOptions(opts.isolation, opts.merge)
 	if err != nil {
@@ -62,6 +67,7 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 		return err
 	}
 	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
+	ro.MaxCostUSD = opts.maxCost
 	res, err := runner.Run(ctx, ro)
 	return f.FinishJob(res, err, opts.json)
 }
