@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -143,6 +144,9 @@ type Checkpoint struct {
 	// MaxCostUSD is a job budget given with --max-cost-usd; it overrides
 	// the workflow's budget.max_cost_usd for this and later runs.
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// BudgetUSD is the job budget the latest run used (--max-cost-usd or
+	// the workflow's budget.max_cost_usd), for reports; 0 = none.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Vars are values captured by setup steps, visible to map and reduce.
 	Vars map[string]string `json:"vars"`
 	// ReduceStepsDone counts the reduce steps that completed (in order);
@@ -192,8 +196,12 @@ func (c *Checkpoint) ItemsCost() float64 {
 	for _, it := range c.Items {
 		sum += it.CostUSD
 	}
-	return sum
+	return RoundUSD(sum)
 }
+
+// RoundUSD rounds a dollar amount to a millionth of a dollar, so sums of
+// reported costs do not show float noise.
+func RoundUSD(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 // Counts tallies item states.
 func (c *Checkpoint) Counts() Counts {

@@ -160,10 +160,11 @@ func (j *job) startBudget(cp *jobstore.Checkpoint) {
 		cp.MaxCostUSD = j.maxCost
 	}
 	j.initBudget(cp.MaxCostUSD, cp.ItemsCost())
+	cp.BudgetUSD = j.budget.max
 }
 
 // cost is the item's spend over all runs of the job.
 func (ir *itemRunner) cost() float64 {
 	spent, _, _ := ir.spend.totals()
-	return ir.priorCost + spent
+	return jobstore.RoundUSD(ir.priorCost + spent)
 }

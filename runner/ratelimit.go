@@ -146,7 +146,7 @@ func (ir *itemRunner) saveSpend() {
 	}
 	j, it := ir.j, ir.it
 	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-		it.CostUSD = ir.priorCost + spent
+		it.CostUSD = jobstore.RoundUSD(ir.priorCost + spent)
 		t := ir.priorTokens.Add(tokens)
 		it.Tokens = &t
 	})

@@ -78,7 +78,7 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 		JobID:         c.JobID,
 		Status:        c.Status,
 		CostUSD:       c.ItemsCost(),
-		MaxCostUSD:    c.MaxCostUSD,
+		MaxCostUSD:    c.BudgetUSD,
 		Total:         n.Total,
 		Successful:    n.Merged,
 		Failed:        n.DLQ,
