@@ -88,7 +88,7 @@ func (b *jobBudget) isExhausted() bool {
 	return b.exhausted
 }
 
-// jobBudgetOf is the budget a job runs with: --max-cost-usd (Options or,
+// initBudget sets the budget a job runs with: --max-cost-usd (Options or,
 // for a resume, the checkpoint) over the workflow's budget.max_cost_usd.
 func (j *job) initBudget(override, spent float64) {
 	var max, item float64
@@ -145,10 +145,8 @@ func (ir *itemRunner) releaseBudget() {
 func (j *job) budgetError(left int) error {
 	var spent float64
 	j.state.Read(func(cp *jobstore.Checkpoint) { spent = cp.ItemsCost() })
+	// Enough for every pending item's reservation.
 	next := spent + float64(max(left, 1))*max(j.budget.item, 1)
-	if j.budget.max > next {
-		next = j.budget.max * 2
-	}
 	return fmt.Errorf("%w: spent $%.2f of the $%.2f job budget; %d item(s) left pending, never started; "+
 		"continue with `resume %s --max-cost-usd %.2f`", ErrBudgetExhausted, spent, j.budget.max, left, j.id, next)
 }
