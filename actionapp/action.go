@@ -156,7 +156,8 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	opts := runner.Options{
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
-		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
+		MaxCostUSD: r.in.MaxCostUSD,
+		Hooks:      &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		// Agents run git too: they get the same safe.directory.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}

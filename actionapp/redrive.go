@@ -215,7 +215,7 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 	}
 	res, err := e.Engine.RetryDLQ(ctx, runner.RetryOptions{
 		Home: r.home, JobID: prep.JobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
-		Parallel: r.in.MaxParallel, Run: base,
+		Parallel: r.in.MaxParallel, Run: withOnto(base, r.in.RetryOnto),
 	})
 	if res == nil {
 		res = prep
@@ -484,4 +484,10 @@ func globMatch(pattern, s string) bool {
 		s = s[1+j+len(p):]
 	}
 	return true
+}
+
+// withOnto sets the redrive's --onto (input retry-onto).
+func withOnto(o runner.Options, onto string) runner.Options {
+	o.Onto = onto
+	return o
 }

@@ -3,6 +3,7 @@ package ghaction
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -21,11 +22,17 @@ const (
 
 // Inputs are the action's inputs (action.yml), parsed and validated.
 type Inputs struct {
-	Workflow              string
-	Command               string // "run" or "retry"
-	RetryFromRun          int64  // run id whose DLQ artifact is redriven (command retry)
-	RetryFilter           string
-	RetryForce            bool
+	Workflow     string
+	Command      string // "run" or "retry"
+	RetryFromRun int64  // run id whose DLQ artifact is redriven (command retry)
+	RetryFilter  string
+	RetryForce   bool
+	// RetryOnto is a branch or revision merged into the redrive's results
+	// branch before it runs (retry-onto); "" merges nothing.
+	RetryOnto string
+	// MaxCostUSD is the job's spend budget (max-cost-usd); 0 keeps the
+	// workflow's budget.max_cost_usd.
+	MaxCostUSD            float64
 	MaxParallel           int // 0 keeps the workflow's max_parallel
 	GitHubToken           string
 	Comment               CommentMode
@@ -53,6 +60,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		Workflow:      a.GetInput("workflow"),
 		Command:       strings.ToLower(a.GetInput("command")),
 		RetryFilter:   a.GetInput("retry-filter"),
+		RetryOnto:     a.GetInput("retry-onto"),
 		GitHubToken:   a.GetInput("github-token"),
 		Comment:       CommentMode(strings.ToLower(a.GetInput("comment"))),
 		PRNumber:      a.GetInput("pr-number"),
@@ -97,6 +105,13 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.MaxParallel = int(n)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("input max-parallel: %w", err))
+	}
+	if s := a.GetInput("max-cost-usd"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			errs = append(errs, fmt.Errorf("input max-cost-usd: %q is not a positive amount of US dollars", s))
+		}
+		in.MaxCostUSD = v
 	}
 	n, err = parseInt64(a.GetInput("artifact-retention-days"))
 	in.ArtifactRetentionDays = int(n)
