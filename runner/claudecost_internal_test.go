@@ -75,7 +75,7 @@ func TestJobBudgetReservations(t *testing.T) {
 	}
 	done := make(chan bool)
 	go func() { _, ok := b.reserve(0, never); done <- ok }() // 0.5+2.5+2 > 5: waits for a release
-	b.release(a1, 0.25)                                       // committed 0.75, reserved 0.5: 2 more fits
+	b.release(a1, 0.25)                                      // committed 0.75, reserved 0.5: 2 more fits
 	if !<-done {
 		t.Fatal("the waiting reservation did not fit after a release")
 	}
