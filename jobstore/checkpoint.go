@@ -139,8 +139,11 @@ type Checkpoint struct {
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// NextAgent numbers agents uniquely across runs of the job.
 	NextAgent int `json:"next_agent"`
-	// CostUSD is the job's spend so far: the sum of its items' cost_usd.
+	// CostUSD is the job's spend so far (JobCost): its items' cost_usd
+	// plus PhaseCostUSD.
 	CostUSD float64 `json:"cost_usd"`
+	// PhaseCostUSD is what the claude steps of setup and reduce cost.
+	PhaseCostUSD float64 `json:"phase_cost_usd,omitempty"`
 	// MaxCostUSD is a job budget given with --max-cost-usd; it overrides
 	// the workflow's budget.max_cost_usd for this and later runs.
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
@@ -198,6 +201,9 @@ func (c *Checkpoint) ItemsCost() float64 {
 	}
 	return RoundUSD(sum)
 }
+
+// JobCost is the job's spend: its items' plus setup's and reduce's.
+func (c *Checkpoint) JobCost() float64 { return RoundUSD(c.ItemsCost() + c.PhaseCostUSD) }
 
 // RoundUSD rounds a dollar amount to a millionth of a dollar, so sums of
 // reported costs do not show float noise.

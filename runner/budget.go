@@ -144,7 +144,7 @@ func (ir *itemRunner) releaseBudget() {
 // much was spent and how to continue.
 func (j *job) budgetError(left int) error {
 	var spent float64
-	j.state.Read(func(cp *jobstore.Checkpoint) { spent = cp.ItemsCost() })
+	j.state.Read(func(cp *jobstore.Checkpoint) { spent = cp.JobCost() })
 	// Enough for every pending item's reservation.
 	next := spent + float64(max(left, 1))*max(j.budget.item, 1)
 	return fmt.Errorf("%w: spent $%.2f of the $%.2f job budget; %d item(s) left pending, never started; "+
@@ -157,7 +157,7 @@ func (j *job) startBudget(cp *jobstore.Checkpoint) {
 	if j.maxCost > 0 {
 		cp.MaxCostUSD = j.maxCost
 	}
-	j.initBudget(cp.MaxCostUSD, cp.ItemsCost())
+	j.initBudget(cp.MaxCostUSD, cp.JobCost())
 	cp.BudgetUSD = j.budget.max
 }
 
@@ -165,4 +165,22 @@ func (j *job) startBudget(cp *jobstore.Checkpoint) {
 func (ir *itemRunner) cost() float64 {
 	spent, _, _ := ir.spend.totals()
 	return jobstore.RoundUSD(ir.priorCost + spent)
+}
+
+// savePhaseSpend adds what setup's or reduce's claude steps cost to the
+// job's spend (checkpoint and budget). Phases have no reservation: their
+// spend only counts against what items may reserve afterwards.
+func (j *job) savePhaseSpend(s *itemSpend) {
+	spent, _, n := s.totals()
+	if n == 0 {
+		return
+	}
+	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.PhaseCostUSD = jobstore.RoundUSD(cp.PhaseCostUSD + spent) }); err != nil {
+		j.warn(fmt.Sprintf("could not checkpoint the cost of a setup or reduce step: %v", err))
+	}
+	if j.budget != nil {
+		j.budget.mu.Lock()
+		j.budget.committed += spent
+		j.budget.mu.Unlock()
+	}
 }

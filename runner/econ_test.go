@@ -319,3 +319,35 @@ map:
 		t.Errorf("sleeps = %v, want the item's 3s backoff as the cool-down", s)
 	}
 }
+
+func TestSetupAndReduceSpendCountsForTheJob(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "a"}]`})
+	claude, dir := standInClaude(t, "0.5")
+	wf := r.workflow(`
+name: phases
+setup:
+  - claude: "/prepare s"
+map:
+  input: items.json
+  agent_template:
+    - claude: "/fix ${item.name}"
+reduce:
+  - claude: "/summarise r"
+`)
+	o, _, stderr, _ := r.options(wf)
+	o.ClaudeCommand = claude
+	res, err := r.run(o)
+	if err != nil || res.Successful != 1 {
+		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	if res.CostUSD != 1.5 || res.Items[0].CostUSD != 0.5 {
+		t.Errorf("job cost %v (want 1.5: setup, item, reduce), item cost %v", res.CostUSD, res.Items[0].CostUSD)
+	}
+	// Phases have no item budget: no --max-budget-usd.
+	for _, c := range readLines(t, filepath.Join(dir, "budgets")) {
+		if !strings.HasSuffix(c, " none") {
+			t.Errorf("call %q got a budget", c)
+		}
+	}
+}

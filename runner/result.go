@@ -77,7 +77,7 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 	r := &Result{
 		JobID:         c.JobID,
 		Status:        c.Status,
-		CostUSD:       c.ItemsCost(),
+		CostUSD:       c.JobCost(),
 		MaxCostUSD:    c.BudgetUSD,
 		Total:         n.Total,
 		Successful:    n.Merged,

@@ -319,8 +319,10 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl")}
-		if f := j.steps.run(runCtx, j.wf.Setup, sc); f != nil {
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &itemSpend{}}
+		f := j.steps.run(runCtx, j.wf.Setup, sc)
+		j.savePhaseSpend(sc.spend)
+		if f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
 			}
@@ -521,8 +523,10 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		}
 		before := maps.Clone(vars)
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
-			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl")}
-		if f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc); f != nil {
+			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &itemSpend{}}
+		f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc)
+		j.savePhaseSpend(sc.spend)
+		if f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
@@ -615,7 +619,7 @@ func (j *job) end(cause error) (*Result, error) {
 	elapsed := j.now().Sub(j.started).Milliseconds()
 	werr := j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.Status = status
-		cp.CostUSD = cp.ItemsCost()
+		cp.CostUSD = cp.JobCost()
 		cp.ElapsedMS += elapsed
 		cp.Error = ""
 		if cause != nil {
