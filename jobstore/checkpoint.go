@@ -176,6 +176,10 @@ type CheckpointItem struct {
 	// redrive): Attempts-BudgetBase attempts of the budget are spent, also
 	// across crashes and interrupts.
 	BudgetBase int `json:"budget_base,omitempty"`
+	// CostBase is the item's cost_usd when its current item budget began
+	// (0 for a run, its cost so far for a redrive): CostUSD-CostBase of
+	// item_max_cost_usd is spent.
+	CostBase float64 `json:"cost_base,omitempty"`
 	// Failures are the item's failed attempts that are not yet in a DLQ
 	// record, one per attempt, persisted as each attempt ends (the runner
 	// owns their encoding).

@@ -110,13 +110,14 @@ func (j *job) admit(ctx context.Context, it *jobstore.CheckpointItem) (*itemRunn
 		prior  float64
 		tokens jobstore.Tokens
 	)
+	var base float64
 	j.state.Read(func(*jobstore.Checkpoint) {
-		prior = it.CostUSD
+		prior, base = it.CostUSD, it.CostBase
 		if it.Tokens != nil {
 			tokens = *it.Tokens
 		}
 	})
-	amount, ok := j.budget.reserve(prior, func() bool { return j.stopping.Load() || ctx.Err() != nil })
+	amount, ok := j.budget.reserve(prior-base, func() bool { return j.stopping.Load() || ctx.Err() != nil })
 	if !ok {
 		if j.budget.isExhausted() {
 			j.stop("budget exhausted")

@@ -217,6 +217,24 @@ map:
 			t.Errorf("the DLQ record gained a field %q", k)
 		}
 	}
+
+	// A redrive starts a new item budget: the step gets the whole $0.75
+	// again; the job's cost keeps the first run's spend.
+	if err := os.Remove(filepath.Join(dir, "overspend")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cost"), []byte("0.5"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o2, _, stderr2, _ := r.options(nil)
+	o2.ClaudeCommand = claude
+	res, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
+	if err != nil || res.Successful != 1 || res.CostUSD != 1.25 {
+		t.Fatalf("redrive: %v %s\n%s", err, mustJSON(t, res), stderr2)
+	}
+	if calls := readLines(t, filepath.Join(dir, "budgets")); len(calls) != 2 || calls[1] != "a 2 0.7500" {
+		t.Errorf("claude calls = %q", calls)
+	}
 }
 
 func TestRateLimitedItemDoesNotSpendAttempts(t *testing.T) {

@@ -402,6 +402,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 			// The redrive's budget starts at the record's failure_count;
 			// attempts an interrupted earlier redrive ran count against it.
 			cur.BudgetBase = e.Attempts
+			cur.CostBase = cur.CostUSD
 			if e.Attempts > cur.Attempts {
 				cur.Attempts = e.Attempts
 			}
