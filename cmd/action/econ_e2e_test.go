@@ -110,3 +110,65 @@ map:
 		t.Errorf("negative --max-cost-usd: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestRedriveWithFixCLI redrives with the stand-in claude: `dlq retry
+// --onto main` brings a code fix from main, `resume --include-dlq
+// --workflow` an edited workflow.
+func TestRedriveWithFixCLI(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n": "a"}, {"n": "b"}]`})
+	home := t.TempDir()
+	dir := t.TempDir()
+	claude := filepath.Join(dir, "claude")
+	// It fails unless the worktree has fix.txt, or when the prompt says "broken".
+	script := `#!/usr/bin/env bash
+prompt="${@: -1}"
+if [[ ! -f fix.txt || "$prompt" == *broken* ]]; then
+  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"cannot: fix.txt missing or broken prompt","total_cost_usd":0.1}'
+  exit 1
+fi
+echo "$prompt" > "out-${prompt##* }.txt" && git add . && git commit -qm "$prompt"
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.2}'
+`
+	if err := os.WriteFile(claude, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, prompt string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("name: fix\nmap:\n  input: items.json\n  agent_template:\n    - claude: \""+prompt+" ${item.n}\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	wf := write("wf.yml", "/do")
+	if code, out, errOut := runCLIClaude(t, home, claude, "run", wf, "--repo", repo, "--job-id", "j1", "--json"); code != 0 || !strings.Contains(out, `"dlq_count": 2`) {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "fix.txt"), []byte("fix\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, repo, "add", "fix.txt")
+	gitOut(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "the fix")
+	code, out, errOut := runCLIClaude(t, home, claude, "dlq", "retry", "j1", "--onto", "main", "--filter", `item.item_id == "item_0"`, "--json")
+	if r := decodeCost(t, out); code != 0 || r.Successful != 1 {
+		t.Fatalf("dlq retry --onto main: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if files := gitOut(t, repo, "ls-tree", "--name-only", "prodigy/j1"); !strings.Contains(files, "fix.txt") || !strings.Contains(files, "out-a.txt") {
+		t.Errorf("results branch files:\n%s", files)
+	}
+
+	// The job's own workflow file now breaks the prompt; --workflow runs the edited copy.
+	write("wf.yml", "/broken")
+	fixed := write("wf-fixed.yml", "/do")
+	code, out, errOut = runCLIClaude(t, home, claude, "resume", "j1", "--include-dlq", "--json")
+	if r := decodeCost(t, out); code != 0 || r.Successful != 1 {
+		t.Fatalf("resume --include-dlq with the broken workflow file: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLIClaude(t, home, claude, "resume", "j1", "--include-dlq", "--workflow", fixed, "--json")
+	if r := decodeCost(t, out); code != 0 || r.Successful != 2 || r.CostUSD < 0.4 {
+		t.Fatalf("resume --include-dlq --workflow: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if files := gitOut(t, repo, "ls-tree", "--name-only", "prodigy/j1"); !strings.Contains(files, "out-b.txt") {
+		t.Errorf("results branch lacks the edited workflow's work:\n%s", files)
+	}
+}
