@@ -99,3 +99,22 @@ func TestLabel(t *testing.T) {
 		t.Errorf("ItemLabel with id_field = %q", got)
 	}
 }
+
+func TestFilterNames(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		`item.priority >= 5 && item.error_signature contains "Timeout"`: "item item.error_signature item.priority",
+		`priority >= 5`: "priority",
+		`length(item.tags) > 1 AND path matches '\.go$'`: "item item.tags path",
+		`item["x"] == null`: "item item.x",
+	}
+	for src, want := range tests {
+		f, err := CompileFilter(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(f.Names(), " "); got != want {
+			t.Errorf("Names(%s) = %q, want %q", src, got, want)
+		}
+	}
+}

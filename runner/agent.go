@@ -62,7 +62,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		}
 		msg := j.redact(errText(a.Err))
 		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-		j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
+		j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
 	}}, func(_ context.Context, attempt int) error {
 		ir.attempts = attempt
 		began := j.now()
@@ -91,7 +91,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		ir.release(runCtx, false)
 		_ = j.state.Update(func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
-		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
+		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
 		ir.failed(runCtx, err, duration)
 	}
@@ -294,7 +294,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.release(ctx, false)
 	} else if keep {
 		ir.release(ctx, true)
-		j.logf("  preserved failed worktree of %s: %s (branch %s)", it.ItemID, path, branch)
+		j.logf("  preserved failed worktree of %s: %s (branch %s)", j.itemName(it), path, branch)
 	}
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
@@ -359,11 +359,11 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	j.prog.finished(state)
 	switch state {
 	case ItemMerged:
-		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", it.ItemID, ir.commits, ir.attempts, d.Round(time.Millisecond))
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, ir.attempts, d.Round(time.Millisecond))
 	case ItemSkipped:
-		j.logf("– %s skipped after %d attempt(s): %s", it.ItemID, ir.attempts, oneLine(errMsg, 200))
+		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), ir.attempts, oneLine(errMsg, 200))
 	default:
-		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", it.ItemID, ir.attempts, errType, oneLine(errMsg, 200))
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), ir.attempts, errType, oneLine(errMsg, 200))
 	}
 	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
 }

@@ -49,6 +49,7 @@ type settings struct {
 	rand           func() float64
 	redact         func(string) string
 	started        time.Time
+	requireItems   bool // zero selected items is an input error (Options.RequireItems)
 }
 
 // services are shared by the job's item runners; each is safe for

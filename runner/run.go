@@ -105,9 +105,12 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 
 // newJob builds the in-memory job (no state is written).
 func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
-	bash, claude, err := lookTools(wf, o.ClaudeCommand)
-	if err != nil {
-		return nil, err
+	bash, claude := "bash", o.ClaudeCommand
+	if !o.noTools {
+		var err error
+		if bash, claude, err = lookTools(wf, o.ClaudeCommand); err != nil {
+			return nil, err
+		}
 	}
 	pol, err := itemPolicy(wf)
 	if err != nil {
@@ -122,6 +125,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, redact: o.Redact, started: o.Clock.Now(),
+			requireItems: o.RequireItems,
 		},
 		services: services{
 			git:    git,
@@ -236,12 +240,21 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	var setupDone bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
 	if !setupDone {
+		if len(j.wf.Setup) > 0 {
+			j.announce(ctx, -1)
+		}
 		if err := j.setup(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
 			j.rollback()
 			return nil, err
+		}
+		if j.total() == 0 {
+			if err := j.noItems(); err != nil {
+				j.rollback()
+				return nil, err
+			}
 		}
 	}
 	if len(extra) > 0 {
@@ -321,6 +334,9 @@ func (j *job) loadItems(ctx context.Context) error {
 			return fmt.Errorf("%w while loading items", ErrInterrupted)
 		}
 		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	if len(j.wf.Setup) == 0 {
+		j.announce(ctx, len(list))
 	}
 	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
 	return j.state.Update(func(cp *jobstore.Checkpoint) {

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// ItemLabel is the human label of an item: its id when the workflow sets
+// map.id_field (idField != ""), else a short one-line rendering of its data
+// (items.Label). Labels are derived when shown, never stored.
+func ItemLabel(itemID string, data json.RawMessage, idField string) string {
+	return items.ItemLabel(itemID, data, idField)
+}
+
+// Labeler returns the label function of a job's items: it reads the job's
+// workflow (its original file, else the copy kept with the job) for
+// map.id_field. When neither can be read, labels render the item data.
+func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
+	idField := ""
+	if cp, err := jobstore.LoadCheckpoint(p); err == nil {
+		if wf, err := loadJobWorkflow(cp, p); err == nil {
+			idField = wf.Map.IDField
+		}
+	}
+	return func(itemID string, data json.RawMessage) string { return ItemLabel(itemID, data, idField) }
+}
+
+// itemName is how log lines name an item: its id, followed by its label
+// when the label says more than the id.
+func (j *job) itemName(it *jobstore.CheckpointItem) string {
+	label := ItemLabel(it.ItemID, it.Data, j.wf.Map.IDField)
+	if label == "" || label == it.ItemID {
+		return it.ItemID
+	}
+	return it.ItemID + " " + label
+}
+
+// announce prints the job's first line: id, results branch and the number
+// of items (n < 0: not known before setup has run), then warns about what
+// the agents will not see.
+func (j *job) announce(ctx context.Context, n int) {
+	count := fmt.Sprintf("%d items", n)
+	if n < 0 {
+		count = "items listed after setup"
+	}
+	j.logf("job %s · results branch %s · %s", j.id, j.branch, count)
+	j.warnCheckout(ctx)
+}
+
+// warnCheckout warns when the user's checkout has uncommitted changes
+// (agents start from HEAD and do not see them), naming the map input file
+// when it is one of them.
+func (j *job) warnCheckout(ctx context.Context) {
+	top := j.git.TopLevel()
+	status, err := j.git.StatusSummary(ctx, top)
+	if err != nil || status == "" {
+		return
+	}
+	lines := strings.Split(status, "\n")
+	in := j.inputPath()
+	for _, l := range lines {
+		kind, path, _ := strings.Cut(l, ": ")
+		if in != "" && (path == in || strings.HasSuffix(path, " -> "+in)) {
+			switch kind {
+			case "Untracked":
+				j.warn(fmt.Sprintf("map.input %s is not committed: it is read from your checkout, but agents start from HEAD and do not have it", in))
+			default:
+				j.warn(fmt.Sprintf("map.input %s differs from HEAD (%s): the items come from HEAD's version, not your edits; commit them to use them", in, strings.ToLower(kind)))
+			}
+		}
+	}
+	shown := lines
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("… and %d more", len(lines)-5))
+	}
+	j.warn(fmt.Sprintf("your checkout %s has %d uncommitted change(s); agents start from HEAD and do not see them: %s",
+		top, len(lines), strings.Join(shown, "; ")))
+}
+
+// inputPath is map.input relative to the repository when it names a file
+// (not a command), else "".
+func (j *job) inputPath() string {
+	in := strings.TrimSpace(j.wf.Map.Input)
+	if in == "" || strings.ContainsAny(in, " \t|;&$<>()") {
+		return ""
+	}
+	if filepath.IsAbs(in) {
+		rel, err := filepath.Rel(j.git.TopLevel(), in)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return ""
+		}
+		in = rel
+	}
+	return filepath.ToSlash(filepath.Clean(in))
+}
+
+// noItems reports a selection of zero items: a loud warning, or with
+// Options.RequireItems an input error.
+func (j *job) noItems() error {
+	m := j.wf.Map
+	var sel []string
+	for _, kv := range [][2]string{{"json_path", m.JSONPath}, {"filter", m.Filter}, {"distinct", m.Distinct}} {
+		if kv[1] != "" {
+			sel = append(sel, fmt.Sprintf("%s %q", kv[0], kv[1]))
+		}
+	}
+	if m.Offset > 0 {
+		sel = append(sel, fmt.Sprintf("offset %d", m.Offset))
+	}
+	why := fmt.Sprintf("map.input %q selected 0 items", m.Input)
+	if len(sel) > 0 {
+		why += " (after " + strings.Join(sel, ", ") + ")"
+	}
+	if j.requireItems {
+		return usage(fmt.Errorf("%s and --require-items is set", why))
+	}
+	j.warn("!!! " + why + ": nothing will run (pass --require-items to make this an error)")
+	return nil
+}
+
+// checkFilterNames rejects a `dlq retry --filter` that reads a name no
+// selected record has: item.* must be a record field or an item_data field
+// of some record. The error lists the known names.
+func checkFilterNames(f *items.Filter, fields map[string]bool) error {
+	known := map[string]bool{}
+	for k := range fields {
+		known["item."+k] = true
+	}
+	for _, k := range []string{"item_data", "item_id", "failure_count", "error_signature", "reprocess_eligible",
+		"manual_review_required", "first_attempt", "last_attempt", "error_type", "error_message"} {
+		known["item."+k] = true
+	}
+	var unknown []string
+	for _, n := range f.Names() {
+		if n == "item" || known[n] {
+			continue
+		}
+		unknown = append(unknown, n)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(known))
+	for k := range known {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
+}
+
+// RepoName is the repository name used in state paths (the base name of
+// the checkout's top level) of the git checkout containing dir.
+func RepoName(dir string) (string, error) {
+	git, err := gitops.New(dir, gitops.Options{})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(git.TopLevel()), nil
+}
