@@ -1,6 +1,7 @@
 package items
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -87,8 +88,11 @@ const labelRunes = 60
 func Label(data json.RawMessage) string {
 	s := strings.TrimSpace(string(data))
 	var str string
+	var b bytes.Buffer
 	if json.Unmarshal(data, &str) == nil {
 		s = str
+	} else if json.Compact(&b, data) == nil {
+		s = b.String()
 	}
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {

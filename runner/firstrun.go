@@ -165,3 +165,26 @@ func RepoName(dir string) (string, error) {
 	}
 	return filepath.Base(git.TopLevel()), nil
 }
+
+// logFailedItems lists (at most 10 of) the job's dead-lettered items with
+// their labels after the summary line.
+func (j *job) logFailedItems(res *Result) {
+	const most = 10
+	n := 0
+	for _, it := range res.Items {
+		if it.State != ItemDLQ {
+			continue
+		}
+		if n++; n > most {
+			continue
+		}
+		name := it.ItemID
+		if it.Label != "" && it.Label != it.ItemID {
+			name += " " + it.Label
+		}
+		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, oneLine(it.Error, 120))
+	}
+	if n > most {
+		j.logf("  … and %d more (action dlq list --job-id %s)", n-most, j.id)
+	}
+}

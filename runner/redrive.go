@@ -130,7 +130,7 @@ func (j *job) selectDLQ(filter *items.Filter, force bool) ([]*jobstore.Checkpoin
 				return nil
 			}
 		}
-		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
+		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, Data: r.ItemData})
 		return nil
 	})
 	return sel, err

@@ -344,7 +344,7 @@ func (j *job) loadItems(ctx context.Context) error {
 		cp.Phase = jobstore.PhaseMap
 		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
 		for _, it := range list {
-			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
+			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data})
 		}
 	})
 }
@@ -512,6 +512,7 @@ func (j *job) end(cause error) (*Result, error) {
 		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
+	j.logFailedItems(res)
 	if werr != nil && cause == nil {
 		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}
