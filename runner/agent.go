@@ -296,8 +296,12 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.release(ctx, true)
 		j.logf("  preserved failed worktree of %s: %s (branch %s)", j.itemName(it), path, branch)
 	}
+	note := ""
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
+		note = fmt.Sprintf("[worktree_artifacts] never created: the item failed before worktree %s existed", path)
+	} else {
+		note = j.artifactsNote(keep, path, branch)
 	}
 	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message)})
 
@@ -316,7 +320,8 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		}
 		rec := dlq.FromAgentResult(dlq.AgentResult{
 			ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
-			WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted, ErrorLogs: lastLines(ir.errorLogs, 100),
+			WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
+			ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
 		})
 		j.dlqAdd(rec)
 	} else {

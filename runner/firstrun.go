@@ -188,3 +188,19 @@ func (j *job) logFailedItems(res *Result) {
 		j.logf("  … and %d more (action dlq list --job-id %s)", n-most, j.id)
 	}
 }
+
+// artifactsNote says in a DLQ record's error_logs whether the worktree and
+// branch named by worktree_artifacts still exist, since the record's shape
+// has no field for it: kept (preserve_failed_worktrees) or gone.
+func (j *job) artifactsNote(keep bool, path, branch string) string {
+	if keep {
+		if dirExists(path) {
+			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `action worktree clean-orphaned` removes them once the job completed", path, branch)
+		}
+		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
+	}
+	if j.isolation == IsolationFresh {
+		return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was removed after the failure and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
+	}
+	return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was reset for other items (pool isolation) and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
+}
