@@ -383,3 +383,51 @@ map:
 		t.Errorf("git still lists it: %s", wts)
 	}
 }
+
+// TestJobsDiscardRemovesPreservedWorktrees: discard takes the preserved
+// failed worktree and agent branches with the state, keeps the results
+// branch without --delete-branch, and asks first.
+func TestJobsDiscardRemovesPreservedWorktrees(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `["good","bad"]`})
+	wf := writeWorkflow(t, `name: discard
+preserve_failed_worktrees: true
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        [ "${item}" != bad ] || exit 5
+        `+commitItem+`
+`)
+	home := t.TempDir()
+	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "dj"); code != 0 {
+		t.Fatalf("run exit %d\n%s", code, errOut)
+	}
+	wt := readRecord(t, home, "repo", "dj", "item_1").WorktreeArtifacts
+	if _, err := os.Stat(wt.WorktreePath); err != nil {
+		t.Fatalf("preserved worktree missing: %v", err)
+	}
+	// No answer on stdin: refused, nothing removed.
+	if code, _, errOut := runCLI(t, home, "jobs", "discard", "dj"); code != 2 || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("discard without --yes: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, home, "jobs", "discard", "nope", "--yes"); code != 2 || !strings.Contains(errOut, "job nope not found") {
+		t.Errorf("discard of an unknown job: exit %d %s", code, errOut)
+	}
+	code, _, errOut := runCLI(t, home, "jobs", "discard", "dj", "--yes")
+	if code != 0 || !strings.Contains(errOut, "removed worktree "+wt.WorktreePath) || !strings.Contains(errOut, "deleted branch "+wt.BranchName) {
+		t.Fatalf("discard: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(wt.WorktreePath); !os.IsNotExist(err) {
+		t.Errorf("preserved worktree still there: %v", err)
+	}
+	if b := gitOut(t, repo, "branch", "--list", "prodigy-agent/*"); b != "" {
+		t.Errorf("agent branches left: %s", b)
+	}
+	if b := gitOut(t, repo, "branch", "--list", "prodigy/dj"); b == "" {
+		t.Errorf("results branch deleted without --delete-branch")
+	}
+	if code, out, _ := runCLI(t, home, "jobs", "--all", "--json"); code != 0 || !strings.Contains(out, `"jobs": []`) {
+		t.Errorf("jobs after discard: %s", out)
+	}
+}
