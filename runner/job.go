@@ -51,6 +51,7 @@ type settings struct {
 	red            *redact.Redactor    // the job's redactor (environment, secrets:, env:)
 	redact         func(string) string // red.String
 	started        time.Time
+	requireItems   bool // zero selected items is an input error (Options.RequireItems)
 }
 
 // services are shared by the job's item runners; each is safe for

@@ -63,6 +63,11 @@ type Options struct {
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.
 	Git gitops.Options
+	// RequireItems makes a map input that selects zero items an input
+	// error (*UsageError, the job is rolled back) instead of a warning.
+	RequireItems bool
+	// noTools skips looking up bash and the Claude command (dry runs).
+	noTools bool
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
 	ProgressInterval time.Duration
 }
@@ -109,7 +114,8 @@ type RetryOptions struct {
 	Parallel int
 	// Force includes records that are not reprocess_eligible.
 	Force bool
-	// DryRun lists what would run and changes nothing.
+	// DryRun lists what would run and changes nothing; it needs neither
+	// bash nor the Claude command.
 	DryRun bool
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.

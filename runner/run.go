@@ -111,9 +111,12 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 
 // newJob builds the in-memory job (no state is written).
 func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
-	bash, claude, err := lookTools(wf, o.ClaudeCommand)
-	if err != nil {
-		return nil, err
+	bash, claude := "bash", o.ClaudeCommand
+	if !o.noTools {
+		var err error
+		if bash, claude, err = lookTools(wf, o.ClaudeCommand); err != nil {
+			return nil, err
+		}
 	}
 	pol, err := itemPolicy(wf)
 	if err != nil {
@@ -128,6 +131,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
+			requireItems: o.RequireItems,
 		},
 		services: services{
 			git:    git,
@@ -266,12 +270,21 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	var setupDone bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
 	if !setupDone {
+		if len(j.wf.Setup) > 0 {
+			j.announce(ctx, -1)
+		}
 		if err := j.setup(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
 			j.rollback()
 			return nil, err
+		}
+		if j.total() == 0 {
+			if err := j.noItems(); err != nil {
+				j.rollback()
+				return nil, err
+			}
 		}
 	}
 	if len(extra) > 0 {
@@ -352,13 +365,16 @@ func (j *job) loadItems(ctx context.Context) error {
 		}
 		return usage(fmt.Errorf("map.input: %w", err))
 	}
+	if len(j.wf.Setup) == 0 {
+		j.announce(ctx, len(list))
+	}
 	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
 	return j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.SetupCompleted = true
 		cp.Phase = jobstore.PhaseMap
 		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
 		for _, it := range list {
-			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
+			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data})
 		}
 	})
 }
@@ -635,6 +651,7 @@ func (j *job) end(cause error) (*Result, error) {
 		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
+	j.logFailedItems(res)
 	if werr != nil && cause == nil {
 		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}
