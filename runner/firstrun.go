@@ -102,9 +102,9 @@ func (j *job) inputPath() string {
 	return filepath.ToSlash(filepath.Clean(in))
 }
 
-// noItems reports a selection of zero items: a loud warning, or with
+// warnNoItems reports a selection of zero items: a loud warning, or with
 // Options.RequireItems an input error.
-func (j *job) noItems() error {
+func (j *job) warnNoItems() error {
 	m := j.wf.Map
 	var sel []string
 	for _, kv := range [][2]string{{"json_path", m.JSONPath}, {"filter", m.Filter}, {"distinct", m.Distinct}} {

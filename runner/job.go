@@ -52,6 +52,7 @@ type settings struct {
 	redact         func(string) string // red.String
 	started        time.Time
 	requireItems   bool // zero selected items is an input error (Options.RequireItems)
+	noItems        bool // the job has no map items by design (Options.NoItems)
 }
 
 // services are shared by the job's item runners; each is safe for

@@ -66,6 +66,11 @@ type Options struct {
 	// RequireItems makes a map input that selects zero items an input
 	// error (*UsageError, the job is rolled back) instead of a warning.
 	RequireItems bool
+	// NoItems creates the job with no map items: setup runs, the workflow's
+	// map input is not read and reduce does not run. It is how a redrive
+	// starts a job of the current checkout's workflow whose items then come
+	// from imported DLQ records (RetryDLQ).
+	NoItems bool
 	// noTools skips looking up bash and the Claude command (dry runs).
 	noTools bool
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.

@@ -131,7 +131,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
-			requireItems: o.RequireItems,
+			requireItems: o.RequireItems, noItems: o.NoItems,
 		},
 		services: services{
 			git:    git,
@@ -280,8 +280,8 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 			j.rollback()
 			return nil, err
 		}
-		if j.total() == 0 {
-			if err := j.noItems(); err != nil {
+		if j.total() == 0 && !j.noItems {
+			if err := j.warnNoItems(); err != nil {
 				j.rollback()
 				return nil, err
 			}
@@ -293,8 +293,10 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	if err := j.mapPhase(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
-	if err := j.reduce(ctx, runCtx); err != nil {
-		return j.end(err)
+	if !j.noItems {
+		if err := j.reduce(ctx, runCtx); err != nil {
+			return j.end(err)
+		}
 	}
 	return j.end(nil)
 }
@@ -358,7 +360,11 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 func (j *job) loadItems(ctx context.Context) error {
 	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
-	list, err := items.Load(ctx, opts)
+	var list []items.Item
+	var err error
+	if !j.noItems {
+		list, err = items.Load(ctx, opts)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w while loading items", ErrInterrupted)
