@@ -237,24 +237,11 @@ func (r *actionRun) prepareJob(ctx context.Context, wf *config.Workflow, base ru
 	if err := os.MkdirAll(r.home, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", r.home, err)
 	}
-	empty, err := os.CreateTemp(r.home, "redrive-items-*.json")
-	if err != nil {
-		return nil, fmt.Errorf("create the empty item list: %w", err)
-	}
-	defer os.Remove(empty.Name())
-	if _, err := empty.WriteString("[]\n"); err != nil {
-		empty.Close()
-		return nil, fmt.Errorf("write %s: %w", empty.Name(), err)
-	}
-	if err := empty.Close(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", empty.Name(), err)
-	}
-	w := *wf
-	w.Map.Input, w.Map.JSONPath, w.Map.Filter, w.Map.SortBy, w.Map.Distinct = empty.Name(), "", "", "", ""
-	w.Map.Offset, w.Map.MaxItems = 0, 0
-	w.Reduce = nil
+	// The job starts with no items (its map input is not read) and no
+	// reduce: the artifact's records are imported into its DLQ next.
 	o := base
-	o.Workflow = &w
+	o.Workflow = wf
+	o.NoItems = true
 	res, err := r.env.Engine.Run(ctx, o)
 	if err != nil {
 		return res, err

@@ -55,6 +55,9 @@ type MapPhase struct {
 	SortBy string
 	// Distinct names a field whose first occurrence is kept.
 	Distinct string
+	// IDField names a field whose value is each item's id (unique,
+	// non-empty); "" means Prodigy's item_<index>.
+	IDField string
 	// Offset skips that many items after sorting.
 	Offset int
 	// MaxItems limits the items processed; 0 = no limit.

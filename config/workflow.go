@@ -172,7 +172,7 @@ func (d *decoder) mapPhase(e entry, w *Workflow) policySrc {
 	strs := []struct {
 		key string
 		dst *string
-	}{{"json_path", &m.JSONPath}, {"filter", &m.Filter}, {"sort_by", &m.SortBy}, {"distinct", &m.Distinct}}
+	}{{"json_path", &m.JSONPath}, {"filter", &m.Filter}, {"sort_by", &m.SortBy}, {"distinct", &m.Distinct}, {"id_field", &m.IDField}}
 	for _, s := range strs {
 		if kv, ok := o.take(s.key); ok {
 			*s.dst, _ = d.str(kv)

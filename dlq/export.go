@@ -51,13 +51,18 @@ func ExportJSON(w io.Writer, src Source) (int, error) {
 // CSVHeader is the header row of ExportCSV. The error columns describe the
 // newest failure; exit_code is empty unless error_type is CommandFailed;
 // item_data is compact JSON; timestamps are RFC 3339 (UTC).
-var CSVHeader = []string{"item_id", "error_type", "exit_code", "failure_count", "first_attempt", "last_attempt",
+var CSVHeader = []string{"item_id", "label", "error_type", "exit_code", "failure_count", "first_attempt", "last_attempt",
 	"error_signature", "error_message", "reprocess_eligible", "manual_review_required", "agent_id",
 	"step_failed", "json_log_location", "worktree_path", "branch_name", "item_data"}
 
 // ExportCSV writes one CSV row per record of src (RFC 4180 quoting via
-// encoding/csv), after CSVHeader, and returns the number of records.
-func ExportCSV(w io.Writer, src Source) (int, error) {
+// encoding/csv), after CSVHeader, and returns the number of records. The
+// label column holds the item id; ExportCSVLabeled names items otherwise.
+func ExportCSV(w io.Writer, src Source) (int, error) { return ExportCSVLabeled(w, src, nil) }
+
+// ExportCSVLabeled is ExportCSV with label naming each record's item in
+// the label column (nil: the item id).
+func ExportCSVLabeled(w io.Writer, src Source, label func(DeadLetteredItem) string) (int, error) {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
 		return 0, err
@@ -65,7 +70,13 @@ func ExportCSV(w io.Writer, src Source) (int, error) {
 	n := 0
 	err := src.Each(func(d DeadLetteredItem) error {
 		n++
-		return cw.Write(csvRow(d))
+		l := d.ItemID
+		if label != nil {
+			l = label(d)
+		}
+		row := csvRow(d)
+		row = append(row[:1], append([]string{l}, row[1:]...)...)
+		return cw.Write(row)
 	})
 	cw.Flush()
 	if err == nil {

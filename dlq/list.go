@@ -9,7 +9,10 @@ import (
 
 // Summary is one row of `dlq list`.
 type Summary struct {
-	ItemID               string    `json:"item_id"`
+	ItemID string `json:"item_id"`
+	// Label names the item for humans (ListOptions.Label; the item id
+	// without one). It is derived from the record, never stored in it.
+	Label                string    `json:"label"`
 	ErrorType            ErrorType `json:"error_type"`
 	FailureCount         uint32    `json:"failure_count"`
 	ReprocessEligible    bool      `json:"reprocess_eligible"`
@@ -20,7 +23,7 @@ type Summary struct {
 
 // Summarize returns the list row of a record.
 func Summarize(d DeadLetteredItem) Summary {
-	return Summary{ItemID: d.ItemID, ErrorType: d.LastErrorType(), FailureCount: d.FailureCount,
+	return Summary{ItemID: d.ItemID, Label: d.ItemID, ErrorType: d.LastErrorType(), FailureCount: d.FailureCount,
 		ReprocessEligible: d.ReprocessEligible, ManualReviewRequired: d.ManualReviewRequired,
 		LastAttempt: d.LastAttempt.UTC(), ErrorSignature: d.ErrorSignature}
 }
@@ -31,6 +34,8 @@ type ListOptions struct {
 	EligibleOnly bool
 	// Limit bounds the rows returned; 0 means all.
 	Limit int
+	// Label names a record's item in Summary.Label; nil uses the item id.
+	Label func(DeadLetteredItem) string
 }
 
 // List streams src and returns the matching records, newest last_attempt
@@ -45,6 +50,9 @@ func List(src Source, o ListOptions) ([]Summary, int, error) {
 		}
 		matched++
 		s := Summarize(d)
+		if o.Label != nil {
+			s.Label = o.Label(d)
+		}
 		if o.Limit <= 0 || h.Len() < o.Limit {
 			heap.Push(h, s)
 		} else if newer(s, (*h)[0]) {

@@ -143,10 +143,10 @@ func TestExportJSONAndCSV(t *testing.T) {
 	if err != nil || len(rows) != 6 || !reflect.DeepEqual(rows[0], CSVHeader) {
 		t.Fatalf("csv rows = %q, %v", rows, err)
 	}
-	if r := rows[3]; r[0] != "item-3" || r[1] != "CommandFailed" || r[2] != "1" || r[3] != "3" || r[15] != "null" {
+	if r := rows[3]; r[0] != "item-3" || r[1] != "item-3" || r[2] != "CommandFailed" || r[3] != "1" || r[4] != "3" || r[16] != "null" {
 		t.Errorf("item-3 row = %q", r)
 	}
-	if r := rows[1]; r[2] != "" || r[8] != "true" || r[9] != "false" {
+	if r := rows[1]; r[3] != "" || r[9] != "true" || r[10] != "false" {
 		t.Errorf("item-1 row = %q", r)
 	}
 }

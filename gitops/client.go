@@ -77,7 +77,7 @@ var safeEnvNames = map[string]bool{
 	"GIT_SSL_NO_VERIFY": true, "GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true,
 	"SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "GIT_SSH": true, "GIT_SSH_COMMAND": true,
 	"GIT_SSH_VARIANT": true,
-	"http_proxy": true, "https_proxy": true, "no_proxy": true, "all_proxy": true,
+	"http_proxy":      true, "https_proxy": true, "no_proxy": true, "all_proxy": true,
 	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true, "ALL_PROXY": true,
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +41,9 @@ type Options struct {
 	Offset int
 	// MaxItems limits the number of items; 0 means no limit.
 	MaxItems int
+	// IDField is a field path (like Distinct) whose value becomes each
+	// item's ID instead of [DefaultID]; see assignIDs for what is an error.
+	IDField string
 	// Dir is the working directory of the command and the base of relative paths.
 	Dir string
 	// Env is the input command's environment; nil means os.Environ().
@@ -53,7 +55,8 @@ type Options struct {
 
 // Item is one work item.
 type Item struct {
-	// ID is "item_<Index>", Prodigy's scheme.
+	// ID is [DefaultID] (Prodigy's "item_<Index>"), or the value of
+	// Options.IDField.
 	ID string `json:"id"`
 	// Index is the item's position after the whole pipeline, from 0.
 	Index int `json:"index"`
@@ -69,6 +72,7 @@ type compiled struct {
 	filter   *Filter
 	sort     []sortKey
 	distinct *fieldPath
+	idField  *fieldPath
 }
 
 // Check compiles JSONPath, Filter, SortBy and Distinct and validates Offset
@@ -112,6 +116,13 @@ func compile(o Options) (compiled, error) {
 		}
 		c.distinct = &f
 	}
+	if d := strings.TrimSpace(o.IDField); d != "" {
+		f, err := parseFieldPath(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid id_field %q: %w", o.IDField, err))
+		}
+		c.idField = &f
+	}
 	if o.Offset < 0 {
 		errs = append(errs, fmt.Errorf("invalid offset %d: must be 0 or more", o.Offset))
 	}
@@ -150,7 +161,14 @@ func Load(ctx context.Context, o Options) ([]Item, error) {
 	sortValues(vals, c.sort)
 	vals = c.distinctValues(vals)
 	vals = page(vals, o.Offset, o.MaxItems)
-	return toItems(vals)
+	list, err := toItems(vals)
+	if err != nil || c.idField == nil {
+		return list, err
+	}
+	if err := assignIDs(list, vals, *c.idField); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // selectValues applies the JSONPath to root. Without a JSONPath the input
@@ -252,7 +270,7 @@ func toItems(vals []any) ([]Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed to encode item %d: %w", i, err)
 		}
-		out = append(out, Item{ID: "item_" + strconv.Itoa(i), Index: i, Data: data})
+		out = append(out, Item{ID: DefaultID(i), Index: i, Data: data})
 	}
 	return out, nil
 }

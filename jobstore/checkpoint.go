@@ -60,7 +60,10 @@ const (
 
 // ItemOutcome is one item's state, as checkpointed and reported.
 type ItemOutcome struct {
-	ItemID   string    `json:"item_id"`
+	ItemID string `json:"item_id"`
+	// Label names the item for humans: its map.id_field value, else a
+	// short rendering of its data (set when the item is loaded).
+	Label    string    `json:"label,omitempty"`
 	State    ItemState `json:"state"`
 	Attempts int       `json:"attempts"`
 	// Error is the last error for failed or skipped items.

@@ -59,9 +59,9 @@ type DLQAnalysis struct {
 // WriteDLQTable writes the `dlq list` table: one row per record.
 func WriteDLQTable(w io.Writer, rows []dlq.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM ID\tERROR TYPE\tFAILURES\tELIGIBLE\tLAST ATTEMPT\tSIGNATURE")
+	fmt.Fprintln(tw, "ITEM ID\tLABEL\tERROR TYPE\tFAILURES\tELIGIBLE\tLAST ATTEMPT\tSIGNATURE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%t\t%s\t%s\n", TermCell(r.ItemID), TermCell(r.ErrorType.Label()), r.FailureCount,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s\t%s\n", TermCell(r.ItemID), TermCell(r.Label), TermCell(r.ErrorType.Label()), r.FailureCount,
 			r.ReprocessEligible, r.LastAttempt.UTC().Format(time.RFC3339), TermCell(r.ErrorSignature))
 	}
 	return tw.Flush()

@@ -82,7 +82,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			}
 			msg := j.redact(errText(a.Err))
 			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", it.ItemID, ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -114,7 +114,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		ir.release(runCtx, false)
 		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
 		j.prog.interrupted()
-		j.logf("⏸ %s interrupted; it stays pending for resume", it.ItemID)
+		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
 		ir.failed(runCtx, err, duration)
 	}
@@ -381,10 +381,14 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.release(ctx, false)
 	} else if keep {
 		ir.release(ctx, true)
-		j.logf("  preserved failed worktree of %s: %s (branch %s)", it.ItemID, path, branch)
+		j.logf("  preserved failed worktree of %s: %s (branch %s)", j.itemName(it), path, branch)
 	}
+	note := ""
 	if path == "" {
 		path = j.paths.AgentWorktree(ir.agentID)
+		note = fmt.Sprintf("[worktree_artifacts] never created: the item failed before worktree %s existed", path)
+	} else {
+		note = j.artifactsNote(keep, path, branch)
 	}
 	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
 
@@ -408,7 +412,8 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	}
 	rec := dlq.FromAgentResult(dlq.AgentResult{
 		ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
-		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted, ErrorLogs: lastLines(ir.errorLogs, 100),
+		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
+		ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
 	})
 	// The record is checkpointed before it is written: a crash or a write
 	// failure leaves the item failed-unrecorded, and resume writes it.
@@ -509,11 +514,11 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	j.prog.finished(state)
 	switch state {
 	case ItemMerged:
-		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", it.ItemID, ir.commits, ir.attempts, d.Round(time.Millisecond))
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, ir.attempts, d.Round(time.Millisecond))
 	case ItemSkipped:
-		j.logf("– %s skipped after %d attempt(s): %s", it.ItemID, ir.attempts, oneLine(errMsg, 200))
+		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), ir.attempts, oneLine(errMsg, 200))
 	default:
-		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", it.ItemID, ir.attempts, errType, oneLine(errMsg, 200))
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), ir.attempts, errType, oneLine(errMsg, 200))
 	}
 	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
 }

@@ -52,6 +52,8 @@ type settings struct {
 	redact         func(string) string // red.String
 	started        time.Time
 	maxCost        float64 // --max-cost-usd; 0 = the checkpoint's or workflow's
+	requireItems   bool    // zero selected items is an input error (Options.RequireItems)
+	noItems        bool    // the job has no map items by design (Options.NoItems)
 }
 
 // services are shared by the job's item runners; each is safe for

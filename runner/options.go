@@ -73,6 +73,16 @@ type Options struct {
 	// it overrides the workflow's budget.max_cost_usd and is kept in the
 	// checkpoint for later resumes; 0 keeps the checkpoint's or workflow's.
 	MaxCostUSD float64
+	// RequireItems makes a map input that selects zero items an input
+	// error (*UsageError, the job is rolled back) instead of a warning.
+	RequireItems bool
+	// NoItems creates the job with no map items: setup runs, the workflow's
+	// map input is not read and reduce does not run. It is how a redrive
+	// starts a job of the current checkout's workflow whose items then come
+	// from imported DLQ records (RetryDLQ).
+	NoItems bool
+	// noTools skips looking up bash and the Claude command (dry runs).
+	noTools bool
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
 	ProgressInterval time.Duration
 }
@@ -119,7 +129,8 @@ type RetryOptions struct {
 	Parallel int
 	// Force includes records that are not reprocess_eligible.
 	Force bool
-	// DryRun lists what would run and changes nothing.
+	// DryRun lists what would run and changes nothing; it needs neither
+	// bash nor the Claude command.
 	DryRun bool
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.

@@ -32,6 +32,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		}
 		filter = f
 	}
+	o.noTools = ro.DryRun
 	j, cp, unlock, err := reopen(ctx, &o, ro.JobID)
 	if err != nil {
 		return nil, err
@@ -87,7 +88,15 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	if len(sel) == 0 {
-		j.logf("no DLQ records of job %s match (eligible only unless --force)", j.id)
+		// Nothing to redrive: reduce does not run again and nothing changes.
+		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
+		res := resultOf(cp)
+		res.Items = []ItemOutcome{}
+		res.OrphanedWorktrees = orEmpty(nil)
+		if n, err := countDLQ(j.paths); err == nil {
+			res.DLQCount = n
+		}
+		return res, nil
 	}
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
@@ -110,6 +119,21 @@ func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) 
 	if err != nil {
 		return nil, err
 	}
+	if filter != nil {
+		fields := map[string]bool{}
+		err := store.Each(func(r dlq.DeadLetteredItem) error {
+			for k := range recordEnv(r) {
+				fields[k] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := checkFilterNames(filter, fields); err != nil {
+			return nil, err
+		}
+	}
 	var sel []*jobstore.CheckpointItem
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
 		if (!force && !r.ReprocessEligible) || skip[r.ItemID] {
@@ -124,7 +148,7 @@ func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) 
 				return nil
 			}
 		}
-		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
+		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 		return nil
 	})
 	return sel, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -125,6 +126,20 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 		return nil, nil, nil, err
 	}
 	return j, cp, unlock, nil
+}
+
+// loadJobWorkflow reads the workflow from its original path (so fixes made
+// since the run apply), falling back to the copy taken when the job started.
+func loadJobWorkflow(cp *jobstore.Checkpoint, p Paths) (*config.Workflow, error) {
+	if cp.WorkflowPath != "" {
+		if _, err := os.Stat(cp.WorkflowPath); err == nil {
+			return config.Load(cp.WorkflowPath)
+		}
+	}
+	if _, err := os.Stat(p.WorkflowCopy()); err != nil {
+		return nil, fmt.Errorf("job %s: workflow %s is gone and no copy was kept", cp.JobID, cp.WorkflowPath)
+	}
+	return config.Load(p.WorkflowCopy())
 }
 
 // recover makes the job's worktrees consistent after a crash: the parent

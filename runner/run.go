@@ -111,9 +111,12 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 
 // newJob builds the in-memory job (no state is written).
 func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
-	bash, claude, err := lookTools(wf, o.ClaudeCommand)
-	if err != nil {
-		return nil, err
+	bash, claude := "bash", o.ClaudeCommand
+	if !o.noTools {
+		var err error
+		if bash, claude, err = lookTools(wf, o.ClaudeCommand); err != nil {
+			return nil, err
+		}
 	}
 	pol, err := itemPolicy(wf)
 	if err != nil {
@@ -129,6 +132,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			maxCost:   o.MaxCostUSD,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
+			requireItems: o.RequireItems, noItems: o.NoItems,
 		},
 		services: services{
 			git:    git,
@@ -268,12 +272,21 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	var setupDone bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
 	if !setupDone {
+		if len(j.wf.Setup) > 0 {
+			j.announce(ctx, -1)
+		}
 		if err := j.setup(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
 			j.rollback()
 			return nil, err
+		}
+		if j.total() == 0 && !j.noItems {
+			if err := j.warnNoItems(); err != nil {
+				j.rollback()
+				return nil, err
+			}
 		}
 	}
 	if len(extra) > 0 {
@@ -282,8 +295,10 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	if err := j.mapPhase(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
-	if err := j.reduce(ctx, runCtx); err != nil {
-		return j.end(err)
+	if !j.noItems {
+		if err := j.reduce(ctx, runCtx); err != nil {
+			return j.end(err)
+		}
 	}
 	return j.end(nil)
 }
@@ -349,12 +364,19 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 func (j *job) loadItems(ctx context.Context) error {
 	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
-	list, err := items.Load(ctx, opts)
+	var list []items.Item
+	var err error
+	if !j.noItems {
+		list, err = items.Load(ctx, opts)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w while loading items", ErrInterrupted)
 		}
 		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	if len(j.wf.Setup) == 0 {
+		j.announce(ctx, len(list))
 	}
 	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
 	return j.state.Update(func(cp *jobstore.Checkpoint) {
@@ -362,7 +384,7 @@ func (j *job) loadItems(ctx context.Context) error {
 		cp.Phase = jobstore.PhaseMap
 		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
 		for _, it := range list {
-			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, State: ItemPending}, Index: it.Index, Data: it.Data})
+			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data})
 		}
 	})
 }
@@ -648,6 +670,7 @@ func (j *job) end(cause error) (*Result, error) {
 		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
+	j.logFailedItems(res)
 	if werr != nil && cause == nil {
 		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}

@@ -187,11 +187,15 @@ func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.WorktreeError}, Message: fmt.Sprintf("read HEAD after step: %v", err), Step: st.Describe()}
 		}
 		if after == before {
-			return &stepFailure{
+			f := &stepFailure{
 				Type:    dlq.ErrorType{Kind: dlq.CommitValidationFailed},
 				Message: "commit required but no commit was created by step " + oneLine(st.Describe(), 120),
 				Step:    st.Describe(),
 			}
+			if st.Claude != "" {
+				f.LogPath = sc.transcript // what Claude did instead is in its transcript
+			}
+			return f
 		}
 	}
 	return nil
@@ -308,12 +312,16 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	defer cleanup()
 	tw := s.red.JSONLinesWriter(tf)
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: sc.log, Grace: s.grace})
+	errTail := &tailBuffer{max: tailSize}
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
 	tw.Close()
 	tf.Close()
 	what := sc.label
 	if f := processFailure(what, res, st.Timeout); f != nil {
 		f.LogPath = sc.transcript
+		if res.Cause == nil && res.StartErr == nil && res.ExitCode != 0 {
+			f.Message = claudeExitMessage(what, res.ExitCode, sc.transcript, start, errTail.String())
+		}
 		return "", f
 	}
 	result, ok, err := finalClaudeResult(sc.transcript, start)
@@ -323,11 +331,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	case !ok:
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.Unknown}, Message: what + ": transcript has no final result event", LogPath: sc.transcript, Tail: string(res.Tail)}
 	case result.IsError || (result.Subtype != "" && result.Subtype != "success"):
-		msg := result.Result
-		if msg == "" {
-			msg = result.Subtype
-		}
-		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("%s reported an error: %s", what, oneLine(msg, 300)), LogPath: sc.transcript}
+		return "", claudeReportedError(what, result, sc.transcript)
 	}
 	return result.Result, nil
 }

@@ -115,7 +115,7 @@ func ItemOptions(wf *config.Workflow, dir string, env []string) items.Options {
 	m := wf.Map
 	return items.Options{
 		Input: m.Input, JSONPath: m.JSONPath, Filter: m.Filter, SortBy: m.SortBy,
-		Distinct: m.Distinct, Offset: m.Offset, MaxItems: m.MaxItems, Dir: dir, Env: env,
+		Distinct: m.Distinct, IDField: m.IDField, Offset: m.Offset, MaxItems: m.MaxItems, Dir: dir, Env: env,
 	}
 }
 

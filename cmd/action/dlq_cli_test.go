@@ -295,10 +295,10 @@ func TestDLQExport(t *testing.T) {
 	}
 	byID := map[string][]string{rows[1][0]: rows[1], rows[2][0]: rows[2]}
 	tricky := byID["tricky,\"id\""]
-	if tricky == nil || tricky[7] != "line one, with \"quotes\"\nline two" {
+	if tricky == nil || tricky[8] != "line one, with \"quotes\"\nline two" {
 		t.Errorf("tricky row = %q", tricky)
 	}
-	if plain := byID["plain"]; plain[1] != "CommandFailed" || plain[2] != "2" || plain[3] != "1" || plain[15] != `{"path":"src/a.go","priority":5}` {
+	if plain := byID["plain"]; plain[1] != `{"path":"src/a.go","priority":5}` || plain[2] != "CommandFailed" || plain[3] != "2" || plain[4] != "1" || plain[16] != `{"path":"src/a.go","priority":5}` {
 		t.Errorf("plain row = %q", plain)
 	}
 

@@ -28,7 +28,7 @@ func newRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	root.AddCommand(
 		jobcmd.NewRunCmd(f), jobcmd.NewResumeCmd(f), jobcmd.NewStatusCmd(f), jobcmd.NewValidateCmd(f),
-		jobcmd.NewDemoCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
+		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
 	)
 	strict(root)
 	return root
@@ -37,12 +37,16 @@ func newRootCmd(f *cmdutil.Factory) *cobra.Command {
 // strict makes argument errors usage errors everywhere, and makes every
 // command with subcommands (the root included) refuse an unknown
 // subcommand with a suggestion, and print its help and exit 2 when called
-// without one.
+// without one (unless it has its own RunE, which then runs).
 func strict(c *cobra.Command) {
 	c.SuggestionsMinimumDistance = 2
 	if c.HasSubCommands() {
 		c.Args = cobra.ArbitraryArgs
+		own := c.RunE // a group that does something itself (`jobs` lists)
 		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 && own != nil {
+				return own(c, args)
+			}
 			if len(args) == 0 {
 				c.SetOut(c.ErrOrStderr())
 				_ = c.Help()

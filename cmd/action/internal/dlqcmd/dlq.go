@@ -30,6 +30,9 @@ func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error)
 	if err != nil {
 		return nil, runner.Paths{}, err
 	}
+	if jobID, err = f.ResolveJobID(jobID, ""); err != nil {
+		return nil, runner.Paths{}, err
+	}
 	ref, err := runner.FindDLQJob(home, jobID)
 	if err != nil {
 		return nil, ref, err
@@ -39,6 +42,13 @@ func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error)
 		return nil, ref, &cmdutil.UsageError{Err: err}
 	}
 	return s, ref, nil
+}
+
+// recordLabeler names a record's item as the job's workflow does
+// (runner.Labeler): its id_field value, else a rendering of item_data.
+func recordLabeler(ref runner.Paths) func(dlq.DeadLetteredItem) string {
+	label := runner.Labeler(ref)
+	return func(d dlq.DeadLetteredItem) string { return label(d.ItemID, d.ItemData) }
 }
 
 // errEmptyOutputPath rejects an empty FILE argument (use "-" for stdout).

@@ -59,7 +59,11 @@ func runDLQExport(f *cmdutil.Factory, opts *dlqExportOptions) error {
 	n := 0
 	err = f.WriteOutput(opts.file, format == "json", func(w io.Writer) error {
 		var err error
-		n, err = export(w, store)
+		if format == "csv" {
+			n, err = dlq.ExportCSVLabeled(w, store, recordLabeler(ref))
+		} else {
+			n, err = export(w, store)
+		}
 		return err
 	})
 	if err != nil {

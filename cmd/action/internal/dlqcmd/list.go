@@ -43,7 +43,7 @@ func runDLQList(f *cmdutil.Factory, opts *dlqListOptions) error {
 		return err
 	}
 	defer store.Close()
-	rows, total, err := dlq.List(store, dlq.ListOptions{EligibleOnly: opts.eligible, Limit: opts.limit})
+	rows, total, err := dlq.List(store, dlq.ListOptions{EligibleOnly: opts.eligible, Limit: opts.limit, Label: recordLabeler(ref)})
 	if err != nil {
 		return err
 	}

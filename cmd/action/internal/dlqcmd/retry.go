@@ -70,14 +70,18 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 		return err
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
+	id, err := f.ResolveJobID(opts.jobID, "")
+	if err != nil {
+		return err
+	}
 	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
-		Home: ro.Home, JobID: opts.jobID, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
+		Home: ro.Home, JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
 		Force: opts.force, DryRun: opts.dryRun, Run: ro,
 	})
 	if opts.dryRun && err == nil && !opts.json {
 		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", len(res.Items))
 		for _, it := range res.Items {
-			fmt.Fprintf(f.Out, "%s\n", it.ItemID)
+			fmt.Fprintf(f.Out, "%s\t%s\n", it.ItemID, it.Label)
 		}
 		return nil
 	}

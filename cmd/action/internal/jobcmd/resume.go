@@ -57,6 +57,10 @@ func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) err
 		return err
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
-	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: opts.jobID, IncludeDLQ: opts.includeDLQ, Run: ro})
+	id, err := f.ResolveJobID(opts.jobID, "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: id, IncludeDLQ: opts.includeDLQ, Run: ro})
 	return f.FinishJob(res, err, opts.json)
 }

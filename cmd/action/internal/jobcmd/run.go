@@ -14,7 +14,7 @@ type runOptions struct {
 	workflow, repo, jobID, branch string
 	maxParallel                   int
 	isolation, merge              string
-	json                          bool
+	json, requireItems            bool
 	maxCost                       float64
 }
 
@@ -46,6 +46,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
+	fs.BoolVar(&opts.requireItems, "require-items", false, "fail (exit 2) when the map input selects no items, instead of warning")
 	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
 	fs.StringVar(&opts.merge, "merge", "tree", "merge strategy: tree (git merge-tree, no checkout) or worktree (git merge --no-ff in the parent worktree)")
 	return cmd
@@ -68,6 +69,7 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	}
 	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
 	ro.MaxCostUSD = opts.maxCost
+	ro.RequireItems = opts.requireItems
 	res, err := runner.Run(ctx, ro)
 	return f.FinishJob(res, err, opts.json)
 }

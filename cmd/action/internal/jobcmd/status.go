@@ -36,7 +36,11 @@ func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := runner.Status(home, opts.jobID)
+	id, err := f.ResolveJobID(opts.jobID, "")
+	if err != nil {
+		return err
+	}
+	res, err := runner.Status(home, id)
 	if err != nil {
 		return err
 	}

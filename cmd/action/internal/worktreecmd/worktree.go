@@ -28,10 +28,14 @@ func NewCleanOrphanedCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &cleanOrphanedOptions{}
 	cmd := &cobra.Command{
 		Use:   "clean-orphaned [JOB_ID]",
-		Short: "Remove worktrees whose cleanup failed during a job (spec 136)",
+		Short: "Remove worktrees whose cleanup failed, and worktrees no job needs any more",
 		Long: `Remove the worktrees recorded in orphaned_worktrees/<repo>/<job_id>.json
-(every job's, or one job's), delete their branches and run git worktree
-prune. Asks for confirmation unless --force (like dlq clear); --dry-run only
+(spec 136: cleanup failed during a job), and the worktrees under
+$PRODIGY_HOME/worktrees that no job needs any more: preserved failed
+worktrees and leftover parents of jobs that completed, and every worktree of
+a job that was discarded (its state is gone). Worktrees of failed or
+interrupted jobs stay for resume. Every job's, or one job's (JOB_ID, or
+"latest"); their agent branches are deleted and git worktree prune runs. Asks for confirmation unless --force (like dlq clear); --dry-run only
 lists them. Worktrees that still cannot be removed stay in the registry.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,10 +55,20 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 	if err != nil {
 		return err
 	}
+	if opts.jobID, err = f.ResolveJobID(opts.jobID, ""); err != nil {
+		return err
+	}
 	sets, err := runner.FindOrphans(home, opts.jobID)
 	if err != nil {
 		return err
 	}
+	// Also offer what no job needs any more: preserved failed worktrees
+	// and parents of completed jobs, and every worktree of a discarded job.
+	left, err := runner.FindLeftovers(ctx, home, opts.jobID)
+	if err != nil {
+		return err
+	}
+	sets = mergeSets(sets, left)
 	n := report.WriteOrphans(f.Out, sets)
 	switch {
 	case n == 0:
@@ -92,4 +106,34 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed}
 	}
 	return nil
+}
+
+// mergeSets adds the leftover worktrees to the registry sets of the same
+// job (by registry file), skipping paths already listed.
+func mergeSets(sets, more []runner.OrphanSet) []runner.OrphanSet {
+	byFile := map[string]int{}
+	for i, s := range sets {
+		byFile[s.File] = i
+	}
+	for _, m := range more {
+		i, ok := byFile[m.File]
+		if !ok {
+			byFile[m.File] = len(sets)
+			sets = append(sets, m)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, w := range sets[i].Worktrees {
+			seen[w.Path] = true
+		}
+		for _, w := range m.Worktrees {
+			if !seen[w.Path] {
+				sets[i].Worktrees = append(sets[i].Worktrees, w)
+			}
+		}
+		if sets[i].RepoDir == "" {
+			sets[i].RepoDir = m.RepoDir
+		}
+	}
+	return sets
 }

@@ -1,0 +1,29 @@
+package cmdutil
+
+import "github.com/prodigy-action/prodigy-action/runner"
+
+// ResolveJobID turns the job id argument of a command into a job id:
+// runner.Latest ("latest") becomes the newest job of the repository that
+// contains repoDir ("" = the current directory), or of any repository when
+// repoDir is not in a git checkout; any other id is returned as given.
+func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
+	if jobID != runner.Latest {
+		return jobID, nil
+	}
+	home, err := f.Home()
+	if err != nil {
+		return "", err
+	}
+	if repoDir == "" {
+		repoDir = "."
+	}
+	repo, err := runner.RepoName(repoDir)
+	if err != nil {
+		repo = ""
+	}
+	p, err := runner.FindJob(home, repo, runner.Latest)
+	if err != nil {
+		return "", err
+	}
+	return p.JobID, nil
+}

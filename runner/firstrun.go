@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// ItemLabel is the human label of an item: its id when the workflow sets
+// map.id_field (idField != ""), else a short one-line rendering of its data
+// (items.Label). Labels are derived when shown, never stored.
+func ItemLabel(itemID string, data json.RawMessage, idField string) string {
+	return items.ItemLabel(itemID, data, idField)
+}
+
+// Labeler returns the label function of a job's items: it reads the job's
+// workflow (its original file, else the copy kept with the job) for
+// map.id_field. When neither can be read, labels render the item data.
+func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
+	idField := ""
+	if cp, err := jobstore.LoadCheckpoint(p); err == nil {
+		if wf, err := loadJobWorkflow(cp, p); err == nil {
+			idField = wf.Map.IDField
+		}
+	}
+	return func(itemID string, data json.RawMessage) string { return ItemLabel(itemID, data, idField) }
+}
+
+// itemName is how log lines name an item: its id, followed by its label
+// when the label says more than the id.
+func (j *job) itemName(it *jobstore.CheckpointItem) string {
+	label := ItemLabel(it.ItemID, it.Data, j.wf.Map.IDField)
+	if label == "" || label == it.ItemID {
+		return it.ItemID
+	}
+	return it.ItemID + " " + label
+}
+
+// announce prints the job's first line: id, results branch and the number
+// of items (n < 0: not known before setup has run), then warns about what
+// the agents will not see.
+func (j *job) announce(ctx context.Context, n int) {
+	count := fmt.Sprintf("%d items", n)
+	if n < 0 {
+		count = "items listed after setup"
+	}
+	j.logf("job %s · results branch %s · %s", j.id, j.branch, count)
+	j.warnCheckout(ctx)
+}
+
+// warnCheckout warns when the user's checkout has uncommitted changes
+// (agents start from HEAD and do not see them), naming the map input file
+// when it is one of them.
+func (j *job) warnCheckout(ctx context.Context) {
+	top := j.git.TopLevel()
+	status, err := j.git.StatusSummary(ctx, top)
+	if err != nil || status == "" {
+		return
+	}
+	lines := strings.Split(status, "\n")
+	in := j.inputPath()
+	for _, l := range lines {
+		kind, path, _ := strings.Cut(l, ": ")
+		if in != "" && (path == in || strings.HasSuffix(path, " -> "+in)) {
+			switch kind {
+			case "Untracked":
+				j.warn(fmt.Sprintf("map.input %s is not committed: it is read from your checkout, but agents start from HEAD and do not have it", in))
+			default:
+				j.warn(fmt.Sprintf("map.input %s differs from HEAD (%s): the items come from HEAD's version, not your edits; commit them to use them", in, strings.ToLower(kind)))
+			}
+		}
+	}
+	shown := lines
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("… and %d more", len(lines)-5))
+	}
+	j.warn(fmt.Sprintf("your checkout %s has %d uncommitted change(s); agents start from HEAD and do not see them: %s",
+		top, len(lines), strings.Join(shown, "; ")))
+}
+
+// inputPath is map.input relative to the repository when it names a file
+// (not a command), else "".
+func (j *job) inputPath() string {
+	in := strings.TrimSpace(j.wf.Map.Input)
+	if in == "" || strings.ContainsAny(in, " \t|;&$<>()") {
+		return ""
+	}
+	if filepath.IsAbs(in) {
+		rel, err := filepath.Rel(j.git.TopLevel(), in)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return ""
+		}
+		in = rel
+	}
+	return filepath.ToSlash(filepath.Clean(in))
+}
+
+// warnNoItems reports a selection of zero items: a loud warning, or with
+// Options.RequireItems an input error.
+func (j *job) warnNoItems() error {
+	m := j.wf.Map
+	var sel []string
+	for _, kv := range [][2]string{{"json_path", m.JSONPath}, {"filter", m.Filter}, {"distinct", m.Distinct}} {
+		if kv[1] != "" {
+			sel = append(sel, fmt.Sprintf("%s %q", kv[0], kv[1]))
+		}
+	}
+	if m.Offset > 0 {
+		sel = append(sel, fmt.Sprintf("offset %d", m.Offset))
+	}
+	why := fmt.Sprintf("map.input %q selected 0 items", m.Input)
+	if len(sel) > 0 {
+		why += " (after " + strings.Join(sel, ", ") + ")"
+	}
+	if j.requireItems {
+		return usage(fmt.Errorf("%s and --require-items is set", why))
+	}
+	j.warn("!!! " + why + ": nothing will run (pass --require-items to make this an error)")
+	return nil
+}
+
+// checkFilterNames rejects a `dlq retry --filter` that reads a name no
+// selected record has: item.* must be a record field or an item_data field
+// of some record. The error lists the known names.
+func checkFilterNames(f *items.Filter, fields map[string]bool) error {
+	known := map[string]bool{}
+	for k := range fields {
+		known["item."+k] = true
+	}
+	for _, k := range []string{"item_data", "item_id", "failure_count", "error_signature", "reprocess_eligible",
+		"manual_review_required", "first_attempt", "last_attempt", "error_type", "error_message"} {
+		known["item."+k] = true
+	}
+	var unknown []string
+	for _, n := range f.Names() {
+		if n == "item" || known[n] {
+			continue
+		}
+		unknown = append(unknown, n)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(known))
+	for k := range known {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
+}
+
+// RepoName is the repository name used in state paths (the base name of
+// the checkout's top level) of the git checkout containing dir.
+func RepoName(dir string) (string, error) {
+	git, err := gitops.New(dir, gitops.Options{})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(git.TopLevel()), nil
+}
+
+// logFailedItems lists (at most 10 of) the job's dead-lettered items with
+// their labels after the summary line.
+func (j *job) logFailedItems(res *Result) {
+	const most = 10
+	n := 0
+	for _, it := range res.Items {
+		if it.State != ItemDLQ {
+			continue
+		}
+		if n++; n > most {
+			continue
+		}
+		name := it.ItemID
+		if it.Label != "" && it.Label != it.ItemID {
+			name += " " + it.Label
+		}
+		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, oneLine(it.Error, 120))
+	}
+	if n > most {
+		j.logf("  … and %d more (action dlq list --job-id %s)", n-most, j.id)
+	}
+}
+
+// artifactsNote says in a DLQ record's error_logs whether the worktree and
+// branch named by worktree_artifacts still exist, since the record's shape
+// has no field for it: kept (preserve_failed_worktrees) or gone.
+func (j *job) artifactsNote(keep bool, path, branch string) string {
+	if keep {
+		if dirExists(path) {
+			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `action worktree clean-orphaned` removes them once the job completed", path, branch)
+		}
+		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
+	}
+	if j.isolation == IsolationFresh {
+		return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was removed after the failure and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
+	}
+	return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was reset for other items (pool isolation) and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
+}
