@@ -76,7 +76,10 @@ type PlanOptions struct {
 	// Shards is the shard count; 0 means auto (see AutoShards).
 	Shards int
 	// FromDLQ plans only the reprocess-eligible DLQ records of that job
-	// (found under Run.Home) instead of the workflow's input.
+	// (found under Run.Home) instead of the workflow's input: item ids and
+	// attempt counts are kept, setup does not run again (its captured
+	// values are reused) and the base is that job's results branch when it
+	// exists here (else HEAD).
 	FromDLQ string
 }
 
@@ -102,12 +105,18 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 		return nil, usage(fmt.Errorf("--shards must be between 1 and %d (or auto)", MaxShards))
 	}
 	var redrive []*dlq.DeadLetteredItem
+	var from *jobstore.Checkpoint
 	if po.FromDLQ != "" {
-		recs, err := eligibleRecords(o.Home, po.FromDLQ)
+		p, err := FindJob(o.Home, "", po.FromDLQ)
 		if err != nil {
 			return nil, err
 		}
-		redrive = recs
+		if from, err = jobstore.LoadCheckpoint(p); err != nil {
+			return nil, err
+		}
+		if redrive, err = eligibleRecords(p); err != nil {
+			return nil, err
+		}
 	}
 	j, head, err := prepare(ctx, &o)
 	if err != nil {
@@ -118,11 +127,18 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 		return nil, err
 	}
 	defer unlock()
-	if err := j.create(ctx, &o, head); err != nil {
+	start := head
+	if from != nil {
+		// A redrive builds on the earlier job's results (setup already ran there).
+		if tip, err := j.git.ResolveRef(ctx, "refs/heads/"+from.ResultsBranch); err == nil {
+			start = tip
+		}
+	}
+	if err := j.create(ctx, &o, start); err != nil {
 		j.rollback()
 		return nil, err
 	}
-	plan, err := j.plan(ctx, po, head, redrive)
+	plan, err := j.plan(ctx, po, head, redrive, from)
 	if err != nil {
 		j.rollback()
 		return nil, err
@@ -144,16 +160,25 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 }
 
 // plan runs setup and item loading and writes the plan directory.
-func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive []*dlq.DeadLetteredItem) (*Plan, error) {
+// origin is the repository's HEAD (base.bundle excludes it); from is the
+// redriven job's checkpoint (nil unless --from-dlq): then setup does not
+// run again and its captured values are reused.
+func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive []*dlq.DeadLetteredItem, from *jobstore.Checkpoint) (*Plan, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	if err := j.setup(ctx, runCtx); err != nil {
-		return nil, err
-	}
-	if redrive == nil {
+	if from == nil {
+		if err := j.setup(ctx, runCtx); err != nil {
+			return nil, err
+		}
 		if err := j.loadItems(ctx); err != nil {
 			return nil, err
 		}
+	} else if err := j.state.Update(func(cp *jobstore.Checkpoint) {
+		for k, v := range from.Vars {
+			cp.Vars[k] = v
+		}
+	}); err != nil {
+		return nil, err
 	}
 	base, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
@@ -305,11 +330,7 @@ func (p *Plan) ensureBase(ctx context.Context, git *gitops.Client, dir string) e
 }
 
 // eligibleRecords reads the reprocess-eligible DLQ records of a job.
-func eligibleRecords(home, jobID string) ([]*dlq.DeadLetteredItem, error) {
-	p, err := FindJob(home, "", jobID)
-	if err != nil {
-		return nil, err
-	}
+func eligibleRecords(p Paths) ([]*dlq.DeadLetteredItem, error) {
 	store, err := openDLQ(p, dlq.Options{})
 	if err != nil {
 		return nil, err

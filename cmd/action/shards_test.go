@@ -262,4 +262,28 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	if want := []string{"item_2", "item_6", "item_7"}; !slices.Equal(ids, want) {
 		t.Fatalf("plan --from-dlq items = %v, want %v", ids, want)
 	}
+
+	// The redrive runs like any plan; histories continue in attempt order.
+	var outs2 []string
+	for k := range p2.Shards {
+		clone := cloneRepo(t, origin, fmt.Sprintf("redrive%d", k))
+		out := filepath.Join(t.TempDir(), fmt.Sprintf("r%d", k))
+		if code, _, stderr := runCLI(t, t.TempDir(), "shard", plan2, fmt.Sprint(k), "--out", out, "--repo", clone); code != 0 {
+			t.Fatalf("redrive shard %d: exit %d\n%s", k, code, stderr)
+		}
+		outs2 = append(outs2, out)
+	}
+	code, _, stderr = runCLI(t, homeG, append([]string{"gather", plan2, "--repo", gatherRepo}, outs2...)...)
+	if code != 0 {
+		t.Fatalf("redrive gather: exit %d\n%s", code, stderr)
+	}
+	if got := fmt.Sprint(dlqSummary(t, homeG, "gatherer", "fan2")); got != "map[item_2:CommandFailed/2/1,2 item_7:CommandFailed/2/1,2]" {
+		t.Fatalf("redrive DLQ = %s", got)
+	}
+	if got := gitOut(t, gatherRepo, "show", "prodigy/fan2:shared.txt"); got != "second" {
+		t.Fatalf("redriven item_6 did not land on the earlier results: shared.txt = %q", got)
+	}
+	if runs3, _ := os.ReadFile(filepath.Join(sync, "reduce-runs")); string(runs3) != "solo\nfan\nfan2\n" {
+		t.Fatalf("reduce runs = %q", runs3)
+	}
 }
