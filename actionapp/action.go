@@ -73,6 +73,9 @@ func (e *actionEnv) run(ctx context.Context) int {
 		e.gha.Errorf("%s", r.redact.String(err.Error()))
 		return exitUsage
 	}
+	if code, ok := r.shardCommand(ctx); ok {
+		return code
+	}
 	res, runErr := r.runJob(ctx)
 	if res == nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(runErr)))
@@ -124,6 +127,9 @@ func (r *actionRun) runJob(ctx context.Context) (*runner.Result, error) {
 	// The engine's stderr carries step output and error text: no line of
 	// it may act as a workflow command.
 	opts.Stderr = ghaction.NeutralizeWriter(e.Stderr)
+	if r.in.Command == "gather" {
+		return r.gather(ctx, opts)
+	}
 	if r.in.Command == "retry" {
 		jobID, err := r.restoreDLQ(ctx)
 		if err != nil {
