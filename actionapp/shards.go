@@ -170,5 +170,39 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 			}
 		}
 	}
-	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: outs})
+	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
+}
+
+// newestAttempts keeps one output per shard: a re-run of failed jobs adds
+// prodigy-shard-<run>-<attempt>-<shard> directories next to the earlier
+// attempt's, and the newest attempt of a shard wins. Outputs whose
+// result.json cannot be read are kept (gather reports them).
+func newestAttempts(dirs []string) []string {
+	type pick struct {
+		dir     string
+		attempt int
+	}
+	best := map[int]pick{}
+	var out []string
+	for _, d := range dirs {
+		var sr struct {
+			Shard *int `json:"shard"`
+		}
+		data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile))
+		if err != nil || json.Unmarshal(data, &sr) != nil || sr.Shard == nil {
+			out = append(out, d)
+			continue
+		}
+		attempt := 0
+		if f := strings.Split(filepath.Base(d), "-"); len(f) >= 2 {
+			attempt, _ = strconv.Atoi(f[len(f)-2])
+		}
+		if cur, ok := best[*sr.Shard]; !ok || attempt >= cur.attempt {
+			best[*sr.Shard] = pick{d, attempt}
+		}
+	}
+	for _, p := range best {
+		out = append(out, p.dir)
+	}
+	return out
 }

@@ -2,8 +2,10 @@ package actionapp
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,30 @@ func TestActionModeShardedFanOut(t *testing.T) {
 	files := gh.unzipped(t, "prodigy-dlq-555-1")
 	if _, ok := files["items/item_1.json"]; !ok {
 		t.Errorf("DLQ artifact lacks item_1: %v", keys(files))
+	}
+}
+
+func TestNewestAttemptsKeepsOneOutputPerShard(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name string, shard int) string {
+		d := filepath.Join(root, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "result.json"), []byte(fmt.Sprintf(`{"shard": %d}`, shard)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := mk("prodigy-shard-9-1-0", 0)
+	b := mk("prodigy-shard-9-1-1", 1)
+	c := mk("prodigy-shard-9-2-1", 1)
+	d := mk("prodigy-shard-9-10-0", 0)
+	got := newestAttempts([]string{a, c, b, d, filepath.Join(root, "missing")})
+	slices.Sort(got)
+	want := []string{filepath.Join(root, "missing"), d, c}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
