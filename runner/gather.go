@@ -389,6 +389,11 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 	j.state.Read(func(cp *jobstore.Checkpoint) { cpItems = checkpointItems(cp) })
 	ids := append([]string(nil), sh.Items...)
 	sort.SliceStable(ids, func(a, b int) bool { return cpItems[ids[a]].Index < cpItems[ids[b]].Index })
+	type change struct {
+		cur *jobstore.CheckpointItem
+		oc  ItemOutcome
+	}
+	var changes []change
 	for _, id := range ids {
 		cur := cpItems[id]
 		oc, ok := outcomes[id]
@@ -399,20 +404,20 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 		switch oc.State {
 		case ItemMerged:
 			if msg, bad := conflicts[id]; bad {
-				j.addPrior(pi)
 				t := dlq.ErrorType{Kind: dlq.MergeConflict}
 				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: cur.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
 					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "merge",
 					Context: []string{fmt.Sprintf("Gathering shard %d of job %s", sh.Shard, j.id)},
 				}}})
-				j.dlqAdd(rec)
+				j.addPrior(pi)
+				j.importRecord(rec)
 				oc.State, oc.Error, oc.ErrorType = ItemDLQ, msg, t.String()
 				j.events.emit(AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)})
 			}
 		case ItemDLQ:
 			j.addPrior(pi)
 			if r, ok := records[id]; ok {
-				j.dlqAdd(&r)
+				j.importRecord(&r)
 			} else {
 				j.warn(fmt.Sprintf("shard %d: item %s failed but its output has no DLQ record", sh.Shard, id))
 			}
@@ -420,14 +425,41 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 		default:
 			continue // pending in the shard: stays pending
 		}
-		_ = j.state.Update(func(*jobstore.Checkpoint) {
-			idx, data := cur.Index, cur.Data
-			cur.ItemOutcome = oc
-			cur.Index, cur.Data = idx, data
-		})
-		j.hooks.ItemFinished(cur.ItemOutcome, "")
+		changes = append(changes, change{cur, oc})
+	}
+	// One checkpoint write per shard.
+	err := j.state.Update(func(*jobstore.Checkpoint) {
+		for _, c := range changes {
+			idx, data := c.cur.Index, c.cur.Data
+			c.cur.ItemOutcome = c.oc
+			c.cur.Index, c.cur.Data = idx, data
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		j.hooks.ItemFinished(c.cur.ItemOutcome, "")
 	}
 	return nil
+}
+
+// importRecord adds a record to the job's DLQ unless its newest failure
+// is already there (a gather interrupted after the DLQ write and before
+// the checkpoint write imports the shard again): histories never double.
+func (j *job) importRecord(rec *dlq.DeadLetteredItem) {
+	if rec == nil || len(rec.FailureHistory) == 0 {
+		return
+	}
+	if cur, err := j.store.Get(rec.ItemID); err == nil && cur != nil {
+		last := rec.FailureHistory[len(rec.FailureHistory)-1]
+		for _, f := range cur.FailureHistory {
+			if f.AttemptNumber == last.AttemptNumber && f.Timestamp.Equal(last.Timestamp) && f.ErrorMessage == last.ErrorMessage {
+				return
+			}
+		}
+	}
+	j.dlqAdd(rec)
 }
 
 // addPrior puts a redriven item's earlier DLQ record back in front of its
