@@ -75,9 +75,12 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 		return nil, err
 	}
 	defer unlock()
-	outs, err := readShardOutputs(plan, g.Outputs)
+	outs, unreadable, err := readShardOutputs(plan, g.Outputs)
 	if err != nil {
 		return nil, err
+	}
+	for _, u := range unreadable {
+		j.warn(u)
 	}
 	if jobstore.HasCheckpoint(paths) {
 		cp, err := jobstore.LoadCheckpoint(paths)
@@ -154,38 +157,41 @@ func (j *job) createGather(ctx context.Context, plan *Plan) error {
 type shardOutput struct {
 	dir string
 	res *ShardResult
-	err error // unreadable
 }
 
-// readShardOutputs maps shard index → output. A directory without a
-// readable result.json is reported (and its shard left pending) only if
-// its shard can be told; a result of another job is a usage error.
-func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, error) {
+// readShardOutputs maps shard index → output. An output without a
+// readable result.json cannot be told apart, so it is only reported
+// (unreadable; its shard then counts as missing); an output of another
+// job or base, or a shard given twice, is a usage error.
+func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string, error) {
 	outs := map[int]*shardOutput{}
+	var unreadable []string
 	for _, d := range dirs {
 		data, err := os.ReadFile(filepath.Join(d, ShardResultFile))
 		if err != nil {
-			return nil, usage(fmt.Errorf("shard output %s: %w", d, err))
+			unreadable = append(unreadable, fmt.Sprintf("shard output %s is unreadable: %v", d, err))
+			continue
 		}
 		var sr ShardResult
 		if err := json.Unmarshal(data, &sr); err != nil || sr.Result == nil {
-			return nil, usage(fmt.Errorf("shard output %s: unreadable %s: %v", d, ShardResultFile, err))
+			unreadable = append(unreadable, fmt.Sprintf("shard output %s: unreadable %s: %v", d, ShardResultFile, err))
+			continue
 		}
 		if sr.JobID != plan.JobID {
-			return nil, usage(fmt.Errorf("shard output %s belongs to job %s, not %s", d, sr.JobID, plan.JobID))
+			return nil, nil, usage(fmt.Errorf("shard output %s belongs to job %s, not %s", d, sr.JobID, plan.JobID))
 		}
 		if sr.Shard < 0 || sr.Shard >= len(plan.Shards) {
-			return nil, usage(fmt.Errorf("shard output %s is shard %d; the plan has shards 0 to %d", d, sr.Shard, len(plan.Shards)-1))
+			return nil, nil, usage(fmt.Errorf("shard output %s is shard %d; the plan has shards 0 to %d", d, sr.Shard, len(plan.Shards)-1))
 		}
 		if prev, dup := outs[sr.Shard]; dup {
-			return nil, usage(fmt.Errorf("shard %d given twice: %s and %s", sr.Shard, prev.dir, d))
+			return nil, nil, usage(fmt.Errorf("shard %d given twice: %s and %s", sr.Shard, prev.dir, d))
 		}
 		if sr.BaseCommit != plan.BaseCommit {
-			return nil, usage(fmt.Errorf("shard output %s started from %s, not the plan's base %s", d, short(sr.BaseCommit), short(plan.BaseCommit)))
+			return nil, nil, usage(fmt.Errorf("shard output %s started from %s, not the plan's base %s", d, short(sr.BaseCommit), short(plan.BaseCommit)))
 		}
 		outs[sr.Shard] = &shardOutput{dir: d, res: &sr}
 	}
-	return outs, nil
+	return outs, unreadable, nil
 }
 
 // gather merges and imports every shard not gathered yet, then reduces

@@ -224,8 +224,12 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 		}
 		p.Bundle = true
 	}
-	if err := writeJSONFile(PlanFile(po.Dir), p); err != nil {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
 		return nil, err
+	}
+	if err := fsx.WriteFile(PlanFile(po.Dir), append(j.red.JSON(b), '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("write the plan: %w", err)
 	}
 	return p, nil
 }

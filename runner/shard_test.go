@@ -196,6 +196,12 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
+	g := r.clone("g")
+	// An output without result.json is reported and its shard stays missing.
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[0], t.TempDir()}})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || !strings.Contains(err.Error(), "shard 2") || res.Pending != 4 || res.Successful != 2 {
+		t.Fatalf("gather with an empty output: %+v, %v", res, err)
+	}
 	bundle := filepath.Join(outs[1], runner.ShardBundleFile)
 	good, err := os.ReadFile(bundle)
 	if err != nil {
@@ -204,8 +210,7 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 	if err := os.WriteFile(bundle, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := r.clone("g")
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || res.Pending != 2 || res.Successful != 4 {
 		t.Fatalf("gather with a corrupt bundle: %+v, %v", res, err)
 	}
