@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -126,7 +127,10 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 		return nil, runErr
 	}
 	sr := &ShardResult{Result: res, Shard: so.Shard, BaseCommit: plan.BaseCommit}
-	if err := j.writeShardOutput(ctx, sr, so.OutDir); err != nil {
+	// The output is written after an interrupt too (bounded in time).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	if err := j.writeShardOutput(wctx, sr, so.OutDir); err != nil {
 		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
 	}
 	return sr, runErr

@@ -252,3 +252,45 @@ func TestPlanFailureLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("branches left: %s", out)
 	}
 }
+
+// TestInterruptedShardResumesWhenRunAgain: a shard interrupted after its
+// first item writes its output with the rest pending (ErrInterrupted);
+// running the same shard again resumes it, runs every other item once,
+// and its output then gathers completely.
+func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4]`})
+	wfText := strings.Replace(okWorkflow, "max_parallel: 2", "max_parallel: 1", 1)
+	wfText = strings.Replace(wfText, `git commit -qm "item $PRODIGY_ITEM_INDEX"`, `git commit -qm "item $PRODIGY_ITEM_INDEX" && echo "$PRODIGY_ITEM_INDEX" >> "$RUNS"`, 1)
+	runs := filepath.Join(t.TempDir(), "runs")
+	t.Setenv("RUNS", runs)
+	dir, o := shardFixture(t, r, wfText, 1)
+	c := r.clone("s0")
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	so := shardOpts(c, o)
+	hooks := &hookLog{onItem: func(int) { cancel() }}
+	so.Hooks = hooks
+	so.Environ = append(os.Environ(), "RUNS="+runs)
+	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	if !errors.Is(err, runner.ErrInterrupted) || sr == nil || sr.Successful != 1 || sr.Pending != 3 {
+		t.Fatalf("interrupted shard: %+v, %v", sr, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, runner.ShardResultFile)); err != nil {
+		t.Fatalf("interrupted shard wrote no result: %v", err)
+	}
+	so.Hooks = &hookLog{}
+	sr, err = runner.RunShard(context.Background(), runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	if err != nil || sr.Successful != 4 || sr.Pending != 0 {
+		t.Fatalf("resumed shard: %+v, %v", sr, err)
+	}
+	data, _ := os.ReadFile(runs)
+	if lines := strings.Fields(string(data)); len(lines) != 4 || len(slices.Compact(slices.Sorted(slices.Values(lines)))) != 4 {
+		t.Fatalf("item runs = %q, want each of 4 items once", data)
+	}
+	g := r.clone("g")
+	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{out}})
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("gather: %+v, %v", res, err)
+	}
+}
