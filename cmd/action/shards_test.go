@@ -287,3 +287,16 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 		t.Fatalf("reduce runs = %q", runs3)
 	}
 }
+
+func TestShardCommandsUsageErrorsExitTwo(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"plan", "wf.yml"}, {"plan", "wf.yml", "--out", t.TempDir(), "--shards", "0"}, {"plan", "wf.yml", "--out", t.TempDir(), "--shards", "257"},
+		{"shard", t.TempDir(), "0"}, {"shard", t.TempDir(), "x", "--out", t.TempDir()}, {"shard", t.TempDir(), "0", "--out", t.TempDir()},
+		{"gather"}, {"gather", t.TempDir()},
+	} {
+		if code, _, stderr := runCLI(t, home, args...); code != 2 || !strings.HasPrefix(stderr, "error: ") {
+			t.Errorf("%v: exit %d, want 2\n%s", args, code, stderr)
+		}
+	}
+}

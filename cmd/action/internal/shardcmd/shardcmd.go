@@ -60,11 +60,13 @@ Exit codes: 0 planned, 1 setup failed, 2 usage/config/input error.`,
 	cmdutil.JobIDFlag(fs, &opts.jobID, "job id (default mapreduce-<timestamp>-<random>)")
 	fs.StringVar(&opts.fromDLQ, "from-dlq", "", "plan only this job's reprocess-eligible DLQ records")
 	fs.BoolVar(&opts.json, "json", false, "print {job_id, shards, total, matrix, plan} as JSON on stdout")
-	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
+	if opts.out == "" {
+		return cmdutil.UsageErrorf("--out DIR is required (the plan directory to write)")
+	}
 	n := 0
 	if opts.shards != "auto" {
 		v, err := strconv.Atoi(opts.shards)
@@ -133,11 +135,13 @@ Exit codes: 0 shard completed (DLQ items do not fail it), 1 shard failed
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the plan's max_parallel)")
 	fs.BoolVar(&opts.json, "json", false, "print result.json on stdout")
-	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func runShard(ctx context.Context, f *cmdutil.Factory, opts *shardOptions) error {
+	if opts.out == "" {
+		return cmdutil.UsageErrorf("--out OUTDIR is required (the shard's output directory)")
+	}
 	if opts.maxParallel < 0 {
 		return cmdutil.UsageErrorf("--max-parallel must be at least 1")
 	}
