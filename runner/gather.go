@@ -231,9 +231,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput)
 		}
 		return j.end(fmt.Errorf("%w: %d item(s) pending: %s; gather again with the missing output(s)", ErrJobFailed, pending, why))
 	}
-	if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
-		return j.end(fmt.Errorf("%w: update the parent worktree: %w", ErrJobFailed, err))
-	}
+	// reduce brings the parent worktree up to the results branch first.
 	if err := j.reduce(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
