@@ -150,15 +150,17 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
-	g := r.clone("g")
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	// Gather in the planning repository itself: the results branch is there, at the base.
+	head := r.git("rev-parse", "HEAD")
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
 	if err != nil || res.Successful != 3 || res.Failed != 1 {
 		t.Fatalf("gather: %+v, %v", res, err)
 	}
-	if got := g.git("show", "prodigy/job-1:reduced.txt"); got != "3" {
+	if got := r.git("show", "prodigy/job-1:reduced.txt"); got != "3" {
 		t.Fatalf("reduce saw %s successes, want 3", got)
 	}
-	if rec := g.dlqRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
+	r.assertUntouched(head)
+	if rec := r.dlqRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
 		t.Fatalf("DLQ = %v", rec)
 	}
 }
