@@ -93,21 +93,6 @@ func (c *Client) FetchBundle(ctx context.Context, path, src, dst string) error {
 	return nil
 }
 
-// UpdateRef points ref at commit when it currently points at old ("" for
-// a ref that must not exist yet): a compare-and-swap `git update-ref`.
-func (c *Client) UpdateRef(ctx context.Context, ref, commit, old string) error {
-	args := []string{"update-ref", ref, commit}
-	if old == "" {
-		args = append(args, strings.Repeat("0", len(commit)))
-	} else {
-		args = append(args, old)
-	}
-	if _, err := c.run(ctx, c.top, nil, nil, args...); err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
-	}
-	return nil
-}
-
 // MergeCommit is one merge on a branch's first-parent chain.
 type MergeCommit struct {
 	OID     string
