@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,11 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	o := g.Run
 	o.defaults()
 	o.Merge = MergeTree
+	g.PlanDir = absPath(g.PlanDir)
+	g.Outputs = slices.Clone(g.Outputs)
+	for i, d := range g.Outputs {
+		g.Outputs[i] = absPath(d) // git runs elsewhere: never relative
+	}
 	plan, err := LoadPlan(g.PlanDir)
 	if err != nil {
 		return nil, err
@@ -209,14 +215,14 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput)
 		}
 		out := outs[sh.Shard]
 		if out == nil {
-			missing = append(missing, fmt.Sprintf("shard %d (output missing, %d item(s))", sh.Shard, len(sh.Items)))
+			missing = append(missing, fmt.Sprintf("shard %d (output missing)", sh.Shard))
 			continue
 		}
 		if err := j.gatherShard(ctx, plan, sh, out); err != nil {
 			var ge *gitops.GitError
 			if errors.As(err, &ge) || errors.Is(err, errUnreadableShard) {
 				j.warn(fmt.Sprintf("shard %d: %v", sh.Shard, err))
-				missing = append(missing, fmt.Sprintf("shard %d (output unreadable: %s)", sh.Shard, oneLine(err.Error(), 200)))
+				missing = append(missing, fmt.Sprintf("shard %d (output unreadable)", sh.Shard))
 				continue
 			}
 			return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
@@ -225,6 +231,9 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput)
 	var pending int
 	j.state.Read(func(cp *jobstore.Checkpoint) { pending = cp.Counts().Pending })
 	if pending > 0 {
+		if len(missing) > 12 {
+			missing = append(missing[:12:12], fmt.Sprintf("%d more", len(missing)-12))
+		}
 		why := strings.Join(missing, "; ")
 		if why == "" {
 			why = "shards stopped before running every item"

@@ -101,6 +101,7 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 	if po.Dir == "" {
 		return nil, usage(errors.New("no plan directory given"))
 	}
+	po.Dir = absPath(po.Dir) // git writes base.bundle from elsewhere: never relative
 	if po.Shards < 0 || po.Shards > MaxShards {
 		return nil, usage(fmt.Errorf("--shards must be between 1 and %d (or auto)", MaxShards))
 	}

@@ -76,6 +76,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	o := so.Run
 	o.defaults()
 	o.Merge = MergeTree
+	so.PlanDir, so.OutDir = absPath(so.PlanDir), absPath(so.OutDir) // git runs elsewhere: never relative
 	plan, err := LoadPlan(so.PlanDir)
 	if err != nil {
 		return nil, err
