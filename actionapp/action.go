@@ -88,6 +88,9 @@ func (e *actionEnv) run(ctx context.Context) int {
 	// RUNNER_TEMP goes back to the workspace's owner (the runner user),
 	// also when the job fails.
 	defer ghaction.RestoreRunnerOwnership(e.gha.Warningf, r.ws, e.Getenv("RUNNER_TEMP"))
+	if code, ok := r.shardCommand(ctx); ok {
+		return code
+	}
 	outs, err := r.runJobs(ctx)
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
@@ -164,6 +167,16 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	// The engine's stderr carries step output and error text: no line of
 	// it may act as a workflow command.
 	opts.Stderr = ghaction.NeutralizeWriter(e.Stderr)
+	if r.in.Command == "gather" {
+		res, err := r.gather(ctx, opts)
+		if res == nil {
+			if err == nil {
+				err = errors.New("gather returned no result")
+			}
+			return nil, err
+		}
+		return []*jobOutcome{{res: res, err: err}}, nil
+	}
 	if r.in.Command == "retry" {
 		return r.redrive(ctx, opts)
 	}

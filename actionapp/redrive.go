@@ -64,26 +64,7 @@ func (r *actionRun) redrive(ctx context.Context, base runner.Options) ([]*jobOut
 	if err != nil {
 		return nil, err
 	}
-	gh, err := r.github()
-	if err != nil {
-		return nil, err
-	}
-	run, err := ghaction.GetRun(ctx, gh, r.owner, r.repo, r.in.RetryFromRun)
-	if err != nil {
-		return nil, err
-	}
-	warn, err := ghaction.CheckRunSource(run, r.owner, r.repo, r.allowFork)
-	if err != nil {
-		return nil, &runner.UsageError{Err: err}
-	}
-	if warn != "" {
-		e.gha.Warningf("%s", warn)
-	}
-	all, err := ghaction.ListRunArtifacts(ctx, gh, r.owner, r.repo, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	arts, err := selectArtifacts(all, r.in.ArtifactName, run.ID)
+	gh, run, arts, err := r.runArtifacts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +79,36 @@ func (r *actionRun) redrive(ctx context.Context, base runner.Options) ([]*jobOut
 		outs = append(outs, r.redriveArtifact(ctx, gh, wf, a, base, &cur))
 	}
 	return outs, nil
+}
+
+// runArtifacts checks the run of retry-from-run (this repository's, not a
+// fork's unless allow-fork-artifacts) before anything is downloaded, and
+// selects its DLQ artifacts.
+func (r *actionRun) runArtifacts(ctx context.Context) (*github.Client, ghaction.RunInfo, []*github.Artifact, error) {
+	gh, err := r.github()
+	if err != nil {
+		return nil, ghaction.RunInfo{}, nil, err
+	}
+	run, err := ghaction.GetRun(ctx, gh, r.owner, r.repo, r.in.RetryFromRun)
+	if err != nil {
+		return nil, ghaction.RunInfo{}, nil, err
+	}
+	warn, err := ghaction.CheckRunSource(run, r.owner, r.repo, r.allowFork)
+	if err != nil {
+		return nil, ghaction.RunInfo{}, nil, &runner.UsageError{Err: err}
+	}
+	if warn != "" {
+		r.env.gha.Warningf("%s", warn)
+	}
+	all, err := ghaction.ListRunArtifacts(ctx, gh, r.owner, r.repo, run.ID)
+	if err != nil {
+		return nil, ghaction.RunInfo{}, nil, err
+	}
+	arts, err := selectArtifacts(all, r.in.ArtifactName, run.ID)
+	if err != nil {
+		return nil, ghaction.RunInfo{}, nil, err
+	}
+	return gh, run, arts, nil
 }
 
 // usageErr is a bad-input error (exit 2).
@@ -167,39 +178,10 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 		out.err = fmt.Errorf("artifact %s: %w", a.GetName(), err)
 		return out
 	}
-	data, err := ghaction.DownloadRunArtifact(ctx, gh, e.BlobClient, r.owner, r.repo, a.GetID(), 0)
+	runnable, held, meta, err := r.artifactRecords(ctx, gh, wf, a, cur)
+	out.meta, out.held = meta, held
 	if err != nil {
 		return fail(err)
-	}
-	recs, meta, warns, err := readDLQZip(data)
-	for _, w := range warns {
-		e.gha.Warningf("artifact %s: %s", a.GetName(), r.redact.String(w))
-	}
-	if err != nil {
-		return fail(err)
-	}
-	out.meta = meta
-	if len(recs) == 0 {
-		return fail(errors.New("it holds no valid DLQ record"))
-	}
-	var runnable []dlq.DeadLetteredItem
-	for _, rec := range recs {
-		if !bytes.Contains(rec.ItemData, []byte(redactedMark)) {
-			runnable = append(runnable, rec)
-			continue
-		}
-		if *cur == nil {
-			*cur = r.loadCurrentItems(ctx, wf)
-		}
-		fresh, why := (*cur).resolve(rec)
-		if why != "" {
-			e.gha.Warningf("item %s of artifact %s is not redriven: its item_data was redacted when it was stored and %s; it stays in the DLQ", r.redact.String(rec.ItemID), a.GetName(), why)
-			out.held = append(out.held, rec)
-			continue
-		}
-		e.gha.Noticef("item %s: its item_data was redacted in the artifact; redriving it with the item re-read from the current input", r.redact.String(rec.ItemID))
-		rec.ItemData = fresh
-		runnable = append(runnable, rec)
 	}
 
 	// A fresh job of the current workflow: setup runs from the checkout,
@@ -227,6 +209,83 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 		}
 	}
 	return out
+}
+
+// artifactRecords downloads one DLQ artifact and reads its records as
+// data: runnable ones, and held ones whose item_data was redacted and
+// cannot be re-read from the current input (they are never run on
+// redacted data).
+func (r *actionRun) artifactRecords(ctx context.Context, gh *github.Client, wf *config.Workflow, a *github.Artifact, cur **currentItems) (runnable, held []dlq.DeadLetteredItem, meta artifactMeta, err error) {
+	e := r.env
+	data, err := ghaction.DownloadRunArtifact(ctx, gh, e.BlobClient, r.owner, r.repo, a.GetID(), 0)
+	if err != nil {
+		return nil, nil, artifactMeta{}, err
+	}
+	recs, meta, warns, err := readDLQZip(data)
+	for _, w := range warns {
+		e.gha.Warningf("artifact %s: %s", a.GetName(), r.redact.String(w))
+	}
+	if err != nil {
+		return nil, nil, meta, err
+	}
+	if len(recs) == 0 {
+		return nil, nil, meta, errors.New("it holds no valid DLQ record")
+	}
+	for _, rec := range recs {
+		if !bytes.Contains(rec.ItemData, []byte(redactedMark)) {
+			runnable = append(runnable, rec)
+			continue
+		}
+		if *cur == nil {
+			*cur = r.loadCurrentItems(ctx, wf)
+		}
+		fresh, why := (*cur).resolve(rec)
+		if why != "" {
+			e.gha.Warningf("item %s of artifact %s is not redriven: its item_data was redacted when it was stored and %s; it stays in the DLQ", r.redact.String(rec.ItemID), a.GetName(), why)
+			held = append(held, rec)
+			continue
+		}
+		e.gha.Noticef("item %s: its item_data was redacted in the artifact; redriving it with the item re-read from the current input", r.redact.String(rec.ItemID))
+		rec.ItemData = fresh
+		runnable = append(runnable, rec)
+	}
+	return runnable, held, meta, nil
+}
+
+// importRunDLQ imports the DLQ records of every DLQ artifact of run
+// retry-from-run (as data, after the run check) into one fresh job of the
+// checkout's workflow and returns its id: `command: plan` with
+// retry-from-run re-plans only the failures. Held records (redacted
+// item_data) are imported too, but only as DLQ records of that job.
+func (r *actionRun) importRunDLQ(ctx context.Context, base runner.Options) (string, error) {
+	if r.in.Workflow == "" {
+		return "", usageErr("input workflow is required: a re-plan runs the workflow of the current checkout, never one from the artifact")
+	}
+	wf, err := r.loadWorkflow()
+	if err != nil {
+		return "", err
+	}
+	gh, _, arts, err := r.runArtifacts(ctx)
+	if err != nil {
+		return "", err
+	}
+	var cur *currentItems
+	var all []dlq.DeadLetteredItem
+	for _, a := range arts {
+		runnable, _, _, err := r.artifactRecords(ctx, gh, wf, a, &cur)
+		if err != nil {
+			return "", fmt.Errorf("artifact %s: %w", a.GetName(), err)
+		}
+		all = append(all, runnable...)
+	}
+	prep, err := r.prepareJob(ctx, wf, base)
+	if err != nil {
+		return "", fmt.Errorf("prepare the re-plan job: %w", err)
+	}
+	if err := r.importRecords(prep, all); err != nil {
+		return "", err
+	}
+	return prep.JobID, nil
 }
 
 // prepareJob starts a job of wf with no items and no reduce, so setup runs

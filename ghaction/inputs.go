@@ -23,7 +23,7 @@ const (
 // Inputs are the action's inputs (action.yml), parsed and validated.
 type Inputs struct {
 	Workflow     string
-	Command      string // "run" or "retry"
+	Command      string // "run", "retry", or plan/shard/gather (sharded fan-out)
 	RetryFromRun int64  // run id whose DLQ artifact is redriven (command retry)
 	RetryFilter  string
 	RetryForce   bool
@@ -81,8 +81,10 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	if in.ArtifactName == "" {
 		in.ArtifactName = "prodigy-dlq"
 	}
-	if in.Command != "run" && in.Command != "retry" {
-		errs = append(errs, fmt.Errorf("input command: %q is not run or retry", in.Command))
+	switch in.Command {
+	case "run", "retry", "plan", "shard", "gather":
+	default:
+		errs = append(errs, fmt.Errorf("input command: %q is not run, retry, plan, shard or gather", in.Command))
 	}
 	switch in.Comment {
 	case CommentAlways, CommentOnFailure, CommentNever:

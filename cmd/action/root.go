@@ -11,6 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/dlqcmd"
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/jobcmd"
+	"github.com/prodigy-action/prodigy-action/cmd/action/internal/shardcmd"
 	"github.com/prodigy-action/prodigy-action/cmd/action/internal/worktreecmd"
 )
 
@@ -30,6 +31,7 @@ func newRootCmd(f *cmdutil.Factory) *cobra.Command {
 		jobcmd.NewRunCmd(f), jobcmd.NewResumeCmd(f), jobcmd.NewStatusCmd(f), jobcmd.NewValidateCmd(f),
 		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
 	)
+	root.AddCommand(shardcmd.NewPlanCmd(f), shardcmd.NewShardCmd(f), shardcmd.NewGatherCmd(f))
 	strict(root)
 	return root
 }

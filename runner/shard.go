@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// ShardOptions configures RunShard.
+type ShardOptions struct {
+	// Run carries the engine settings (Home, RepoDir, MaxParallel, Stderr,
+	// Clock, …); the workflow, job id and branch come from the plan.
+	Run Options
+	// PlanDir is the plan directory (plan.json, base.bundle).
+	PlanDir string
+	// Shard is the shard index K.
+	Shard int
+	// OutDir receives shard.bundle, dlq/, events.jsonl and result.json.
+	OutDir string
+}
+
+// ShardResult is OUTDIR/result.json: the per-item outcomes `run --json`
+// prints for the shard's items, plus where the shard branch starts and ends.
+type ShardResult struct {
+	*Result
+	// Shard is the shard index.
+	Shard int `json:"shard"`
+	// BaseCommit is the plan's base commit.
+	BaseCommit string `json:"base_commit"`
+	// Head is the shard branch's tip; equal to BaseCommit when nothing
+	// merged (then there is no shard.bundle).
+	Head string `json:"head"`
+}
+
+// Files of a shard's output directory.
+const (
+	ShardBundleFile = "shard.bundle"
+	ShardResultFile = "result.json"
+	ShardEventsFile = "events.jsonl"
+	ShardDLQDir     = "dlq"
+)
+
+// ShardBranch is the branch shard k of a results branch merges into.
+func ShardBranch(resultsBranch string, k int) string {
+	return resultsBranch + "/shard-" + strconv.Itoa(k)
+}
+
+// shardRepo is the state directory name of a shard's job: a shard's state
+// is kept apart from the gatherer's state of the same job.
+func shardRepo(repo string, k int) string { return repo + ".shard-" + strconv.Itoa(k) }
+
+// RunShard runs shard K of a plan in the repository at Run.RepoDir (any
+// clone; the base commit is fetched from base.bundle when missing) with
+// the whole engine — worktrees, retries, on_item_failure, DLQ, events,
+// checkpoint — merging into prodigy/<job_id>/shard-K from the base. It
+// never runs reduce. Running it again after a crash or interrupt resumes
+// the shard; after it completed it only rewrites the output.
+//
+// The output directory is written whenever the shard ran (failed and
+// interrupted shards included, so finished items are not lost):
+// shard.bundle (the shard branch without the base; absent when nothing
+// merged), dlq/ (the shard's DLQ records in the seed's format), events.jsonl
+// and, last, result.json. The error is as for Run: nil unless the shard
+// itself failed (stop policy, thresholds) or was interrupted.
+func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
+	o := so.Run
+	o.defaults()
+	o.Merge = MergeTree
+	so.PlanDir, so.OutDir = absPath(so.PlanDir), absPath(so.OutDir) // git runs elsewhere: never relative
+	plan, err := LoadPlan(so.PlanDir)
+	if err != nil {
+		return nil, err
+	}
+	if so.Shard < 0 || so.Shard >= len(plan.Shards) {
+		return nil, usage(fmt.Errorf("shard %d does not exist: the plan has shards 0 to %d", so.Shard, len(plan.Shards)-1))
+	}
+	if so.OutDir == "" {
+		return nil, usage(errors.New("no output directory given"))
+	}
+	if o.Home == "" {
+		return nil, usage(errors.New("no state directory given"))
+	}
+	git, err := gitops.New(o.RepoDir, gitops.Options{})
+	if err != nil {
+		return nil, usage(err)
+	}
+	if err := plan.ensureBase(ctx, git, so.PlanDir); err != nil {
+		return nil, err
+	}
+	wf, err := plan.workflow(so.PlanDir)
+	if err != nil {
+		return nil, err
+	}
+	shardWF := *wf
+	shardWF.Reduce = nil // reduce runs once, in gather
+	if ok, _ := git.BranchExists(ctx, plan.ResultsBranch); ok {
+		return nil, usage(fmt.Errorf("branch %s exists here, so %s cannot be created: run the shard in another clone", plan.ResultsBranch, ShardBranch(plan.ResultsBranch, so.Shard)))
+	}
+	maxPar := plan.MaxParallel
+	if o.MaxParallel > 0 {
+		maxPar = o.MaxParallel
+	}
+	o.JobID = plan.JobID
+	paths := Paths{Home: o.Home, Repo: shardRepo(filepath.Base(git.TopLevel()), so.Shard), JobID: plan.JobID}
+	branch := ShardBranch(plan.ResultsBranch, so.Shard)
+	j, err := newJob(&o, &shardWF, git, paths, branch, maxPar)
+	if err != nil {
+		return nil, usage(err)
+	}
+	unlock, err := j.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	res, runErr := j.runShard(ctx, plan, so.Shard)
+	if res == nil {
+		return nil, runErr
+	}
+	sr := &ShardResult{Result: res, Shard: so.Shard, BaseCommit: plan.BaseCommit}
+	// The output is written after an interrupt too (bounded in time).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	if err := j.writeShardOutput(wctx, sr, so.OutDir); err != nil {
+		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
+	}
+	return sr, runErr
+}
+
+// runShard creates (or resumes) the shard's job and runs its items.
+func (j *job) runShard(ctx context.Context, plan *Plan, k int) (*Result, error) {
+	if jobstore.HasCheckpoint(j.paths) {
+		cp, err := jobstore.LoadCheckpoint(j.paths)
+		if err != nil {
+			return nil, err
+		}
+		if cp.Status == StatusCompleted {
+			j.logf("shard %d of job %s already completed; writing its output again", k, j.id)
+			res := resultOf(cp)
+			res.OrphanedWorktrees = orEmpty(nil)
+			if n, err := countDLQ(j.paths); err == nil {
+				res.DLQCount = n
+			}
+			return res, nil
+		}
+		if err := endJobLeftovers(j.paths, j.logf); err != nil {
+			return nil, err
+		}
+		if err := j.recover(ctx, cp); err != nil {
+			return nil, err
+		}
+		if err := j.open(ctx, cp, true); err != nil {
+			return nil, err
+		}
+		defer j.events.close()
+		return j.execute(ctx, nil)
+	}
+	if ok, err := j.git.BranchExists(ctx, j.branch); err != nil {
+		return nil, usage(err)
+	} else if ok {
+		return nil, usage(fmt.Errorf("branch %s already exists but this shard has no state here; delete the branch to run the shard again", j.branch))
+	}
+	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, plan.BaseCommit); err != nil {
+		return nil, fmt.Errorf("create the shard's parent worktree: %w", err)
+	}
+	cp := planCheckpoint(j, plan, plan.Shards[k].Items)
+	if err := j.open(ctx, cp, false); err != nil {
+		j.rollback()
+		return nil, err
+	}
+	defer j.events.close()
+	j.logf("shard %d of job %s: %d item(s) from %s", k, j.id, len(cp.Items), short(plan.BaseCommit))
+	return j.execute(ctx, nil)
+}
+
+// planCheckpoint is the initial checkpoint of a shard's or the gatherer's
+// job: setup done (by plan), the given items pending. The workflow path is
+// left empty and no copy is kept, so a shard's state cannot be continued by
+// `resume` (which would run reduce): run `shard` again instead.
+func planCheckpoint(j *job, plan *Plan, ids []string) *jobstore.Checkpoint {
+	now := j.now().UTC()
+	byID := make(map[string]PlanItem, len(plan.Items))
+	for _, it := range plan.Items {
+		byID[it.ID] = it
+	}
+	cp := &jobstore.Checkpoint{
+		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
+		WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: plan.BaseCommit,
+		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
+		Status: StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, StartedAt: now,
+		Vars: map[string]string{}, Items: make([]*jobstore.CheckpointItem, 0, len(ids)),
+	}
+	for k, v := range plan.Vars {
+		cp.Vars[k] = v
+	}
+	for _, id := range ids {
+		it := byID[id]
+		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: id, State: ItemPending, Attempts: it.Attempts}, Index: it.Index, Data: it.Data})
+	}
+	return cp
+}
+
+// writeShardOutput writes the shard's output directory; result.json last,
+// so its presence means the output is whole.
+func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(out, ShardResultFile))
+	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	if err != nil {
+		return err
+	}
+	sr.Head = head
+	bundle := filepath.Join(out, ShardBundleFile)
+	_ = os.Remove(bundle)
+	if err := j.git.BundleCreate(ctx, bundle, "refs/heads/"+j.branch, sr.BaseCommit); err != nil && !errors.Is(err, gitops.ErrEmptyBundle) {
+		return err
+	}
+	dir := filepath.Join(out, ShardDLQDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	store, err := openDLQ(j.paths, dlq.Options{})
+	if err != nil {
+		return err
+	}
+	err = store.Each(func(r dlq.DeadLetteredItem) error {
+		b, err := dlq.Encode(r)
+		if err != nil {
+			return err
+		}
+		return fsx.WriteFile(filepath.Join(dir, dlq.ItemFileName(r.ItemID)), b, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("export the shard's DLQ: %w", err)
+	}
+	if data, err := os.ReadFile(j.paths.Events()); err == nil {
+		if err := fsx.WriteFile(filepath.Join(out, ShardEventsFile), data, 0o644); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return writeJSONFile(filepath.Join(out, ShardResultFile), sr)
+}

@@ -1,0 +1,298 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+func planItems(n int) []runner.PlanItem {
+	out := make([]runner.PlanItem, n)
+	for i := range out {
+		out[i] = runner.PlanItem{ID: fmt.Sprintf("item_%d", i), Index: i}
+	}
+	return out
+}
+
+func TestSplitShardsIsStableBalancedAndContiguous(t *testing.T) {
+	for _, tc := range []struct{ items, n, shards int }{{10, 3, 3}, {3, 5, 3}, {0, 4, 1}, {1000, 256, 256}, {7, 1, 1}} {
+		items := planItems(tc.items)
+		a, b := runner.SplitShards(items, tc.n), runner.SplitShards(items, tc.n)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%d items in %d: not stable", tc.items, tc.n)
+		}
+		if len(a) != tc.shards {
+			t.Fatalf("%d items in %d: %d shards, want %d", tc.items, tc.n, len(a), tc.shards)
+		}
+		var all []string
+		lo, hi := tc.items, 0
+		for k, s := range a {
+			if s.Shard != k {
+				t.Fatalf("shard %d numbered %d", k, s.Shard)
+			}
+			all = append(all, s.Items...)
+			lo, hi = min(lo, len(s.Items)), max(hi, len(s.Items))
+		}
+		if hi-lo > 1 {
+			t.Errorf("%d items in %d: shard sizes from %d to %d", tc.items, tc.n, lo, hi)
+		}
+		var want []string
+		for _, it := range items {
+			want = append(want, it.ID)
+		}
+		if !slices.Equal(all, want) {
+			t.Errorf("%d items in %d: shards do not hold every item once in order", tc.items, tc.n)
+		}
+	}
+}
+
+func TestAutoShardsFitsTheJobLimit(t *testing.T) {
+	load := func(y string) *config.Workflow {
+		t.Helper()
+		wf, err := config.Parse("wf.yml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wf
+	}
+	hourly := load("name: x\nmode: mapreduce\nmap:\n  input: i.json\n  agent_timeout_secs: 3600\n  agent_template:\n    - shell: 'true'\n")
+	// 5 one-hour items fit a 5-hour shard per slot.
+	for _, tc := range []struct{ items, par, want int }{{5, 1, 1}, {6, 1, 2}, {12, 1, 3}, {12, 2, 2}, {100000, 1, 256}, {0, 1, 1}} {
+		if got := runner.AutoShards(hourly, tc.items, tc.par); got != tc.want {
+			t.Errorf("%d items, max_parallel %d: %d shards, want %d", tc.items, tc.par, got, tc.want)
+		}
+	}
+	retried := load("name: x\nmode: mapreduce\nmap:\n  input: i.json\n  agent_timeout_secs: 3600\n  agent_template:\n    - shell: 'true'\nerror_policy:\n  retry_config:\n    attempts: 2\n    backoff: fixed\n    initial_delay: 30m\n")
+	// 2 attempts + 30m backoff = 2.5h worst case: 2 per slot.
+	if got := runner.AutoShards(retried, 4, 1); got != 2 {
+		t.Errorf("retried: %d shards, want 2", got)
+	}
+}
+
+// shardFixture plans a workflow in repo r and returns the plan directory.
+func shardFixture(t *testing.T, r *testRepo, yaml string, shards int) (string, runner.Options) {
+	t.Helper()
+	wf := r.workflow(yaml)
+	o, _, _, _ := r.options(wf)
+	dir := filepath.Join(t.TempDir(), "plan")
+	if _, err := runner.PlanJob(context.Background(), runner.PlanOptions{Run: o, Dir: dir, Shards: shards}); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return dir, o
+}
+
+// clone makes a full (no-local) clone of r with its own state directory.
+func (r *testRepo) clone(name string) *testRepo {
+	r.t.Helper()
+	dir := filepath.Join(r.t.TempDir(), name)
+	r.git("clone", "-q", "--no-local", r.dir, dir)
+	return &testRepo{t: r.t, dir: dir, home: filepath.Join(r.t.TempDir(), "home")}
+}
+
+func shardOpts(c *testRepo, o runner.Options) runner.Options {
+	o.RepoDir, o.Home, o.JobID, o.Workflow = c.dir, c.home, "", nil
+	return o
+}
+
+const stopWorkflow = `
+name: stop
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        if [ "${item.bad}" = yes ]; then echo bad >&2; exit 1; fi
+        echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+error_policy:
+  on_item_failure: stop
+reduce:
+  - shell: echo "${map.successful}" > reduced.txt && git add -A && git commit -qm reduce
+`
+
+// TestFailedShardWritesItsOutputAndGatherWaitsForIt: a shard stopped by
+// on_item_failure: stop fails (ErrJobFailed) yet writes its output; gather
+// imports what finished, leaves the rest pending and fails naming why;
+// no setup commit means no base.bundle.
+func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"no"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
+	dir, o := shardFixture(t, r, stopWorkflow, 2)
+	if _, err := os.Stat(runner.BaseBundle(dir)); !os.IsNotExist(err) {
+		t.Fatalf("base.bundle written although setup made no commit: %v", err)
+	}
+	if jobstore.HasCheckpoint(runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}) {
+		t.Fatal("plan left its job state behind")
+	}
+	ctx := context.Background()
+	var outs []string
+	for k := range 2 {
+		c := r.clone(fmt.Sprintf("s%d", k))
+		out := filepath.Join(t.TempDir(), "out")
+		sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out})
+		if k == 0 {
+			if !errors.Is(err, runner.ErrJobFailed) || sr == nil || sr.Pending != 0 || sr.Failed != 1 || sr.Successful != 1 {
+				t.Fatalf("shard 0 (stops on item_1): %+v, %v", sr, err)
+			}
+		} else if err != nil {
+			t.Fatalf("shard 1: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(out, runner.ShardResultFile)); err != nil {
+			t.Fatalf("shard %d wrote no result: %v", k, err)
+		}
+		outs = append(outs, out)
+	}
+	// Gather in the planning repository itself: the results branch is there, at the base.
+	head := r.git("rev-parse", "HEAD")
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
+	if err != nil || res.Successful != 3 || res.Failed != 1 {
+		t.Fatalf("gather: %+v, %v", res, err)
+	}
+	if got := r.git("show", "prodigy/job-1:reduced.txt"); got != "3" {
+		t.Fatalf("reduce saw %s successes, want 3", got)
+	}
+	r.assertUntouched(head)
+	if rec := r.dlqRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
+		t.Fatalf("DLQ = %v", rec)
+	}
+}
+
+const okWorkflow = `
+name: ok
+mode: mapreduce
+setup:
+  - shell: echo s > setup.txt && git add -A && git commit -qm setup
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+reduce:
+  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
+`
+
+// TestGatherReportsAnUnreadableShardAndCompletesLater: a corrupt bundle
+// leaves its shard's items pending and names the shard; gathering again
+// with the good output completes the job; re-running a finished shard
+// writes the same output.
+func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4,5,6]`})
+	dir, o := shardFixture(t, r, okWorkflow, 3)
+	ctx := context.Background()
+	var outs []string
+	clones := map[int]*testRepo{}
+	for k := range 3 {
+		c := r.clone(fmt.Sprintf("s%d", k))
+		clones[k] = c
+		out := filepath.Join(t.TempDir(), "out")
+		if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
+			t.Fatalf("shard %d: %v", k, err)
+		}
+		outs = append(outs, out)
+	}
+	g := r.clone("g")
+	// An output without result.json is reported and its shard stays missing.
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[0], t.TempDir()}})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || !strings.Contains(err.Error(), "shard 2") || res.Pending != 4 || res.Successful != 2 {
+		t.Fatalf("gather with an empty output: %+v, %v", res, err)
+	}
+	bundle := filepath.Join(outs[1], runner.ShardBundleFile)
+	good, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundle, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || res.Pending != 2 || res.Successful != 4 {
+		t.Fatalf("gather with a corrupt bundle: %+v, %v", res, err)
+	}
+	// Re-running shard 1 (already completed) rewrites its output.
+	if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(clones[1], o), PlanDir: dir, Shard: 1, OutDir: outs[1]}); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(bundle)
+	if len(again) == 0 || string(again) == "garbage" || len(again) != len(good) {
+		t.Fatalf("re-run shard wrote a different bundle (%d bytes, want %d)", len(again), len(good))
+	}
+	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	if err != nil || res.Successful != 6 || res.Pending != 0 {
+		t.Fatalf("second gather: %+v, %v", res, err)
+	}
+	if got := g.git("show", "prodigy/job-1:count.txt"); got != "6" {
+		t.Fatalf("count.txt = %q", got)
+	}
+	if got := g.files("prodigy/job-1"); !slices.Contains(got, "setup.txt") {
+		t.Fatalf("setup's commit is not on the results branch: %v", got)
+	}
+}
+
+// TestPlanFailureLeavesNothingBehind: a failing setup leaves no branch,
+// state or plan.
+func TestPlanFailureLeavesNothingBehind(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1]`})
+	wf := r.workflow(strings.Replace(okWorkflow, "echo s > setup.txt", "exit 7; echo", 1))
+	o, _, _, _ := r.options(wf)
+	dir := filepath.Join(t.TempDir(), "plan")
+	_, err := runner.PlanJob(context.Background(), runner.PlanOptions{Run: o, Dir: dir, Shards: 1})
+	if !errors.Is(err, runner.ErrJobFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(runner.PlanFile(dir)); !os.IsNotExist(err) {
+		t.Fatal("a plan was written")
+	}
+	if out := r.git("branch", "--list", "prodigy/*"); out != "" {
+		t.Fatalf("branches left: %s", out)
+	}
+}
+
+// TestInterruptedShardResumesWhenRunAgain: a shard interrupted after its
+// first item writes its output with the rest pending (ErrInterrupted);
+// running the same shard again resumes it, runs every other item once,
+// and its output then gathers completely.
+func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4]`})
+	wfText := strings.Replace(okWorkflow, "max_parallel: 2", "max_parallel: 1", 1)
+	wfText = strings.Replace(wfText, `git commit -qm "item $PRODIGY_ITEM_INDEX"`, `git commit -qm "item $PRODIGY_ITEM_INDEX" && echo "$PRODIGY_ITEM_INDEX" >> "$RUNS"`, 1)
+	runs := filepath.Join(t.TempDir(), "runs")
+	t.Setenv("RUNS", runs)
+	dir, o := shardFixture(t, r, wfText, 1)
+	c := r.clone("s0")
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	so := shardOpts(c, o)
+	hooks := &hookLog{onItem: func(int) { cancel() }}
+	so.Hooks = hooks
+	so.Environ = append(os.Environ(), "RUNS="+runs)
+	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	if !errors.Is(err, runner.ErrInterrupted) || sr == nil || sr.Successful != 1 || sr.Pending != 3 {
+		t.Fatalf("interrupted shard: %+v, %v", sr, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, runner.ShardResultFile)); err != nil {
+		t.Fatalf("interrupted shard wrote no result: %v", err)
+	}
+	so.Hooks = &hookLog{}
+	sr, err = runner.RunShard(context.Background(), runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	if err != nil || sr.Successful != 4 || sr.Pending != 0 {
+		t.Fatalf("resumed shard: %+v, %v", sr, err)
+	}
+	data, _ := os.ReadFile(runs)
+	if lines := strings.Fields(string(data)); len(lines) != 4 || len(slices.Compact(slices.Sorted(slices.Values(lines)))) != 4 {
+		t.Fatalf("item runs = %q, want each of 4 items once", data)
+	}
+	g := r.clone("g")
+	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{out}})
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("gather: %+v, %v", res, err)
+	}
+}
