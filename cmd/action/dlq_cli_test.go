@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"path/filepath"
 	"reflect"

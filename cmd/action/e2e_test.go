@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"os/exec"
 	"path/filepath"

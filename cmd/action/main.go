@@ -1,9 +1,10 @@
 // Command action runs prodigy-action: a MapReduce runner for agents in git
 // worktrees with retries and a dead letter queue. See README.md.
 //
-// This package only wires: flags become options for runner, dlq and
-// actionapp; output goes through report; errors become exit codes in one
-// place (exitCode).
+// This package only wires: the process's streams, environment and signals
+// go into a cmdutil.Factory, and package cli runs the command tree (flags
+// become options for runner, dlq and actionapp; errors become exit codes
+// in one place, cmdutil.ExitCode).
 package main
 
 import (
@@ -12,7 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 )
 
 func main() {
@@ -25,4 +27,9 @@ func main() {
 	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// execute runs the CLI (cli.Execute); tests call it in-process.
+func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	return cli.Execute(ctx, f, args)
 }

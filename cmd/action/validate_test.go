@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"path/filepath"
 	"slices"

@@ -3,7 +3,7 @@ package jobcmd
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"

@@ -1,4 +1,9 @@
-package main
+// Package cli is the command-line interface of prodigy-action: the cobra
+// tree (NewRootCmd) and Execute, which maps errors to exit codes in one
+// place. Each command lives in a subpackage as an options struct, a
+// constructor and a run function (cli/cli's pkg/cmd/<noun>/<verb>);
+// side effects come from cmdutil.Factory. cmd/action only calls Execute.
+package cli
 
 import (
 	"context"
@@ -8,15 +13,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/dlqcmd"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/jobcmd"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/shardcmd"
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/worktreecmd"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/dlqcmd"
+	"github.com/prodigy-action/prodigy-action/cli/jobcmd"
+	"github.com/prodigy-action/prodigy-action/cli/shardcmd"
+	"github.com/prodigy-action/prodigy-action/cli/worktreecmd"
 )
 
-// newRootCmd builds the command tree.
-func newRootCmd(f *cmdutil.Factory) *cobra.Command {
+// NewRootCmd builds the command tree: one constructor per command
+// (options struct + constructor + run function, cli/cli's pkg/cmd style).
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "action",
 		Short:         "Fan work items out to parallel agents in git worktrees, retry, merge, and dead-letter what still fails",
@@ -73,9 +79,9 @@ func strict(c *cobra.Command) {
 	}
 }
 
-// execute runs the CLI with args and returns the process exit code. Inside
+// Execute runs the CLI with args and returns the process exit code. Inside
 // GitHub Actions without arguments it runs the Action (actionapp).
-func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
+func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	if len(args) == 0 && f.Getenv("GITHUB_ACTIONS") == "true" {
 		return f.ActionMain(ctx, actionapp.Deps{Getenv: f.Getenv, Stdout: f.Out, Stderr: f.ErrOut, Clock: f.Engine.Clock})
 	}
@@ -89,7 +95,7 @@ func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		_ = rout.Flush()
 		f.Out, f.ErrOut = stdout, stderr
 	}()
-	root := newRootCmd(f)
+	root := NewRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !cmdutil.Silent(err) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prodigy-action/prodigy-action/cmd/action/internal/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
