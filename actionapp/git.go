@@ -40,12 +40,3 @@ func (r *actionRun) push(ctx context.Context, res *runner.Result) error {
 	r.env.gha.Noticef("pushed %s", res.ResultsBranch)
 	return nil
 }
-
-// gitTopLevel returns the top directory of the checkout containing dir.
-func (r *actionRun) gitTopLevel(dir string) (string, error) {
-	git, err := gitops.New(dir, r.gitOptions())
-	if err != nil {
-		return "", err
-	}
-	return git.TopLevel(), nil
-}

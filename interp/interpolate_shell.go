@@ -175,11 +175,10 @@ type shellScanner struct {
 
 // shellRef is one reference to a placeholder's variable in the output.
 type shellRef struct {
-	name   string // __PRODIGY_V_n
-	text   string // the placeholder as written
-	out    int    // offset of its '$' in the output script
-	src    int    // offset of the placeholder in the source
-	inline bool   // an integer written inline (arithmetic), not a reference
+	name string // __PRODIGY_V_n
+	text string // the placeholder as written
+	out  int    // offset of its '$' in the output script
+	src  int    // offset of the placeholder in the source
 }
 
 func (s *shellScanner) top() *shFrame          { return &s.stack[len(s.stack)-1] }

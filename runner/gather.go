@@ -129,9 +129,9 @@ func (j *job) createGather(ctx context.Context, plan *Plan) error {
 		return usage(err)
 	}
 	if ok {
-		tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
-		if err != nil {
-			return err
+		tip, rerr := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+		if rerr != nil {
+			return rerr
 		}
 		if tip != plan.BaseCommit {
 			return usage(fmt.Errorf("results branch %s exists at %s, not at the plan's base %s, and this repository has no gather state for job %s", j.branch, short(tip), short(plan.BaseCommit), j.id))

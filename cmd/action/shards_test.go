@@ -243,7 +243,7 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 
 	// plan --from-dlq re-packs exactly the (eligible) failures.
 	plan2 := filepath.Join(t.TempDir(), "plan2")
-	code, stdout, stderr = runCLI(t, homeG, "plan", wfPath, "--out", plan2, "--shards", "2", "--repo", gatherRepo, "--job-id", "fan2", "--from-dlq", "fan", "--json")
+	code, _, stderr = runCLI(t, homeG, "plan", wfPath, "--out", plan2, "--shards", "2", "--repo", gatherRepo, "--job-id", "fan2", "--from-dlq", "fan", "--json")
 	if code != 0 {
 		t.Fatalf("plan --from-dlq: exit %d\n%s", code, stderr)
 	}
