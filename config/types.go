@@ -32,6 +32,8 @@ type Workflow struct {
 	// PreserveFailedWorktrees keeps the worktrees of failed items
 	// (`preserve_failed_worktrees`, top level or under map).
 	PreserveFailedWorktrees bool
+	// Worktree is the `worktree:` block (sparse agent checkouts).
+	Worktree WorktreeConfig
 	// Warnings lists deprecations and suspicious settings, each prefixed
 	// with "file:line:col: key:".
 	Warnings []string

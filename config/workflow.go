@@ -137,6 +137,9 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("preserve_failed_worktrees"); ok {
 		w.PreserveFailedWorktrees, _ = d.boolean(kv)
 	}
+	if kv, ok := o.take("worktree"); ok {
+		d.worktree(kv, w)
+	}
 	var mapLevel policySrc
 	if kv, ok := o.take("map"); ok {
 		mapLevel = d.mapPhase(kv, w)
