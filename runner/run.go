@@ -137,7 +137,9 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.redact = j.red.String
 	j.steps.red = j.red
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
-	j.trees = newWorktrees(j)
+	if j.trees, err = newWorktrees(j, o.Sparse); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -150,7 +152,7 @@ func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
 
 // create writes the job's initial state: lock, parent worktree, checkpoint.
 func (j *job) create(ctx context.Context, o *Options, head string) error {
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, head); err != nil {
+	if err := j.trees.createParent(ctx, head); err != nil {
 		return fmt.Errorf("create the parent worktree: %w", err)
 	}
 	now := j.now().UTC()
