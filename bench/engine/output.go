@@ -27,9 +27,15 @@ func writeText(w io.Writer, rep *report) error {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t%.2fx\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
 			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS, rep.Strong.WallMS/m.WallMS)
 	}
-	row("plain git baseline", rep.Baseline)
-	row("strong git baseline", rep.Strong)
-	row("engine pool/tree", rep.Engine)
+	if rep.Baseline.WallMS > 0 {
+		row("plain git baseline", rep.Baseline)
+		row("strong git baseline", rep.Strong)
+		row("engine pool/tree", rep.Engine)
+	} else {
+		m := rep.Engine
+		fmt.Fprintf(tw, "engine pool/tree\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t-\t-\t\n", m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+			m.WallMS/float64(m.N), mib(m.PeakRSSKB))
+	}
 	if rep.Before != nil {
 		row("engine fresh/worktree (before)", *rep.Before)
 	}
@@ -40,6 +46,15 @@ func writeText(w io.Writer, rep *report) error {
 		rep.Speedup, rep.StrongSpeedup, rep.StrongCPUSpeedup, rep.MergedTree)
 	fmt.Fprintln(w, "CPU s = user+sys of the run's process tree (wait4 rusage: the process and every descendant it waited for).")
 	fmt.Fprintln(w, "peak RSS = ru_maxrss of the run's process tree: its largest single process, not a sum.")
+	if c := rep.Checkout; c != nil {
+		fmt.Fprintf(w, "\ncheckout cost: one full checkout %.0f ms, %s on disk; per-item reset %.1f ms (mean of %d)\n",
+			c.FullCheckoutMS, mib(c.FullDiskKB), c.FullResetMS, c.Resets)
+		if len(c.Sparse) > 0 {
+			fmt.Fprintf(w, "sparse %v: checkout %.0f ms, %s on disk (%.1f%% of full); per-item reset %.1f ms\n",
+				c.Sparse, c.SparseCheckoutMS, mib(c.SparseDiskKB), 100*c.SparseDiskRatio, c.SparseResetMS)
+		}
+		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout\n", rep.Engine.FirstAgentMS, rep.FirstAgentRatio)
+	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
 		fmt.Fprintf(w, "\nengine mean per-item time (ms, each item's own wall time; merge includes waiting for the merge lock):\n")
