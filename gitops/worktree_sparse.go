@@ -69,7 +69,8 @@ func CleanSparse(dirs []string) ([]string, error) {
 
 // WorktreeCreate creates a linked worktree at path with commit checked
 // out, on a new branch created at commit (or on a detached HEAD if branch
-// is ""), shaped by o.
+// is ""), shaped by o: [Client.WorktreeAddNoCheckout] then
+// [Client.WorktreePopulate].
 //
 // Only the administrative step, `git worktree add --no-checkout`, is
 // serialised per repository (git 2.39's worktree commands race with each
@@ -79,15 +80,26 @@ func CleanSparse(dirs []string) ([]string, error) {
 // If a step after the first fails, the half-made worktree is removed (the
 // branch, if one was created, stays for the caller to delete).
 func (c *Client) WorktreeCreate(ctx context.Context, path, branch, commit string, o CheckoutOptions) error {
+	if _, err := CleanSparse(o.Sparse); err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
+	}
+	if err := c.WorktreeAddNoCheckout(ctx, path, branch, commit); err != nil {
+		return err
+	}
+	return c.WorktreePopulate(ctx, path, o)
+}
+
+// WorktreeAddNoCheckout is the administrative half of
+// [Client.WorktreeCreate]: `git worktree add --no-checkout` at path, on a
+// new branch at commit or detached at commit when branch is "". The
+// directory holds only its .git file (the index is empty) until
+// [Client.WorktreePopulate] runs. Serialised per repository, and quick.
+func (c *Client) WorktreeAddNoCheckout(ctx context.Context, path, branch, commit string) error {
 	if branch != "" && !validRefName(branchRef(branch)) {
 		return fmt.Errorf("add worktree %s: invalid branch name %q", path, branch)
 	}
 	if commit == "" || strings.HasPrefix(commit, "-") {
 		return fmt.Errorf("add worktree %s: invalid commit %q", path, commit)
-	}
-	sparse, err := CleanSparse(o.Sparse)
-	if err != nil {
-		return fmt.Errorf("add worktree %s: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -106,11 +118,27 @@ func (c *Client) WorktreeCreate(ctx context.Context, path, branch, commit string
 	if err != nil {
 		return fmt.Errorf("add worktree %s at %s: %w", path, commit, err)
 	}
-	if err := c.populate(ctx, abs, sparse, o.UntrackedCache); err != nil {
-		if rmErr := c.WorktreeRemove(context.WithoutCancel(ctx), abs); rmErr != nil {
+	return nil
+}
+
+// WorktreePopulate is the checkout half of [Client.WorktreeCreate], for a
+// worktree made by [Client.WorktreeAddNoCheckout]: sparse-checkout setup
+// (o.Sparse), `git reset --hard HEAD`, the untracked cache
+// (o.UntrackedCache). Not serialised: worktrees can be populated
+// concurrently. On failure the worktree is removed.
+func (c *Client) WorktreePopulate(ctx context.Context, path string, o CheckoutOptions) error {
+	sparse, err := CleanSparse(o.Sparse)
+	if err == nil {
+		var abs string
+		if abs, err = filepath.Abs(path); err == nil {
+			err = c.populate(ctx, abs, sparse, o.UntrackedCache)
+		}
+	}
+	if err != nil {
+		if rmErr := c.WorktreeRemove(context.WithoutCancel(ctx), path); rmErr != nil {
 			err = errors.Join(err, rmErr)
 		}
-		return fmt.Errorf("add worktree %s at %s: %w", path, commit, err)
+		return fmt.Errorf("check out worktree %s: %w", path, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -84,15 +85,19 @@ type worktrees struct {
 
 	noticeOnce sync.Once
 
-	mu   sync.Mutex
-	free []*poolSlot
-	all  map[*poolSlot]bool
+	mu      sync.Mutex
+	ready   *sync.Cond     // on mu: a warming slot finished its checkout
+	warming int            // slots whose checkout runs in the background
+	bg      sync.WaitGroup // those checkouts
+	free    []*poolSlot
+	all     map[*poolSlot]bool
 }
 
 // newWorktrees returns the job's worktree provider. sparse, the --sparse
 // directories, replaces the workflow's worktree.sparse when not empty.
 func newWorktrees(j *job, sparse []string) (*worktrees, error) {
 	w := &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
+	w.ready = sync.NewCond(&w.mu)
 	if len(sparse) > 0 {
 		clean, err := gitops.CleanSparse(sparse)
 		if err != nil {
@@ -137,43 +142,62 @@ func (w *worktrees) createParent(ctx context.Context, head string) error {
 	return w.j.git.WorktreeCreate(ctx, w.j.parentDir, w.j.branch, head, w.checkout(false))
 }
 
-// warm creates up to n pool worktrees (detached at head) before any agent
-// runs, concurrently: only git's administrative step is serialised
-// (gitops.WorktreeCreate), each checkout runs in parallel. git 2.39's
+// warm provides up to n pool worktrees (detached at head) for the map
+// phase. It makes their administrative entries first, one after another
+// (`worktree add --no-checkout`: quick), and returns; their checkouts then
+// run in the background, at most one per CPU at a time, and acquire hands
+// out each slot as soon as it is checked out, so the first agent starts
+// after about one checkout rather than after all of them. git 2.39's
 // worktree commands race with commands that read the worktree list
-// (checkout -B does), so creating slots while agents run is avoided. A
-// failure is a warning: acquire then creates slots lazily.
+// (checkout -B, an agent's own git), which is why every administrative
+// step is done before any agent runs. A failure is a warning: acquire then
+// creates slots lazily.
 func (w *worktrees) warm(ctx context.Context, n int, head string) {
 	if w.mode != IsolationPool {
 		return
 	}
 	w.notice(ctx)
 	w.mu.Lock()
-	have := len(w.all)
+	have := len(w.all) + w.warming
 	w.mu.Unlock()
-	var wg sync.WaitGroup
-	var failOnce sync.Once
+	var made []*poolSlot
 	for i := have; i < n; i++ {
-		wg.Add(1)
+		name := "pool-" + newUUID()[:8]
+		path := w.j.paths.AgentWorktree(name)
+		if err := w.j.git.WorktreeAddNoCheckout(ctx, path, "", head); err != nil {
+			w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
+			break
+		}
+		made = append(made, &poolSlot{name: name, path: path})
+	}
+	w.mu.Lock()
+	w.warming += len(made)
+	w.mu.Unlock()
+	sem := make(chan struct{}, max(1, runtime.NumCPU()))
+	for _, s := range made {
+		w.bg.Add(1)
 		go func() {
-			defer wg.Done()
-			name := "pool-" + newUUID()[:8]
-			path := w.j.paths.AgentWorktree(name)
-			if err := w.j.git.WorktreeCreate(ctx, path, "", head, w.checkout(true)); err != nil {
-				failOnce.Do(func() {
-					w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
-				})
+			defer w.bg.Done()
+			sem <- struct{}{}
+			err := w.j.git.WorktreePopulate(ctx, s.path, w.checkout(true))
+			<-sem
+			w.mu.Lock()
+			w.warming--
+			if err == nil {
+				w.all[s] = true
+				w.free = append(w.free, s)
+			}
+			w.ready.Broadcast()
+			w.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				w.j.warn(fmt.Sprintf("could not check out pool worktree %s (%v); agents will create their worktrees as they start", s.path, err))
+			}
+			if err != nil {
 				return
 			}
-			s := &poolSlot{name: name, path: path}
-			w.mu.Lock()
-			w.all[s] = true
-			w.free = append(w.free, s)
-			w.mu.Unlock()
-			w.j.events.emit(WorktreeCreated{Path: path, Pool: true})
+			w.j.events.emit(WorktreeCreated{Path: s.path, Pool: true})
 		}()
 	}
-	wg.Wait()
 }
 
 // acquire returns a clean worktree on a new branch at head.
@@ -188,6 +212,9 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 		return &agentTree{path: path, branch: branch}, nil
 	}
 	w.mu.Lock()
+	for len(w.free) == 0 && w.warming > 0 {
+		w.ready.Wait() // a warm slot is being checked out
+	}
 	var s *poolSlot
 	if n := len(w.free); n > 0 {
 		s = w.free[n-1]
@@ -290,6 +317,7 @@ func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID str
 // (gitops.WorktreeDiscard), so teardown costs about one worktree's
 // deletion rather than P of them one after another.
 func (w *worktrees) close(ctx context.Context) {
+	w.bg.Wait()
 	w.mu.Lock()
 	slots := make([]*poolSlot, 0, len(w.all))
 	for s := range w.all {
