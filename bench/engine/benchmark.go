@@ -121,8 +121,12 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		b.firstAgent(rep)
 		return rep, nil
 	}
-	if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
-		return nil, err
+	var all []measurement
+	if cfg.Plain {
+		if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
+			return nil, err
+		}
+		all = append(all, rep.Baseline)
 	}
 	if rep.Strong, err = b.measure(ctx, kindStrong, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
@@ -131,8 +135,8 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 	b.firstAgent(rep)
-	all := []measurement{rep.Baseline, rep.Strong, rep.Engine}
-	if cfg.Before {
+	all = append(all, rep.Strong, rep.Engine)
+	if cfg.Before && cfg.Plain {
 		before, err := b.measure(ctx, kindBefore, cfg.N, cfg.MaxParallel)
 		if err != nil {
 			return nil, err
@@ -145,7 +149,9 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 	rep.MergedTree, rep.IdenticalTrees = rep.Engine.Tree, true
-	rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	if cfg.Plain {
+		rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	}
 	rep.StrongSpeedup, rep.StrongCPUSpeedup = strongRatios(rep.Strong, rep.Engine)
 	rep.EngineItemMS = rep.Engine.TimingsMS
 	fmt.Fprintf(log, "identical merged trees (%s); speedup_vs_git_baseline %.2f; vs strong baseline: wall %.2f, CPU %.2f\n",

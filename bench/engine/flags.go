@@ -27,6 +27,7 @@ type config struct {
 	Keep          bool     // keep the work directory
 	Sparse        []string // engine --sparse directories (plus out/)
 	Baselines     bool     // run the plain-git and strong baselines
+	Plain         bool     // run the plain-git baseline (with Baselines)
 	Checkout      bool     // measure checkout, disk and per-item reset cost
 }
 
@@ -35,7 +36,7 @@ var errHelp = errors.New("help requested")
 
 // parseFlags parses args into a config; usage goes to stderr.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{SweepParallel: []int{1, 2, 4, 8}, SweepN: []int{50, 200, 1000}, Baselines: true}
+	c := config{SweepParallel: []int{1, 2, 4, 8}, SweepN: []int{50, 200, 1000}, Baselines: true, Plain: true}
 	fs := flag.NewFlagSet("bench/engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.Files, "files", 5000, "files in the synthetic repository")
@@ -58,6 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return nil
 	})
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the plain-git and strong baselines (and -before); false measures the engine alone")
+	fs.BoolVar(&c.Plain, "plain", true, "run the plain-git baseline (a checkout per item: slow on big repositories); false keeps the strong one")
 	fs.BoolVar(&c.Checkout, "checkout", false, "measure one full checkout, disk per worktree and per-item reset (and time to first agent)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

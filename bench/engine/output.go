@@ -23,19 +23,23 @@ func writeText(w io.Writer, rep *report) error {
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\twall s\tCPU s\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
+	ratio := func(base, m float64) string {
+		if base <= 0 || m <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", base/m)
+	}
 	row := func(name string, m measurement) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t%.2fx\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
-			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS, rep.Strong.WallMS/m.WallMS)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+			m.WallMS/float64(m.N), mib(m.PeakRSSKB), ratio(rep.Baseline.WallMS, m.WallMS), ratio(rep.Strong.WallMS, m.WallMS))
 	}
 	if rep.Baseline.WallMS > 0 {
 		row("plain git baseline", rep.Baseline)
-		row("strong git baseline", rep.Strong)
-		row("engine pool/tree", rep.Engine)
-	} else {
-		m := rep.Engine
-		fmt.Fprintf(tw, "engine pool/tree\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t-\t-\t\n", m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
-			m.WallMS/float64(m.N), mib(m.PeakRSSKB))
 	}
+	if rep.Strong.WallMS > 0 {
+		row("strong git baseline", rep.Strong)
+	}
+	row("engine pool/tree", rep.Engine)
 	if rep.Before != nil {
 		row("engine fresh/worktree (before)", *rep.Before)
 	}
