@@ -249,3 +249,31 @@ func TestWorktreeCreateConcurrentAndDiscard(t *testing.T) {
 		t.Errorf("discarding twice: %v", err)
 	}
 }
+
+func TestSyncWorktreeLeavesUncheckedOutWorktree(t *testing.T) {
+	t.Parallel()
+	repo, c := abcRepo(t)
+	base := git(t, repo, "rev-parse", "HEAD")
+	wt := filepath.Join(t.TempDir(), "parent")
+	if err := c.WorktreeAddNoCheckout(bg(), wt, "results", base); err != nil {
+		t.Fatal(err)
+	}
+	commitFiles(t, repo, "more", map[string]string{"b/new.txt": "n\n"})
+	git(t, repo, "update-ref", "refs/heads/results", git(t, repo, "rev-parse", "HEAD"))
+	if err := c.SyncWorktree(bg(), wt); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, wt); len(got) != 0 {
+		t.Errorf("a never-checked-out worktree got files: %q", got)
+	}
+	// Once populated, it follows its branch.
+	if err := c.WorktreePopulate(bg(), wt, CheckoutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, wt); len(got) != 7 {
+		t.Errorf("populated worktree files = %q", got)
+	}
+	if err := c.WorktreeRemove(bg(), wt); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,8 @@ package runner_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -123,4 +125,47 @@ func TestInheritedSparseCheckoutIsWarnedAbout(t *testing.T) {
 		t.Errorf("results branch = %q", files)
 	}
 	r.assertUntouched(head)
+}
+
+// TestMapOnlyJobNeverChecksOutTheParent: with tree merges, no setup, no
+// reduce and an absolute input file, nothing reads the parent worktree, so
+// it is never checked out; the results branch is complete all the same.
+func TestMapOnlyJobNeverChecksOutTheParent(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, abcFiles(0))
+	input := filepath.Join(t.TempDir(), "items.json")
+	if err := os.WriteFile(input, []byte(itemsJSON(4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.ParentWorktree()
+	track := t.TempDir()
+	wf := r.workflow(fmt.Sprintf(`
+map:
+  input: %q
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        ls -A %q > %s/parent-${item.n}
+        echo "${item.n}" > a/out-${item.n}.txt && git add a && git commit -q -m "item ${item.n}"
+`, input, parent, track))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
+	}
+	for i := range 4 {
+		b, err := os.ReadFile(filepath.Join(track, fmt.Sprintf("parent-%d", i)))
+		if err != nil || strings.TrimSpace(string(b)) != ".git" {
+			t.Errorf("item %d saw the parent worktree holding %q (%v), want only .git", i, b, err)
+		}
+	}
+	files := r.files(res.ResultsBranch)
+	for _, f := range []string{"b/keep.txt", "a/out-0.txt", "a/out-3.txt", "items.json"} {
+		if !slices.Contains(files, f) {
+			t.Errorf("results branch lacks %s", f)
+		}
+	}
+	if _, err := os.Stat(parent); !os.IsNotExist(err) {
+		t.Errorf("parent worktree left behind: %v", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -136,10 +137,28 @@ func (w *worktrees) notice(ctx context.Context) {
 }
 
 // createParent makes the parent worktree on the results branch at head,
-// shaped like the agent worktrees.
+// shaped like the agent worktrees. When nothing of the job reads its files
+// (parentNeedsFiles), only its administrative entry is made: tree merges
+// work on objects, so a map-only job never pays for the parent's checkout
+// (gitops.SyncWorktree leaves such a worktree as is).
 func (w *worktrees) createParent(ctx context.Context, head string) error {
 	w.notice(ctx)
+	if !w.parentNeedsFiles() {
+		return w.j.git.WorktreeAddNoCheckout(ctx, w.j.parentDir, w.j.branch, head)
+	}
 	return w.j.git.WorktreeCreate(ctx, w.j.parentDir, w.j.branch, head, w.checkout(false))
+}
+
+// parentNeedsFiles reports whether anything runs in, or reads from, the
+// parent worktree: setup or reduce steps, a custom on_item_failure handler,
+// --merge worktree, or a map input that is a command or a relative path.
+func (w *worktrees) parentNeedsFiles() bool {
+	wf := w.j.wf
+	if len(wf.Setup) > 0 || len(wf.Reduce) > 0 || len(wf.ErrorPolicy.CustomHandler) > 0 || w.j.mergeMode != MergeTree {
+		return true
+	}
+	in := wf.Map.Input
+	return !filepath.IsAbs(in) || strings.ContainsAny(in, " \t|;&$<>(){}`'\"\\")
 }
 
 // warm provides up to n pool worktrees (detached at head) for the map

@@ -163,7 +163,11 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		}
 	}
 	if cfg.Profile {
-		for _, kind := range []string{kindEngine, kindBaseline, kindStrong} {
+		kinds := []string{kindEngine, kindBaseline, kindStrong}
+		if !cfg.Plain {
+			kinds = []string{kindEngine, kindStrong}
+		}
+		for _, kind := range kinds {
 			p, err := b.profile(ctx, kind, cfg.N, cfg.MaxParallel)
 			if err != nil {
 				return nil, err
