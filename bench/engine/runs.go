@@ -90,7 +90,8 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 			cmd.Args = append(cmd.Args, "--sparse", d)
 			m.Description += " --sparse " + d
 		}
-		cmd.Env = append(withoutEnv(os.Environ(), "PRODIGY_HOME"), "PRODIGY_HOME="+filepath.Join(s.dir, "home"))
+		cmd.Env = append(withoutEnv(os.Environ(), "PRODIGY_HOME", "BENCH_STEP_STARTS"), "PRODIGY_HOME="+filepath.Join(s.dir, "home"),
+			"BENCH_STEP_STARTS="+filepath.Join(s.dir, "step-starts"))
 	case kindBaseline:
 		script := filepath.Join(s.dir, "baseline.sh")
 		if err := os.WriteFile(script, []byte(baselineScript()), 0o755); err != nil {
@@ -140,7 +141,7 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		if err := m.readEngineResult(stdout.Bytes()); err != nil {
 			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
 		}
-		if m.FirstAgentMS, err = firstAgentMS(filepath.Join(s.dir, "home"), start); err != nil {
+		if m.FirstAgentMS, err = firstAgentMS(filepath.Join(s.dir, "step-starts"), start); err != nil {
 			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
 		}
 	}

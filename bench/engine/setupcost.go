@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // checkoutCost is the per-worktree cost of the engine's own git operations
@@ -159,33 +157,29 @@ func diskKB(dir string) (int64, error) {
 	return blocks / 2, err
 }
 
-// firstAgentMS reads the engine's events log under home and returns the
-// time from start to its first agent_started event, in ms (0 if none).
-func firstAgentMS(home string, start time.Time) (float64, error) {
-	logs, err := filepath.Glob(filepath.Join(home, "events", "*", "*", "events.jsonl"))
-	if err != nil || len(logs) == 0 {
-		return 0, fmt.Errorf("no events log under %s", home)
-	}
-	f, err := os.Open(logs[0])
+// firstAgentMS reads the step-start times the engine's agents appended to
+// path (see stepStartLine) and returns the time from start to the
+// earliest, in ms.
+func firstAgentMS(path string, start time.Time) (float64, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("no agent step start recorded: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var rec runner.EventRecord
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			continue
+	var first float64
+	for _, f := range strings.Fields(string(data)) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad step start %q in %s", f, path)
 		}
-		var ev struct {
-			Type string `json:"event_type"`
-		}
-		if json.Unmarshal(rec.Event, &ev) == nil && ev.Type == "agent_started" {
-			return round2(ms(rec.Timestamp.Sub(start))), nil
+		if first == 0 || v < first {
+			first = v
 		}
 	}
-	return 0, sc.Err()
+	if first == 0 {
+		return 0, fmt.Errorf("no agent step start recorded in %s", path)
+	}
+	startS := float64(start.UnixMicro()) / 1e6
+	return round2((first - startS) * 1000), nil
 }
 
 // sparseDirs is the engine's --sparse list: the -sparse dirs plus out/,
