@@ -164,9 +164,10 @@ func (w *worktrees) parentNeedsFiles() bool {
 // warm provides up to n pool worktrees (detached at head) for the map
 // phase. It makes their administrative entries first, one after another
 // (`worktree add --no-checkout`: quick), and returns; their checkouts then
-// run in the background, at most one per CPU at a time, and acquire hands
-// out each slot as soon as it is checked out, so the first agent starts
-// after about one checkout rather than after all of them. git 2.39's
+// run in the background — the first alone, the others after it, at most
+// one per CPU at a time — and acquire hands out each slot as soon as it is
+// checked out, so the first agent starts after about one checkout rather
+// than after all of them. git 2.39's
 // worktree commands race with commands that read the worktree list
 // (checkout -B, an agent's own git), which is why every administrative
 // step is done before any agent runs. A failure is a warning: acquire then
@@ -193,13 +194,20 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 	w.warming += len(made)
 	w.mu.Unlock()
 	sem := make(chan struct{}, max(1, runtime.NumCPU()))
-	for _, s := range made {
+	first := make(chan struct{}) // closed when the first slot's checkout ends
+	for i, s := range made {
 		w.bg.Add(1)
 		go func() {
 			defer w.bg.Done()
+			if i > 0 {
+				<-first // the first agent gets a whole checkout's worth of the machine
+			}
 			sem <- struct{}{}
 			err := w.j.git.WorktreePopulate(ctx, s.path, w.checkout(true))
 			<-sem
+			if i == 0 {
+				close(first)
+			}
 			w.mu.Lock()
 			w.warming--
 			if err == nil {
