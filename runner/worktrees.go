@@ -87,9 +87,10 @@ type worktrees struct {
 	noticeOnce sync.Once
 
 	mu      sync.Mutex
-	ready   *sync.Cond     // on mu: a warming slot finished its checkout
+	ready   *sync.Cond     // on mu: a slot was freed or finished its checkout
 	warming int            // slots whose checkout runs in the background
 	bg      sync.WaitGroup // those checkouts
+	stopBg  context.CancelFunc
 	free    []*poolSlot
 	all     map[*poolSlot]bool
 }
@@ -190,9 +191,18 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 		}
 		made = append(made, &poolSlot{name: name, path: path})
 	}
+	bgCtx, stop := context.WithCancel(ctx)
 	w.mu.Lock()
 	w.warming += len(made)
+	prev := w.stopBg
+	w.stopBg = func() {
+		if prev != nil {
+			prev()
+		}
+		stop()
+	}
 	w.mu.Unlock()
+	ctx = bgCtx
 	sem := make(chan struct{}, max(1, runtime.NumCPU()))
 	first := make(chan struct{}) // closed when the first slot's checkout ends
 	for i, s := range made {
@@ -314,6 +324,7 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 		if t.slot != nil {
 			w.mu.Lock()
 			w.free = append(w.free, t.slot)
+			w.ready.Broadcast() // an agent may be waiting for a slot
 			w.mu.Unlock()
 		}
 		w.j.events.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: t.path})
@@ -344,6 +355,11 @@ func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID str
 // (gitops.WorktreeDiscard), so teardown costs about one worktree's
 // deletion rather than P of them one after another.
 func (w *worktrees) close(ctx context.Context) {
+	w.mu.Lock()
+	if w.stopBg != nil {
+		w.stopBg() // checkouts no agent will use: stop them (their worktrees are removed)
+	}
+	w.mu.Unlock()
 	w.bg.Wait()
 	w.mu.Lock()
 	slots := make([]*poolSlot, 0, len(w.all))
