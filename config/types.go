@@ -36,6 +36,8 @@ type Workflow struct {
 	Budget *Budget
 	// RateLimit is the `rate_limit:` block with defaults applied.
 	RateLimit RateLimit
+	// Worktree is the `worktree:` block (sparse agent checkouts).
+	Worktree WorktreeConfig
 	// Warnings lists deprecations and suspicious settings, each prefixed
 	// with "file:line:col: key:".
 	Warnings []string

@@ -144,6 +144,9 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("rate_limit"); ok {
 		w.RateLimit = d.rateLimit(kv)
 	}
+	if kv, ok := o.take("worktree"); ok {
+		d.worktree(kv, w)
+	}
 	var mapLevel policySrc
 	if kv, ok := o.take("map"); ok {
 		mapLevel = d.mapPhase(kv, w)

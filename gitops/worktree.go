@@ -307,8 +307,15 @@ func (c *Client) checkedOut(except, ref string) (string, error) {
 // kept. It fails, changing nothing, if a path it must update has unstaged
 // changes or an untracked file is in the way; staged-but-uncommitted changes
 // are treated as part of the old state and may be replaced, so keep the
-// index clean between merges. A dir already in sync is left as is.
+// index clean between merges. A dir already in sync is left as is, and so
+// is a linked worktree that was never checked out
+// ([Client.WorktreeAddNoCheckout]: it has no index yet).
 func (c *Client) SyncWorktree(ctx context.Context, dir string) error {
+	if gd, ok := worktreeGitDir(dir); ok && filepath.Dir(gd) == filepath.Join(c.commonDir, "worktrees") {
+		if _, err := os.Stat(filepath.Join(gd, "index")); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
 	out, err := c.run(ctx, dir, nil, nil, "write-tree")
 	if err != nil {
 		return fmt.Errorf("sync worktree %s: read index: %w", dir, err)

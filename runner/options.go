@@ -45,6 +45,10 @@ type Options struct {
 	// (default) reuses max_parallel worktrees, IsolationFresh creates and
 	// removes one worktree per item.
 	Isolation Isolation
+	// Sparse, when not empty, makes the parent and agent worktrees cone-mode
+	// sparse checkouts of these directories (--sparse), replacing the
+	// workflow's worktree.sparse. Merges keep every file.
+	Sparse []string
 	// Merge selects how agent branches are merged: MergeTree (default)
 	// merges without touching a working tree, MergeWorktree runs
 	// `git merge --no-ff` in the parent worktree.

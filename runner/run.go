@@ -145,7 +145,9 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.redact = j.red.String
 	j.steps.red = j.red
 	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
-	j.trees = newWorktrees(j)
+	if j.trees, err = newWorktrees(j, o.Sparse); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -180,7 +182,7 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		return fmt.Errorf("record the job: %w", err)
 	}
 	fault(ctx, FaultJobIntent, j.id)
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, head); err != nil {
+	if err := j.trees.createParent(ctx, head); err != nil {
 		return fmt.Errorf("create the parent worktree: %w", err)
 	}
 	fault(ctx, FaultJobCreated, j.id)

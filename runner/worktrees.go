@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
@@ -71,58 +76,182 @@ func (c *CleanupStatus) UnmarshalJSON(b []byte) error {
 
 // worktrees provides agent worktrees: a pool of max_parallel reused
 // worktrees (reset per item, so only changed files are rewritten), or one
-// fresh worktree per agent attempt.
+// fresh worktree per agent attempt. Every worktree it makes — agent
+// worktrees and the parent — is a sparse checkout of the same directories
+// when sparse is set (`worktree: {sparse: […]}` or --sparse).
 type worktrees struct {
-	j    *job
-	mode Isolation
+	j      *job
+	mode   Isolation
+	sparse []string // cone-mode directories; empty = full checkout
 
-	mu   sync.Mutex
-	free []*poolSlot
-	all  map[*poolSlot]bool
+	noticeOnce sync.Once
+
+	mu      sync.Mutex
+	ready   *sync.Cond     // on mu: a slot was freed or finished its checkout
+	warming int            // slots whose checkout runs in the background
+	bg      sync.WaitGroup // those checkouts
+	stopBg  context.CancelFunc
+	free    []*poolSlot
+	all     map[*poolSlot]bool
 }
 
-func newWorktrees(j *job) *worktrees {
-	return &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
+// newWorktrees returns the job's worktree provider. sparse, the --sparse
+// directories, replaces the workflow's worktree.sparse when not empty.
+func newWorktrees(j *job, sparse []string) (*worktrees, error) {
+	w := &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
+	w.ready = sync.NewCond(&w.mu)
+	if len(sparse) > 0 {
+		clean, err := gitops.CleanSparse(sparse)
+		if err != nil {
+			return nil, fmt.Errorf("--sparse: %w", err)
+		}
+		w.sparse = clean
+	} else if j.wf != nil {
+		w.sparse = slices.Clone(j.wf.Worktree.Sparse)
+	}
+	return w, nil
 }
 
-// warm creates up to n pool worktrees (detached at head) before any agent
-// runs: git 2.39's worktree commands race with commands that read the
-// worktree list (checkout -B does), so creating slots while agents run is
-// avoided. A failure is a warning: acquire then creates slots lazily.
+// checkout is how every worktree of the job is checked out. Pool slots
+// get the untracked cache (agents' `git status` rereads only changed
+// directories).
+func (w *worktrees) checkout(pool bool) gitops.CheckoutOptions {
+	return gitops.CheckoutOptions{Sparse: w.sparse, UntrackedCache: pool}
+}
+
+// notice says once, before the first worktree is made, what agents will
+// see: the sparse directories, or — when none are set but the user's
+// checkout is sparse — that git copies that checkout's sparse patterns to
+// every new worktree (implicit inheritance, made visible).
+func (w *worktrees) notice(ctx context.Context) {
+	w.noticeOnce.Do(func() {
+		if len(w.sparse) > 0 {
+			w.j.logf("worktrees: sparse checkout of %s (plus files at the top level); merges keep every file", strings.Join(w.sparse, ", "))
+			return
+		}
+		sparse, err := w.j.git.IsSparse(ctx)
+		if err != nil || !sparse {
+			return
+		}
+		w.j.warn(fmt.Sprintf("the checkout at %s is a sparse checkout: git copies its sparse patterns to the parent and every agent worktree, so steps see only its cone (merges still keep every file); set `worktree: {sparse: [...]}` in the workflow or pass --sparse to choose the directories explicitly", w.j.git.TopLevel()))
+	})
+}
+
+// createParent makes the parent worktree on the results branch at head,
+// shaped like the agent worktrees. When nothing of the job reads its files
+// (parentNeedsFiles), only its administrative entry is made: tree merges
+// work on objects, so a map-only job never pays for the parent's checkout
+// (gitops.SyncWorktree leaves such a worktree as is).
+func (w *worktrees) createParent(ctx context.Context, head string) error {
+	w.notice(ctx)
+	if !w.parentNeedsFiles() {
+		return w.j.git.WorktreeAddNoCheckout(ctx, w.j.parentDir, w.j.branch, head)
+	}
+	return w.j.git.WorktreeCreate(ctx, w.j.parentDir, w.j.branch, head, w.checkout(false))
+}
+
+// parentNeedsFiles reports whether anything runs in, or reads from, the
+// parent worktree: setup or reduce steps, a custom on_item_failure handler,
+// --merge worktree, or a map input that is a command or a relative path.
+func (w *worktrees) parentNeedsFiles() bool {
+	wf := w.j.wf
+	if len(wf.Setup) > 0 || len(wf.Reduce) > 0 || len(wf.ErrorPolicy.CustomHandler) > 0 || w.j.mergeMode != MergeTree {
+		return true
+	}
+	in := wf.Map.Input
+	return !filepath.IsAbs(in) || strings.ContainsAny(in, " \t|;&$<>(){}`'\"\\")
+}
+
+// warm provides up to n pool worktrees (detached at head) for the map
+// phase. It makes their administrative entries first, one after another
+// (`worktree add --no-checkout`: quick), and returns; their checkouts then
+// run in the background — the first alone, the others after it, at most
+// one per CPU at a time — and acquire hands out each slot as soon as it is
+// checked out, so the first agent starts after about one checkout rather
+// than after all of them. git 2.39's
+// worktree commands race with commands that read the worktree list
+// (checkout -B, an agent's own git), which is why every administrative
+// step is done before any agent runs. A failure is a warning: acquire then
+// creates slots lazily.
 func (w *worktrees) warm(ctx context.Context, n int, head string) {
 	if w.mode != IsolationPool {
 		return
 	}
+	w.notice(ctx)
 	w.mu.Lock()
-	have := len(w.all)
+	have := len(w.all) + w.warming
 	w.mu.Unlock()
+	var made []*poolSlot
 	for i := have; i < n; i++ {
 		name := "pool-" + newUUID()[:8]
 		path := w.j.paths.AgentWorktree(name)
-		if err := w.j.git.WorktreeAddDetached(ctx, path, head); err != nil {
+		if err := w.j.git.WorktreeAddNoCheckout(ctx, path, "", head); err != nil {
 			w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
-			return
+			break
 		}
-		s := &poolSlot{name: name, path: path}
-		w.mu.Lock()
-		w.all[s] = true
-		w.free = append(w.free, s)
-		w.mu.Unlock()
-		w.j.events.emit(WorktreeCreated{Path: path, Pool: true})
+		made = append(made, &poolSlot{name: name, path: path})
+	}
+	bgCtx, stop := context.WithCancel(ctx)
+	w.mu.Lock()
+	w.warming += len(made)
+	prev := w.stopBg
+	w.stopBg = func() {
+		if prev != nil {
+			prev()
+		}
+		stop()
+	}
+	w.mu.Unlock()
+	ctx = bgCtx
+	sem := make(chan struct{}, max(1, runtime.NumCPU()))
+	first := make(chan struct{}) // closed when the first slot's checkout ends
+	for i, s := range made {
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			if i > 0 {
+				<-first // the first agent gets a whole checkout's worth of the machine
+			}
+			sem <- struct{}{}
+			err := w.j.git.WorktreePopulate(ctx, s.path, w.checkout(true))
+			<-sem
+			if i == 0 {
+				close(first)
+			}
+			w.mu.Lock()
+			w.warming--
+			if err == nil {
+				w.all[s] = true
+				w.free = append(w.free, s)
+			}
+			w.ready.Broadcast()
+			w.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				w.j.warn(fmt.Sprintf("could not check out pool worktree %s (%v); agents will create their worktrees as they start", s.path, err))
+			}
+			if err != nil {
+				return
+			}
+			w.j.events.emit(WorktreeCreated{Path: s.path, Pool: true})
+		}()
 	}
 }
 
 // acquire returns a clean worktree on a new branch at head.
 func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (*agentTree, error) {
 	if w.mode == IsolationFresh {
+		w.notice(ctx)
 		path := w.j.paths.AgentWorktree(agentID)
-		if err := w.j.git.WorktreeAdd(ctx, path, branch, head); err != nil {
+		if err := w.j.git.WorktreeCreate(ctx, path, branch, head, w.checkout(false)); err != nil {
 			return nil, fmt.Errorf("create worktree %s: %w", path, err)
 		}
 		w.j.events.emit(WorktreeCreated{AgentID: agentID, Path: path, Branch: branch})
 		return &agentTree{path: path, branch: branch}, nil
 	}
 	w.mu.Lock()
+	for len(w.free) == 0 && w.warming > 0 {
+		w.ready.Wait() // a warm slot is being checked out
+	}
 	var s *poolSlot
 	if n := len(w.free); n > 0 {
 		s = w.free[n-1]
@@ -148,7 +277,8 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 		// Left over from a crashed run: remove before reuse.
 		_ = w.j.git.WorktreeRemove(ctx, s.path)
 	}
-	if err := w.j.git.WorktreeAdd(ctx, s.path, branch, head); err != nil {
+	w.notice(ctx)
+	if err := w.j.git.WorktreeCreate(ctx, s.path, branch, head, w.checkout(true)); err != nil {
 		return nil, fmt.Errorf("create worktree %s: %w", s.path, err)
 	}
 	s.branch = branch
@@ -194,6 +324,7 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 		if t.slot != nil {
 			w.mu.Lock()
 			w.free = append(w.free, t.slot)
+			w.ready.Broadcast() // an agent may be waiting for a slot
 			w.mu.Unlock()
 		}
 		w.j.events.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: t.path})
@@ -219,8 +350,17 @@ func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID str
 	w.j.orphan(s.path, s.branch, agentID, itemID, cause)
 }
 
-// close removes the pool's worktrees at the end of a job.
+// close removes the pool's worktrees at the end of a job, concurrently:
+// their files are deleted outside git's administrative lock
+// (gitops.WorktreeDiscard), so teardown costs about one worktree's
+// deletion rather than P of them one after another.
 func (w *worktrees) close(ctx context.Context) {
+	w.mu.Lock()
+	if w.stopBg != nil {
+		w.stopBg() // checkouts no agent will use: stop them (their worktrees are removed)
+	}
+	w.mu.Unlock()
+	w.bg.Wait()
 	w.mu.Lock()
 	slots := make([]*poolSlot, 0, len(w.all))
 	for s := range w.all {
@@ -229,14 +369,20 @@ func (w *worktrees) close(ctx context.Context) {
 	w.all = map[*poolSlot]bool{}
 	w.free = nil
 	w.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range slots {
-		err := w.j.cleanupRetry(ctx, func(ctx context.Context) error { return w.j.git.WorktreeRemove(ctx, s.path) })
-		if err != nil {
-			w.j.orphan(s.path, s.branch, "", "", err)
-			continue
-		}
-		w.j.retireBranch(s.branch)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := w.j.cleanupRetry(ctx, func(ctx context.Context) error { return w.j.git.WorktreeDiscard(ctx, s.path) })
+			if err != nil {
+				w.j.orphan(s.path, s.branch, "", "", err)
+				return
+			}
+			w.j.retireBranch(s.branch)
+		}()
 	}
+	wg.Wait()
 }
 
 // cleanupRetry retries a cleanup action briefly (spec 136: transient

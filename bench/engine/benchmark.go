@@ -40,11 +40,16 @@ type report struct {
 	// EngineItemMS is the engine's mean per-item time split.
 	EngineItemMS *runner.Timings `json:"engine_item_overhead_ms"`
 	// MergedTree is the tree every run produced on its results branch.
-	MergedTree     string       `json:"merged_tree"`
-	IdenticalTrees bool         `json:"identical_trees"`
-	PeakRSSNote    string       `json:"peak_rss_note"`
-	Sweep          []sweepRow   `json:"sweep,omitempty"`
-	Profile        []gitProfile `json:"profile,omitempty"`
+	MergedTree     string `json:"merged_tree"`
+	IdenticalTrees bool   `json:"identical_trees"`
+	PeakRSSNote    string `json:"peak_rss_note"`
+	// Checkout is the per-worktree cost (-checkout, -sparse).
+	Checkout *checkoutCost `json:"checkout,omitempty"`
+	// FirstAgentRatio is the engine's time to first agent / one full
+	// checkout (-checkout).
+	FirstAgentRatio float64      `json:"time_to_first_agent_vs_full_checkout,omitempty"`
+	Sweep           []sweepRow   `json:"sweep,omitempty"`
+	Profile         []gitProfile `json:"profile,omitempty"`
 }
 
 // sweepRow is one point of the sweep: engine and baseline at (N, P).
@@ -103,8 +108,25 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 
-	if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
-		return nil, err
+	if cfg.Checkout {
+		if rep.Checkout, err = b.measureCheckout(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.Baselines {
+		if rep.Engine, err = b.measure(ctx, kindEngine, cfg.N, cfg.MaxParallel); err != nil {
+			return nil, err
+		}
+		rep.MergedTree, rep.IdenticalTrees, rep.EngineItemMS = rep.Engine.Tree, true, rep.Engine.TimingsMS
+		b.firstAgent(rep)
+		return rep, nil
+	}
+	var all []measurement
+	if cfg.Plain {
+		if rep.Baseline, err = b.measure(ctx, kindBaseline, cfg.N, cfg.MaxParallel); err != nil {
+			return nil, err
+		}
+		all = append(all, rep.Baseline)
 	}
 	if rep.Strong, err = b.measure(ctx, kindStrong, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
@@ -112,8 +134,9 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 	if rep.Engine, err = b.measure(ctx, kindEngine, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
 	}
-	all := []measurement{rep.Baseline, rep.Strong, rep.Engine}
-	if cfg.Before {
+	b.firstAgent(rep)
+	all = append(all, rep.Strong, rep.Engine)
+	if cfg.Before && cfg.Plain {
 		before, err := b.measure(ctx, kindBefore, cfg.N, cfg.MaxParallel)
 		if err != nil {
 			return nil, err
@@ -126,7 +149,9 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 	rep.MergedTree, rep.IdenticalTrees = rep.Engine.Tree, true
-	rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	if cfg.Plain {
+		rep.Speedup = round2(rep.Baseline.WallMS / rep.Engine.WallMS)
+	}
 	rep.StrongSpeedup, rep.StrongCPUSpeedup = strongRatios(rep.Strong, rep.Engine)
 	rep.EngineItemMS = rep.Engine.TimingsMS
 	fmt.Fprintf(log, "identical merged trees (%s); speedup_vs_git_baseline %.2f; vs strong baseline: wall %.2f, CPU %.2f\n",
@@ -138,7 +163,11 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		}
 	}
 	if cfg.Profile {
-		for _, kind := range []string{kindEngine, kindBaseline, kindStrong} {
+		kinds := []string{kindEngine, kindBaseline, kindStrong}
+		if !cfg.Plain {
+			kinds = []string{kindEngine, kindStrong}
+		}
+		for _, kind := range kinds {
 			p, err := b.profile(ctx, kind, cfg.N, cfg.MaxParallel)
 			if err != nil {
 				return nil, err
@@ -147,6 +176,17 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		}
 	}
 	return rep, nil
+}
+
+// firstAgent sets the time-to-first-agent ratio when the checkout cost
+// was measured, and logs it.
+func (b *bench) firstAgent(rep *report) {
+	if rep.Checkout == nil || rep.Checkout.FullCheckoutMS <= 0 || rep.Engine.FirstAgentMS <= 0 {
+		return
+	}
+	rep.FirstAgentRatio = round2(rep.Engine.FirstAgentMS / rep.Checkout.FullCheckoutMS)
+	fmt.Fprintf(b.log, "engine: first agent after %.0f ms = %.2f× one full checkout (%.0f ms)\n",
+		rep.Engine.FirstAgentMS, rep.FirstAgentRatio, rep.Checkout.FullCheckoutMS)
 }
 
 // workDir returns cfg.Dir (created if needed) or a new temp dir.
@@ -206,7 +246,7 @@ func (b *bench) start(ctx context.Context, kind string, n, p int, env []string) 
 	dir := filepath.Join(b.work, "runs", fmt.Sprintf("%02d-%s-n%d-p%d", b.runs, kind, n, p))
 	fmt.Fprintf(b.log, "%-8s N=%-5d P=%-2d ... ", kind, n, p)
 	m, err := runOne(ctx, runSpec{kind: kind, n: n, maxParallel: p, template: b.template,
-		workflow: wf, action: b.action, dir: dir, env: env})
+		workflow: wf, action: b.action, dir: dir, env: env, sparse: b.sparseDirs()})
 	if err != nil {
 		fmt.Fprintln(b.log, "failed")
 		if !b.cfg.Keep {

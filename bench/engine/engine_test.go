@@ -144,3 +144,42 @@ func TestVerifyContentDetectsMissingItem(t *testing.T) {
 		})
 	}
 }
+
+// TestSparseEngineOnly runs the engine alone with -sparse on one directory
+// and checks the checkout-cost figures: the sparse worktree is smaller than
+// the full one, time to first agent is measured, and the merged tree is
+// still verified against every item (merges keep the whole tree).
+func TestSparseEngineOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine on a small repository; skipped with -short")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-files", "400", "-size-mb", "1", "-n", "4", "-max-parallel", "2", "-json", "-dir", t.TempDir(),
+		"-baselines=false", "-sparse", "src/m000/p0"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	c := rep.Checkout
+	if c == nil {
+		t.Fatal("no checkout figures")
+	}
+	if c.FullCheckoutMS <= 0 || c.FullDiskKB <= 0 || c.FullResetMS <= 0 || c.SparseResetMS <= 0 || c.SparseCheckoutMS <= 0 {
+		t.Errorf("checkout = %+v", c)
+	}
+	if c.SparseDiskKB <= 0 || c.SparseDiskKB >= c.FullDiskKB || c.SparseDiskRatio >= 0.5 {
+		t.Errorf("sparse disk %d KiB vs full %d KiB (ratio %v)", c.SparseDiskKB, c.FullDiskKB, c.SparseDiskRatio)
+	}
+	if strings.Join(c.Sparse, ",") != "src/m000/p0,out" {
+		t.Errorf("sparse dirs = %q", c.Sparse)
+	}
+	if rep.Engine.FirstAgentMS <= 0 || rep.FirstAgentRatio <= 0 || rep.Engine.Tree == "" || !strings.Contains(rep.Engine.Description, "--sparse src/m000/p0") {
+		t.Errorf("engine = %+v, first-agent ratio %v", rep.Engine, rep.FirstAgentRatio)
+	}
+	if rep.Baseline.WallMS != 0 || rep.Strong.WallMS != 0 || rep.Before != nil {
+		t.Error("baselines ran with -baselines=false")
+	}
+}

@@ -11,20 +11,24 @@ import (
 
 // config is the benchmark configuration, one field per flag.
 type config struct {
-	Files         int     // files in the synthetic repository
-	SizeMB        float64 // total size of those files, in MiB
-	N             int     // work items per run
-	MaxParallel   int     // agents at once
-	Seed          uint64  // seed of the repository content
-	Before        bool    // also run the engine's fresh/worktree configuration
-	Sweep         bool    // also run the max_parallel and N sweeps
-	SweepParallel []int   // max_parallel values of the sweep (at N)
-	SweepN        []int   // N values of the sweep (at max_parallel 2)
-	Profile       bool    // count git processes per item with GIT_TRACE2_EVENT
-	JSON          bool    // print one JSON object instead of text
-	Action        string  // prebuilt CLI binary; "" builds ./cmd/action
-	Dir           string  // work directory; "" means a new temp dir
-	Keep          bool    // keep the work directory
+	Files         int      // files in the synthetic repository
+	SizeMB        float64  // total size of those files, in MiB
+	N             int      // work items per run
+	MaxParallel   int      // agents at once
+	Seed          uint64   // seed of the repository content
+	Before        bool     // also run the engine's fresh/worktree configuration
+	Sweep         bool     // also run the max_parallel and N sweeps
+	SweepParallel []int    // max_parallel values of the sweep (at N)
+	SweepN        []int    // N values of the sweep (at max_parallel 2)
+	Profile       bool     // count git processes per item with GIT_TRACE2_EVENT
+	JSON          bool     // print one JSON object instead of text
+	Action        string   // prebuilt CLI binary; "" builds ./cmd/action
+	Dir           string   // work directory; "" means a new temp dir
+	Keep          bool     // keep the work directory
+	Sparse        []string // engine --sparse directories (plus out/)
+	Baselines     bool     // run the plain-git and strong baselines
+	Plain         bool     // run the plain-git baseline (with Baselines)
+	Checkout      bool     // measure checkout, disk and per-item reset cost
 }
 
 // errHelp reports that -h was asked for (usage already printed).
@@ -32,7 +36,7 @@ var errHelp = errors.New("help requested")
 
 // parseFlags parses args into a config; usage goes to stderr.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{SweepParallel: []int{1, 2, 4, 8}, SweepN: []int{50, 200, 1000}}
+	c := config{SweepParallel: []int{1, 2, 4, 8}, SweepN: []int{50, 200, 1000}, Baselines: true, Plain: true}
 	fs := flag.NewFlagSet("bench/engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.Files, "files", 5000, "files in the synthetic repository")
@@ -49,6 +53,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.Action, "action", "", "prebuilt action binary (default: go build ./cmd/action into the work dir)")
 	fs.StringVar(&c.Dir, "dir", "", "work directory (default: a new temp dir, removed at the end)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory (repositories, logs, traces)")
+	fs.Func("sparse", "engine runs check out only this directory (repeatable; out/, where agents write, is added); implies -checkout", func(v string) error {
+		c.Sparse = append(c.Sparse, v)
+		c.Checkout = true
+		return nil
+	})
+	fs.BoolVar(&c.Baselines, "baselines", true, "run the plain-git and strong baselines (and -before); false measures the engine alone")
+	fs.BoolVar(&c.Plain, "plain", true, "run the plain-git baseline (a checkout per item: slow on big repositories); false keeps the strong one")
+	fs.BoolVar(&c.Checkout, "checkout", false, "measure one full checkout, disk per worktree and per-item reset (and time to first agent)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, errHelp

@@ -23,12 +23,22 @@ func writeText(w io.Writer, rep *report) error {
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\twall s\tCPU s\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
-	row := func(name string, m measurement) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%.2fx\t%.2fx\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
-			m.WallMS/float64(m.N), mib(m.PeakRSSKB), rep.Baseline.WallMS/m.WallMS, rep.Strong.WallMS/m.WallMS)
+	ratio := func(base, m float64) string {
+		if base <= 0 || m <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", base/m)
 	}
-	row("plain git baseline", rep.Baseline)
-	row("strong git baseline", rep.Strong)
+	row := func(name string, m measurement) {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+			m.WallMS/float64(m.N), mib(m.PeakRSSKB), ratio(rep.Baseline.WallMS, m.WallMS), ratio(rep.Strong.WallMS, m.WallMS))
+	}
+	if rep.Baseline.WallMS > 0 {
+		row("plain git baseline", rep.Baseline)
+	}
+	if rep.Strong.WallMS > 0 {
+		row("strong git baseline", rep.Strong)
+	}
 	row("engine pool/tree", rep.Engine)
 	if rep.Before != nil {
 		row("engine fresh/worktree (before)", *rep.Before)
@@ -40,6 +50,15 @@ func writeText(w io.Writer, rep *report) error {
 		rep.Speedup, rep.StrongSpeedup, rep.StrongCPUSpeedup, rep.MergedTree)
 	fmt.Fprintln(w, "CPU s = user+sys of the run's process tree (wait4 rusage: the process and every descendant it waited for).")
 	fmt.Fprintln(w, "peak RSS = ru_maxrss of the run's process tree: its largest single process, not a sum.")
+	if c := rep.Checkout; c != nil {
+		fmt.Fprintf(w, "\ncheckout cost: one full checkout %.0f ms, %s on disk; per-item reset %.1f ms (mean of %d)\n",
+			c.FullCheckoutMS, mib(c.FullDiskKB), c.FullResetMS, c.Resets)
+		if len(c.Sparse) > 0 {
+			fmt.Fprintf(w, "sparse %v: checkout %.0f ms, %s on disk (%.1f%% of full); per-item reset %.1f ms\n",
+				c.Sparse, c.SparseCheckoutMS, mib(c.SparseDiskKB), 100*c.SparseDiskRatio, c.SparseResetMS)
+		}
+		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout\n", rep.Engine.FirstAgentMS, rep.FirstAgentRatio)
+	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
 		fmt.Fprintf(w, "\nengine mean per-item time (ms, each item's own wall time; merge includes waiting for the merge lock):\n")

@@ -46,6 +46,9 @@ type measurement struct {
 	EngineDurationMS int64 `json:"engine_duration_ms,omitempty"`
 	// TimingsMS is the mean of the items' timings_ms (engine runs only).
 	TimingsMS *runner.Timings `json:"timings_ms,omitempty"`
+	// FirstAgentMS is the time from process start to the engine's first
+	// agent_started event (engine runs only): the job's fixed setup cost.
+	FirstAgentMS float64 `json:"time_to_first_agent_ms,omitempty"`
 
 	repo string // the clone the run worked on
 }
@@ -60,6 +63,7 @@ type runSpec struct {
 	action      string   // CLI binary (engine runs)
 	dir         string   // a new directory for this run's clone, state and logs
 	env         []string // extra environment (profiling)
+	sparse      []string // engine --sparse directories
 }
 
 // runOne clones the template into spec.dir and times one run on it.
@@ -82,7 +86,12 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		cmd = exec.CommandContext(ctx, s.action, "run", s.workflow, "--repo", m.repo, "--json",
 			"--max-parallel", strconv.Itoa(s.maxParallel), "--branch", resultsBranch,
 			"--job-id", "bench-"+s.kind, "--isolation", iso, "--merge", merge)
-		cmd.Env = append(withoutEnv(os.Environ(), "PRODIGY_HOME"), "PRODIGY_HOME="+filepath.Join(s.dir, "home"))
+		for _, d := range s.sparse {
+			cmd.Args = append(cmd.Args, "--sparse", d)
+			m.Description += " --sparse " + d
+		}
+		cmd.Env = append(withoutEnv(os.Environ(), "PRODIGY_HOME", "BENCH_STEP_STARTS"), "PRODIGY_HOME="+filepath.Join(s.dir, "home"),
+			"BENCH_STEP_STARTS="+filepath.Join(s.dir, "step-starts"))
 	case kindBaseline:
 		script := filepath.Join(s.dir, "baseline.sh")
 		if err := os.WriteFile(script, []byte(baselineScript()), 0o755); err != nil {
@@ -130,6 +139,9 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 	m.ItemsPerSec = float64(s.n) / wall.Seconds()
 	if s.kind == kindEngine || s.kind == kindBefore {
 		if err := m.readEngineResult(stdout.Bytes()); err != nil {
+			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
+		}
+		if m.FirstAgentMS, err = firstAgentMS(filepath.Join(s.dir, "step-starts"), start); err != nil {
 			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
 		}
 	}

@@ -17,6 +17,13 @@ git add "out/item-${item.n}.txt"
 git commit -q -m "item ${item.n}"
 `
 
+// stepStartLine, first in the engine's agent step, appends the time the
+// step started (bash's $EPOCHREALTIME: no process spawned) to the file
+// named by $BENCH_STEP_STARTS, when set: time_to_first_agent is measured
+// up to the first step that runs, after its worktree is ready.
+const stepStartLine = `[ -z "$BENCH_STEP_STARTS" ] || echo "$EPOCHREALTIME" >> "$BENCH_STEP_STARTS"
+`
+
 // itemContent is what agentScript writes for item n.
 func itemContent(n int) string { return "item " + strconv.Itoa(n) + "\n" }
 
@@ -52,7 +59,7 @@ map:
   json_path: "$.items[*]"
   agent_template:
     - shell: |
-%s`, strconv.Quote(itemsPath), indent(agentScript, "        "))
+%s%s`, strconv.Quote(itemsPath), indent(stepStartLine, "        "), indent(agentScript, "        "))
 	wfPath := filepath.Join(dir, fmt.Sprintf("workflow-%d.yml", n))
 	if err := os.WriteFile(wfPath, []byte(wf), 0o644); err != nil {
 		return "", fmt.Errorf("failed to write workflow: %w", err)

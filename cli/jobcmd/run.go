@@ -14,6 +14,7 @@ type runOptions struct {
 	workflow, repo, jobID, branch string
 	maxParallel                   int
 	isolation, merge              string
+	sparse                        []string
 	json, requireItems            bool
 	maxCost                       float64
 }
@@ -48,6 +49,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
 	fs.BoolVar(&opts.requireItems, "require-items", false, "fail (exit 2) when the map input selects no items, instead of warning")
 	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
+	fs.StringArrayVar(&opts.sparse, "sparse", nil, "check out only this directory in the parent and agent worktrees (cone mode, repeatable; replaces the workflow's worktree.sparse; merges keep every file)")
 	fs.StringVar(&opts.merge, "merge", "tree", "merge strategy: tree (git merge-tree, no checkout) or worktree (git merge --no-ff in the parent worktree)")
 	return cmd
 }
@@ -70,6 +72,7 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
 	ro.MaxCostUSD = opts.maxCost
 	ro.RequireItems = opts.requireItems
+	ro.Sparse = opts.sparse
 	res, err := runner.Run(ctx, ro)
 	return f.FinishJob(res, err, opts.json)
 }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
+)
+
+// checkoutCost is the per-worktree cost of the engine's own git operations
+// on one clone of the template (issue 14: cheap setup, sparse agents, reset
+// proportional to what changed), measured with gitops directly.
+type checkoutCost struct {
+	// FullCheckoutMS is one `git worktree add --detach` of the whole tree:
+	// the yardstick of time_to_first_agent.
+	FullCheckoutMS float64 `json:"full_checkout_ms"`
+	// FullDiskKB and SparseDiskKB are the disk use (allocated blocks) of
+	// one full and one sparse worktree, .git file included.
+	FullDiskKB   int64 `json:"full_disk_kb"`
+	SparseDiskKB int64 `json:"sparse_disk_kb,omitempty"`
+	// SparseCheckoutMS is one gitops.WorktreeCreate with the -sparse dirs.
+	SparseCheckoutMS float64 `json:"sparse_checkout_ms,omitempty"`
+	// FullResetMS and SparseResetMS are the mean per-item reset of a pool
+	// slot (gitops.CleanWorktree + ResetWorktree to the new results tip,
+	// as the engine does between items) after an agent-like commit.
+	FullResetMS   float64 `json:"full_reset_ms"`
+	SparseResetMS float64 `json:"sparse_reset_ms,omitempty"`
+	// SparseDiskRatio is SparseDiskKB / FullDiskKB.
+	SparseDiskRatio float64  `json:"sparse_disk_ratio,omitempty"`
+	Sparse          []string `json:"sparse,omitempty"`
+	Resets          int      `json:"resets"`
+}
+
+// resetRounds is how many per-item resets are averaged.
+const resetRounds = 10
+
+// measureCheckout clones the template and measures checkoutCost.
+func (b *bench) measureCheckout(ctx context.Context) (*checkoutCost, error) {
+	dir := filepath.Join(b.work, "runs", "checkout-cost")
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer b.done(dir)
+	if err := cloneRepo(ctx, b.template, repo); err != nil {
+		return nil, err
+	}
+	c, err := gitops.New(repo, gitops.Options{})
+	if err != nil {
+		return nil, err
+	}
+	head, err := gitOut(ctx, repo, nil, "rev-parse", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	cc := &checkoutCost{Sparse: b.sparseDirs(), Resets: resetRounds}
+	full := filepath.Join(dir, "full")
+	start := time.Now()
+	if err := gitRun(ctx, repo, nil, "worktree", "add", "-q", "--detach", full, head); err != nil {
+		return nil, err
+	}
+	cc.FullCheckoutMS = ms(time.Since(start))
+	if cc.FullDiskKB, err = diskKB(full); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(b.log, "checkout: full %.0f ms, %s\n", cc.FullCheckoutMS, mib(cc.FullDiskKB))
+	if cc.FullResetMS, err = resetCost(ctx, c, full, "full"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(b.log, "checkout: full per-item reset %.1f ms\n", cc.FullResetMS)
+	if err := c.WorktreeDiscard(ctx, full); err != nil {
+		return nil, err
+	}
+	if len(cc.Sparse) == 0 {
+		return cc, nil
+	}
+	sparse := filepath.Join(dir, "sparse")
+	start = time.Now()
+	if err := c.WorktreeCreate(ctx, sparse, "", head, gitops.CheckoutOptions{Sparse: cc.Sparse, UntrackedCache: true}); err != nil {
+		return nil, err
+	}
+	cc.SparseCheckoutMS = ms(time.Since(start))
+	if cc.SparseDiskKB, err = diskKB(sparse); err != nil {
+		return nil, err
+	}
+	cc.SparseDiskRatio = round3(float64(cc.SparseDiskKB) / float64(cc.FullDiskKB))
+	if cc.SparseResetMS, err = resetCost(ctx, c, sparse, "sparse"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(b.log, "checkout: sparse %v %.0f ms, %s (%.3f of full), per-item reset %.1f ms\n",
+		cc.Sparse, cc.SparseCheckoutMS, mib(cc.SparseDiskKB), cc.SparseDiskRatio, cc.SparseResetMS)
+	return cc, c.WorktreeDiscard(ctx, sparse)
+}
+
+// resetCost runs resetRounds agent-like items in the worktree dir — write
+// out/item-N.txt, commit — each followed by the engine's per-item reset
+// (clean, then checkout -B of a new branch at the base), and returns the
+// mean reset time in ms.
+func resetCost(ctx context.Context, c *gitops.Client, dir, tag string) (float64, error) {
+	base, err := gitOut(ctx, dir, nil, "rev-parse", "HEAD")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for i := 1; i <= resetRounds; i++ {
+		if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, itemPath(i)), []byte(itemContent(i)), 0o644); err != nil {
+			return 0, err
+		}
+		if err := gitRun(ctx, dir, nil, "add", "--sparse", itemPath(i)); err != nil {
+			return 0, err
+		}
+		if err := gitRun(ctx, dir, nil, "commit", "-q", "-m", "item"); err != nil {
+			return 0, err
+		}
+		// An untracked leftover, as agents leave.
+		if err := os.WriteFile(filepath.Join(dir, "scratch.tmp"), []byte("x"), 0o644); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := c.CleanWorktree(ctx, dir); err != nil {
+			return 0, err
+		}
+		if err := c.ResetWorktree(ctx, dir, fmt.Sprintf("bench-%s-%d", tag, i), base); err != nil {
+			return 0, err
+		}
+		total += time.Since(start)
+	}
+	return round2(ms(total) / resetRounds), nil
+}
+
+// diskKB is the allocated size of the files under dir, in KiB.
+func diskKB(dir string) (int64, error) {
+	var blocks int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			blocks += st.Blocks
+		}
+		return nil
+	})
+	return blocks / 2, err
+}
+
+// firstAgentMS reads the step-start times the engine's agents appended to
+// path (see stepStartLine) and returns the time from start to the
+// earliest, in ms.
+func firstAgentMS(path string, start time.Time) (float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("no agent step start recorded: %w", err)
+	}
+	var first float64
+	for _, f := range strings.Fields(string(data)) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad step start %q in %s", f, path)
+		}
+		if first == 0 || v < first {
+			first = v
+		}
+	}
+	if first == 0 {
+		return 0, fmt.Errorf("no agent step start recorded in %s", path)
+	}
+	startS := float64(start.UnixMicro()) / 1e6
+	return round2((first - startS) * 1000), nil
+}
+
+// sparseDirs is the engine's --sparse list: the -sparse dirs plus out/,
+// where the agents write (a sparse checkout cannot add files outside its
+// cone without `git add --sparse`).
+func (b *bench) sparseDirs() []string {
+	if len(b.cfg.Sparse) == 0 {
+		return nil
+	}
+	dirs := append([]string(nil), b.cfg.Sparse...)
+	for _, d := range dirs {
+		if strings.TrimSuffix(d, "/") == "out" {
+			return dirs
+		}
+	}
+	return append(dirs, "out")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,79 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WorktreeDiscard removes the linked worktree at path like
+// [Client.WorktreeRemove], discarding every change in it, but deletes its
+// files outside the per-repository lock: only the final `git worktree
+// prune` of its administrative entry is serialised, so several worktrees
+// can be discarded concurrently (at the end of a job, say). It does so only
+// when path's .git file names an administrative directory of this
+// repository (commonDir/worktrees/…); anything else, including a locked
+// worktree, goes through [Client.WorktreeRemove]. A path that no longer
+// exists is not an error.
+func (c *Client) WorktreeDiscard(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	admin, ok := c.linkedAdminDir(abs)
+	if !ok {
+		return c.WorktreeRemove(ctx, abs)
+	}
+	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
+		return c.WorktreeRemove(ctx, abs)
+	}
+	if err := c.checkDeletable(abs); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	if err := removeAll(abs); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	if err := c.WorktreePrune(ctx); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	return nil
+}
+
+// linkedAdminDir returns the administrative directory named by the .git
+// file of the worktree at abs, if it is one of this repository's
+// (commonDir/worktrees/<name>) and points back at abs.
+func (c *Client) linkedAdminDir(abs string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(abs, ".git"))
+	if err != nil {
+		return "", false
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(abs, gd)
+	}
+	gd = filepath.Clean(gd)
+	if filepath.Dir(gd) != filepath.Join(c.commonDir, "worktrees") {
+		return "", false
+	}
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil {
+		return "", false
+	}
+	want := filepath.Join(abs, ".git")
+	got := filepath.Clean(strings.TrimSpace(string(back)))
+	if got != want {
+		if r1, e1 := filepath.EvalSymlinks(got); e1 == nil {
+			if r2, e2 := filepath.EvalSymlinks(want); e2 != nil || r1 != r2 {
+				return "", false
+			}
+		} else {
+			return "", false
+		}
+	}
+	return gd, true
+}
