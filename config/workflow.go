@@ -60,6 +60,10 @@ const (
 	MaxFileSize   = 4 << 20
 	MaxDepth      = 100
 	MaxAliasNodes = 10_000
+	// MaxLineIndicators bounds the flow-collection indicators ([ { ,) on
+	// one line: the YAML scanner tokenizes a whole line before the depth
+	// check sees it, so a one-line bomb is refused from its bytes first.
+	MaxLineIndicators = 10_000
 )
 
 // document parses the YAML text into the body of its single document.
@@ -67,6 +71,9 @@ func (d *decoder) document(data []byte) (ast.Node, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{Pos: Position{File: d.file, Line: 1, Col: 1},
 			Msg: fmt.Sprintf("the workflow file is %d bytes, more than the %d MiB limit", len(data), MaxFileSize>>20)}
+	}
+	if err := d.checkLines(data); err != nil {
+		return nil, err
 	}
 	tokens, err := d.tokenize(string(data))
 	if err != nil {
@@ -301,6 +308,26 @@ func byPosition(a, b error) int {
 		return ea.Pos.Line - eb.Pos.Line
 	}
 	return ea.Pos.Col - eb.Pos.Col
+}
+
+// checkLines refuses a line with more than MaxLineIndicators flow
+// indicators before anything is tokenized: such a line (deep or huge flow
+// collections written on one line) would cost memory proportional to its
+// tokens before the depth check could run.
+func (d *decoder) checkLines(data []byte) error {
+	line, n := 1, 0
+	for _, b := range data {
+		switch b {
+		case '\n':
+			line, n = line+1, 0
+		case '[', '{', ',':
+			if n++; n > MaxLineIndicators {
+				return &Error{Pos: Position{File: d.file, Line: line, Col: 1},
+					Msg: fmt.Sprintf("line %d has more than %d flow-collection indicators ([ { ,); split it over several lines", line, MaxLineIndicators)}
+			}
+		}
+	}
+	return nil
 }
 
 // tokenize scans the YAML text into tokens (as lexer.Tokenize does),
