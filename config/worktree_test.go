@@ -12,11 +12,11 @@ const minimalMap = "map:\n  input: items.json\n  agent_template: [{shell: x}]\n"
 
 func TestWorktreeSparse(t *testing.T) {
 	t.Parallel()
-	w, err := config.Parse("wf.yml", []byte("worktree:\n  sparse: [a/, services/api, a]\n"+minimalMap))
+	_, err := config.Parse("wf.yml", []byte("worktree:\n  sparse: [a/, services/api, a]\n"+minimalMap))
 	if err == nil || !strings.Contains(err.Error(), `wf.yml:2:30: worktree.sparse[2]: "a" is listed twice`) {
 		t.Fatalf("duplicate: err = %v", err)
 	}
-	w, err = config.Parse("wf.yml", []byte("worktree:\n  sparse:\n    - a/\n    - services/api\n"+minimalMap))
+	w, err := config.Parse("wf.yml", []byte("worktree:\n  sparse:\n    - a/\n    - services/api\n"+minimalMap))
 	if err != nil {
 		t.Fatal(err)
 	}
