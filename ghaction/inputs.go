@@ -30,6 +30,13 @@ type Inputs struct {
 	// RetryOnto is a branch or revision merged into the redrive's results
 	// branch before it runs (retry-onto); "" merges nothing.
 	RetryOnto string
+	// RetrySignature restricts the redrive to the records with this
+	// error_signature (retry-signature); "" redrives every signature.
+	RetrySignature string
+	// RetrySample, with RetrySignature, is the canary size (retry-sample):
+	// that many records of the cluster run first and the rest only if not
+	// all of them fail again the same way; 0 runs the whole cluster.
+	RetrySample int
 	// MaxCostUSD is the job's spend budget (max-cost-usd); 0 keeps the
 	// workflow's budget.max_cost_usd.
 	MaxCostUSD            float64
@@ -57,16 +64,18 @@ type Inputs struct {
 // so tests and local runs need not set them.
 func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in := Inputs{
-		Workflow:      a.GetInput("workflow"),
-		Command:       strings.ToLower(a.GetInput("command")),
-		RetryFilter:   a.GetInput("retry-filter"),
-		RetryOnto:     a.GetInput("retry-onto"),
-		GitHubToken:   a.GetInput("github-token"),
-		Comment:       CommentMode(strings.ToLower(a.GetInput("comment"))),
-		PRNumber:      a.GetInput("pr-number"),
-		ArtifactName:  a.GetInput("artifact-name"),
-		ClaudeCommand: a.GetInput("claude-command"),
-		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
+		Workflow:    a.GetInput("workflow"),
+		Command:     strings.ToLower(a.GetInput("command")),
+		RetryFilter: a.GetInput("retry-filter"),
+		RetryOnto:   a.GetInput("retry-onto"),
+
+		RetrySignature: a.GetInput("retry-signature"),
+		GitHubToken:    a.GetInput("github-token"),
+		Comment:        CommentMode(strings.ToLower(a.GetInput("comment"))),
+		PRNumber:       a.GetInput("pr-number"),
+		ArtifactName:   a.GetInput("artifact-name"),
+		ClaudeCommand:  a.GetInput("claude-command"),
+		ClaudeArgs:     strings.Fields(a.GetInput("claude-args")),
 
 		RedriveWorkflow: a.GetInput("redrive-workflow"),
 		SecretValues:    secretLines(a.GetInput("secret-values")),
@@ -107,6 +116,13 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.MaxParallel = int(n)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("input max-parallel: %w", err))
+	}
+	n, err = parseInt64(a.GetInput("retry-sample"))
+	in.RetrySample = int(n)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("input retry-sample: %w", err))
+	} else if n > 0 && in.RetrySignature == "" {
+		errs = append(errs, errors.New("input retry-sample needs retry-signature"))
 	}
 	if s := a.GetInput("max-cost-usd"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
