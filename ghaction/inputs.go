@@ -64,18 +64,16 @@ type Inputs struct {
 // so tests and local runs need not set them.
 func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in := Inputs{
-		Workflow:    a.GetInput("workflow"),
-		Command:     strings.ToLower(a.GetInput("command")),
-		RetryFilter: a.GetInput("retry-filter"),
-		RetryOnto:   a.GetInput("retry-onto"),
-
-		RetrySignature: a.GetInput("retry-signature"),
-		GitHubToken:    a.GetInput("github-token"),
-		Comment:        CommentMode(strings.ToLower(a.GetInput("comment"))),
-		PRNumber:       a.GetInput("pr-number"),
-		ArtifactName:   a.GetInput("artifact-name"),
-		ClaudeCommand:  a.GetInput("claude-command"),
-		ClaudeArgs:     strings.Fields(a.GetInput("claude-args")),
+		Workflow:      a.GetInput("workflow"),
+		Command:       strings.ToLower(a.GetInput("command")),
+		RetryFilter:   a.GetInput("retry-filter"),
+		RetryOnto:     a.GetInput("retry-onto"),
+		GitHubToken:   a.GetInput("github-token"),
+		Comment:       CommentMode(strings.ToLower(a.GetInput("comment"))),
+		PRNumber:      a.GetInput("pr-number"),
+		ArtifactName:  a.GetInput("artifact-name"),
+		ClaudeCommand: a.GetInput("claude-command"),
+		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
 
 		RedriveWorkflow: a.GetInput("redrive-workflow"),
 		SecretValues:    secretLines(a.GetInput("secret-values")),
@@ -106,6 +104,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	if err := ValidateArtifactName(in.ArtifactName); err != nil {
 		errs = append(errs, fmt.Errorf("input artifact-name: %w", err))
 	}
+	in.RetrySignature = a.GetInput("retry-signature")
 	var err error
 	if in.RetryFromRun, err = parseInt64(a.GetInput("retry-from-run")); err != nil {
 		errs = append(errs, fmt.Errorf("input retry-from-run: %w", err))
