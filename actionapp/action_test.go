@@ -300,7 +300,8 @@ type actionTest struct {
 	env      map[string]string
 	out      bytes.Buffer
 	errb     bytes.Buffer
-	opts     runner.Options // what the Action passed to the engine
+	opts     runner.Options      // what the Action passed to the engine
+	retry    runner.RetryOptions // what the Action passed to RetryDLQ
 	repo     string
 	temp     string
 	ghServer *fakeGitHub
@@ -794,6 +795,6 @@ func (r recordingEngine) Run(ctx context.Context, o runner.Options) (*runner.Res
 }
 
 func (r recordingEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error) {
-	r.at.opts = o.Run
+	r.at.opts, r.at.retry = o.Run, o
 	return runner.RetryDLQ(ctx, o)
 }

@@ -197,7 +197,8 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 	}
 	res, err := e.Engine.RetryDLQ(ctx, runner.RetryOptions{
 		Home: r.home, JobID: prep.JobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
-		Parallel: r.in.MaxParallel, Run: withOnto(base, r.in.RetryOnto),
+		Parallel: r.in.MaxParallel, Signature: r.in.RetrySignature, Sample: r.in.RetrySample,
+		Run: withOnto(base, r.in.RetryOnto),
 	})
 	if res == nil {
 		res = prep

@@ -441,3 +441,36 @@ func TestActionModePushesResultsBranch(t *testing.T) {
 		t.Errorf("summary does not say pushed:\n%s", at.file(t, "GITHUB_STEP_SUMMARY"))
 	}
 }
+
+// retry-signature and retry-sample reach the engine: the canary of the
+// cluster succeeds, so the rest of the cluster runs, and the record with
+// another signature is not redriven.
+func TestRedriveCanaryInputs(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	gh := newFakeGitHub(t)
+	gh.runID = 777
+	other := strings.Replace(craftedRecord("item_2", `{"name":"m3","broken":false}`), "CommandFailed::boom", "CommandFailed::other", 1)
+	gh.addArtifact(555, "prodigy-dlq-555-1", craftZip(t, map[string]string{
+		"items/item_0.json": craftedRecord("item_0", `{"name":"m1","broken":false}`),
+		"items/item_1.json": craftedRecord("item_1", `{"name":"m2","broken":false}`),
+		"items/item_2.json": other,
+	}), nil)
+	at := newActionTest(t, gh, repo, map[string]string{"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "GITHUB_RUN_ID": "777",
+		"GITHUB_EVENT_NAME": "workflow_dispatch", "INPUT_COMMENT": "never",
+		"INPUT_RETRY-SIGNATURE": "CommandFailed::boom", "INPUT_RETRY-SAMPLE": "1"})
+	if code := at.run(t); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, at.out.String(), at.errb.String())
+	}
+	if at.retry.Signature != "CommandFailed::boom" || at.retry.Sample != 1 {
+		t.Errorf("engine got signature %q sample %d", at.retry.Signature, at.retry.Sample)
+	}
+	out := at.outputs(t)
+	if out["successful"] != "2" || out["dlq-count"] != "1" {
+		t.Errorf("outputs = %v", out)
+	}
+	branch := out["results-branch"]
+	if got := gitOut(t, repo, "show", branch+":out-m2.txt"); got != "m2" {
+		t.Errorf("rest of the cluster: %q", got)
+	}
+}

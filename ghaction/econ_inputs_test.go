@@ -19,3 +19,22 @@ func TestReadInputsBudgetAndOnto(t *testing.T) {
 		}
 	}
 }
+
+func TestReadInputsCanary(t *testing.T) {
+	t.Parallel()
+	in, err := ReadInputs(actionWith(map[string]string{"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "5",
+		"INPUT_RETRY-SIGNATURE": "CommandFailed::database unreachable", "INPUT_RETRY-SAMPLE": "3"}))
+	if err != nil || in.RetrySignature != "CommandFailed::database unreachable" || in.RetrySample != 3 {
+		t.Fatalf("inputs %+v, err %v", in, err)
+	}
+	for input, want := range map[string]string{"-1": "input retry-sample", "two": "input retry-sample"} {
+		_, err := ReadInputs(actionWith(map[string]string{"INPUT_WORKFLOW": "wf.yml", "INPUT_RETRY-SIGNATURE": "x", "INPUT_RETRY-SAMPLE": input}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("retry-sample %q: err %v", input, err)
+		}
+	}
+	_, err = ReadInputs(actionWith(map[string]string{"INPUT_WORKFLOW": "wf.yml", "INPUT_RETRY-SAMPLE": "2"}))
+	if err == nil || !strings.Contains(err.Error(), "retry-sample needs retry-signature") {
+		t.Errorf("retry-sample without retry-signature: err %v", err)
+	}
+}

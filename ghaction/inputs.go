@@ -30,6 +30,13 @@ type Inputs struct {
 	// RetryOnto is a branch or revision merged into the redrive's results
 	// branch before it runs (retry-onto); "" merges nothing.
 	RetryOnto string
+	// RetrySignature restricts the redrive to the records with this
+	// error_signature (retry-signature); "" redrives every signature.
+	RetrySignature string
+	// RetrySample, with RetrySignature, is the canary size (retry-sample):
+	// that many records of the cluster run first and the rest only if not
+	// all of them fail again the same way; 0 runs the whole cluster.
+	RetrySample int
 	// MaxCostUSD is the job's spend budget (max-cost-usd); 0 keeps the
 	// workflow's budget.max_cost_usd.
 	MaxCostUSD            float64
@@ -97,6 +104,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	if err := ValidateArtifactName(in.ArtifactName); err != nil {
 		errs = append(errs, fmt.Errorf("input artifact-name: %w", err))
 	}
+	in.RetrySignature = a.GetInput("retry-signature")
 	var err error
 	if in.RetryFromRun, err = parseInt64(a.GetInput("retry-from-run")); err != nil {
 		errs = append(errs, fmt.Errorf("input retry-from-run: %w", err))
@@ -107,6 +115,13 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.MaxParallel = int(n)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("input max-parallel: %w", err))
+	}
+	n, err = parseInt64(a.GetInput("retry-sample"))
+	in.RetrySample = int(n)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("input retry-sample: %w", err))
+	} else if n > 0 && in.RetrySignature == "" {
+		errs = append(errs, errors.New("input retry-sample needs retry-signature"))
 	}
 	if s := a.GetInput("max-cost-usd"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)

@@ -136,6 +136,16 @@ type RetryOptions struct {
 	// DryRun lists what would run and changes nothing; it needs neither
 	// bash nor the Claude command.
 	DryRun bool
+	// Signature restricts the redrive to the records whose error_signature
+	// is exactly this (one failure cluster); "" selects every signature.
+	Signature string
+	// Sample, with Signature, runs that many records of the cluster first
+	// (the first by item id) and stops when all of them fail again with the
+	// same signature; 0 redrives the whole cluster at once.
+	Sample int
+	// only, when set, restricts the selection to these item ids (the
+	// canary's sample or rest).
+	only map[string]bool
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.
 	Run Options

@@ -16,6 +16,12 @@ import (
 // history extended. An interrupted redrive loses no record (records are
 // only removed after success) and a second call continues.
 func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
+	if ro.Signature != "" {
+		return retryCluster(ctx, ro)
+	}
+	if ro.Sample != 0 {
+		return nil, usage(fmt.Errorf("--sample needs --signature"))
+	}
 	o := ro.Run
 	o.Home = ro.Home
 	if ro.Parallel > 0 {
@@ -61,6 +67,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		sel = restrict(sel, ro.only)
 		res := resultOf(cp)
 		res.Items = make([]ItemOutcome, 0, len(sel))
 		for _, it := range sel {
@@ -87,6 +94,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	sel = restrict(sel, ro.only)
 	if len(sel) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))

@@ -46,6 +46,9 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Items lists every item's final state in input order.
 	Items []ItemOutcome `json:"items"`
+	// Canary is the plan of a `dlq retry --signature` redrive (which items
+	// were the sample, which the rest); nil otherwise.
+	Canary *CanaryPlan `json:"canary,omitempty"`
 }
 
 // ItemState is the final (or current) state of one work item.

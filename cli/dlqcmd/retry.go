@@ -17,6 +17,8 @@ type dlqRetryOptions struct {
 	force, dryRun, json  bool
 	maxCost              float64
 	workflow, onto       string
+	signature            string
+	sample               int
 }
 
 func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
@@ -38,7 +40,14 @@ applies), or --workflow FILE; only when neither exists is the copy stored
 with the job used, with a warning. --onto REF merges REF (e.g. main with
 the fix) into the results branch first; a conflict changes nothing and
 exits 1 naming the conflicting paths. --max-cost-usd sets the job's spend
-budget.`,
+budget.
+
+--signature SIG redrives only the records whose error_signature is SIG (one
+failure cluster; 'dlq analyze' lists them). With --sample N it is a canary:
+the first N records of the cluster by item id run first; if all N fail again
+with the same signature it stops (exit 1) without running the rest, else the
+rest of the cluster runs. --dry-run shows which items are the sample and
+which the rest.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.jobID = args[0]
@@ -55,10 +64,18 @@ budget.`,
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
 	cmdutil.RedriveFlags(fs, &opts.workflow, &opts.onto)
+	fs.StringVar(&opts.signature, "signature", "", "redrive only the records with this error_signature (one failure cluster)")
+	fs.IntVar(&opts.sample, "sample", 0, "with --signature: run this many records of the cluster first and stop if all fail again the same way")
 	return cmd
 }
 
 func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions) error {
+	if opts.sample < 0 {
+		return cmdutil.UsageErrorf("--sample must be positive")
+	}
+	if opts.sample > 0 && opts.signature == "" {
+		return cmdutil.UsageErrorf("--sample needs --signature")
+	}
 	if opts.maxRetries < 0 || opts.parallel < 0 {
 		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
 	}
@@ -76,8 +93,20 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	}
 	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
 		Home: ro.Home, JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
-		Force: opts.force, DryRun: opts.dryRun, Run: ro,
+		Force: opts.force, DryRun: opts.dryRun, Signature: opts.signature, Sample: opts.sample, Run: ro,
 	})
+	if opts.dryRun && err == nil && !opts.json && res.Canary != nil {
+		c := res.Canary
+		fmt.Fprintf(f.ErrOut, "dry run: signature %q: %d sample item(s) first, then %d more unless all the sample fail again the same way\n",
+			c.Signature, len(c.Sample), len(c.Rest))
+		for _, id := range c.Sample {
+			fmt.Fprintf(f.Out, "sample\t%s\n", id)
+		}
+		for _, id := range c.Rest {
+			fmt.Fprintf(f.Out, "rest\t%s\n", id)
+		}
+		return nil
+	}
 	if opts.dryRun && err == nil && !opts.json {
 		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", len(res.Items))
 		for _, it := range res.Items {

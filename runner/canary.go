@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// CanaryPlan is how a `dlq retry --signature SIG [--sample N]` redrive
+// splits one failure cluster: Sample runs first; Rest runs only when not
+// every sampled item fails again with Signature. Both are sorted by item
+// id, so the choice is deterministic.
+type CanaryPlan struct {
+	Signature string   `json:"signature"`
+	Sample    []string `json:"sample"`
+	Rest      []string `json:"rest"`
+	// Stopped is set when every sampled item failed again with Signature,
+	// so Rest was not run.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// retryCluster runs RetryDLQ restricted to one error_signature cluster
+// (ro.Signature), canary first when ro.Sample > 0: the first Sample
+// records by item id run, and if all of them fail again with the same
+// signature the rest of the cluster is not run and the error (exit 1)
+// names the signature and the sampled items. Otherwise the rest of the
+// cluster is redriven. An unknown signature is a usage error listing the
+// known ones. With DryRun the plan is returned in Result.Canary and
+// nothing changes.
+func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
+	if ro.Sample < 0 {
+		return nil, usage(fmt.Errorf("--sample must be positive"))
+	}
+	plan, err := planCanary(ro)
+	if err != nil {
+		return nil, err
+	}
+	run := func(ids []string) (*Result, error) {
+		r := ro
+		r.Signature, r.Sample = "", 0
+		r.only = map[string]bool{}
+		for _, id := range ids {
+			r.only[id] = true
+		}
+		return RetryDLQ(ctx, r)
+	}
+	if ro.DryRun {
+		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...))
+		if res != nil {
+			res.Canary = plan
+		}
+		return res, err
+	}
+	if len(plan.Rest) == 0 || len(plan.Sample) == 0 {
+		// --signature alone, or a sample covering the whole cluster.
+		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...))
+		if res != nil {
+			res.Canary = plan
+		}
+		return res, err
+	}
+	res, err := run(plan.Sample)
+	if err != nil {
+		return res, err
+	}
+	still, err := sameSignature(ro, plan.Signature, plan.Sample)
+	if err != nil {
+		return res, err
+	}
+	if still == len(plan.Sample) {
+		plan.Stopped = true
+		res.Canary = plan
+		return res, fmt.Errorf("%w: canary: all %d sampled item(s) (%s) of signature %q failed again with the same signature; "+
+			"the other %d item(s) of the cluster were not run (fix the cause, then run again; --signature without --sample redrives the whole cluster)",
+			ErrJobFailed, len(plan.Sample), strings.Join(plan.Sample, ", "), plan.Signature, len(plan.Rest))
+	}
+	res, err = run(plan.Rest)
+	if res != nil {
+		res.Canary = plan
+	}
+	return res, err
+}
+
+// planCanary reads the job's DLQ and splits the records with
+// ro.Signature (reprocess-eligible only unless ro.Force) into the sample
+// (the first ro.Sample by item id) and the rest.
+func planCanary(ro RetryOptions) (*CanaryPlan, error) {
+	p, err := FindJob(ro.Home, "", ro.JobID)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openDLQ(p, dlq.Options{})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	known := map[string]int{}
+	err = store.Each(func(r dlq.DeadLetteredItem) error {
+		if !ro.Force && !r.ReprocessEligible {
+			return nil
+		}
+		known[r.ErrorSignature]++
+		if r.ErrorSignature == ro.Signature {
+			ids = append(ids, r.ItemID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		if len(known) == 0 {
+			return nil, usage(fmt.Errorf("--signature %q: job %s has no DLQ records to retry (eligible only unless --force)", ro.Signature, ro.JobID))
+		}
+		sigs := make([]string, 0, len(known))
+		for s, n := range known {
+			sigs = append(sigs, fmt.Sprintf("  %q (%d)", s, n))
+		}
+		slices.Sort(sigs)
+		return nil, usage(fmt.Errorf("--signature %q matches no DLQ record of job %s; known signatures:\n%s",
+			ro.Signature, ro.JobID, strings.Join(sigs, "\n")))
+	}
+	slices.Sort(ids)
+	n := min(ro.Sample, len(ids))
+	return &CanaryPlan{Signature: ro.Signature, Sample: ids[:n], Rest: ids[n:]}, nil
+}
+
+// sameSignature counts the items of ids that are still in the DLQ with
+// signature sig.
+func sameSignature(ro RetryOptions, sig string, ids []string) (int, error) {
+	p, err := FindJob(ro.Home, "", ro.JobID)
+	if err != nil {
+		return 0, err
+	}
+	store, err := openDLQ(p, dlq.Options{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = store.Each(func(r dlq.DeadLetteredItem) error {
+		if r.ErrorSignature == sig && slices.Contains(ids, r.ItemID) {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// restrict keeps the selected items whose id is in only (all when only is nil).
+func restrict(sel []*jobstore.CheckpointItem, only map[string]bool) []*jobstore.CheckpointItem {
+	if only == nil {
+		return sel
+	}
+	return slices.DeleteFunc(sel, func(it *jobstore.CheckpointItem) bool { return !only[it.ItemID] })
+}

@@ -1,0 +1,202 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// canaryRepo runs a job whose items of kind "db" fail with one signature
+// until the file fixed exists, and whose "net" item always fails with
+// another. Every agent run appends its item name to runs.
+type canaryRepo struct {
+	*testRepo
+	runs, fixed string
+	dbSig       string
+}
+
+func newCanaryRepo(t *testing.T) *canaryRepo {
+	t.Helper()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "d", "kind": "db"}, {"name": "b", "kind": "db"},
+		{"name": "e", "kind": "net"}, {"name": "a", "kind": "db"}, {"name": "c", "kind": "db"}]`})
+	dir := t.TempDir()
+	c := &canaryRepo{testRepo: r, runs: filepath.Join(dir, "runs"), fixed: filepath.Join(dir, "fixed")}
+	wf := r.workflow(`
+name: canary
+map:
+  input: items.json
+  id_field: name
+  agent_template:
+    - shell: |
+        echo ${item.name} >> ` + c.runs + `
+        if [ "${item.kind}" = db ] && [ ! -f ` + c.fixed + ` ]; then echo "database unreachable"; exit 1; fi
+        if [ "${item.kind}" = net ]; then echo "network down"; exit 1; fi
+        echo ${item.name} > out-${item.name}.txt && git add . && git commit -qm ${item.name}
+`)
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Failed != 5 {
+		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	recs := r.dlqRecords("job-1")
+	c.dbSig = recs["a"].ErrorSignature
+	for _, id := range []string{"b", "c", "d"} {
+		if recs[id].ErrorSignature != c.dbSig {
+			t.Fatalf("item %s signature %q, want the db cluster's %q", id, recs[id].ErrorSignature, c.dbSig)
+		}
+	}
+	if recs["e"].ErrorSignature == c.dbSig || c.dbSig == "" {
+		t.Fatalf("net item shares the db signature %q", c.dbSig)
+	}
+	c.truncateRuns()
+	return c
+}
+
+func (c *canaryRepo) truncateRuns() {
+	if err := os.WriteFile(c.runs, nil, 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// ran lists the items whose agent ran since the last truncateRuns, sorted.
+func (c *canaryRepo) ran() []string {
+	b, err := os.ReadFile(c.runs)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := strings.Fields(string(b))
+	slices.Sort(out)
+	return out
+}
+
+func (c *canaryRepo) retry(sig string, sample int, dryRun bool) (*runner.Result, string, error) {
+	o, _, stderr, _ := c.options(nil)
+	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{
+		Home: c.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: sample, DryRun: dryRun, Run: o})
+	return res, stderr.String(), err
+}
+
+func TestCanaryStopsWhenSampleFailsTheSameWay(t *testing.T) {
+	t.Parallel()
+	c := newCanaryRepo(t)
+	before := c.git("rev-parse", "prodigy/job-1")
+	res, stderr, err := c.retry(c.dbSig, 2, false)
+	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 {
+		t.Fatalf("canary on a still-failing cluster: %v (exit %d)\n%s", err, runner.ExitCode(err), stderr)
+	}
+	for _, want := range []string{c.dbSig, "a, b", "2 sampled", "other 2 item(s)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := c.ran(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("agents ran for %v, want only the sample [a b]", got)
+	}
+	if res == nil || res.Canary == nil || !res.Canary.Stopped || !slices.Equal(res.Canary.Rest, []string{"c", "d"}) {
+		t.Errorf("result's canary plan: %s", mustJSON(t, res))
+	}
+	if n := len(c.dlqRecords("job-1")); n != 5 {
+		t.Errorf("DLQ has %d records, want all 5", n)
+	}
+	if after := c.git("rev-parse", "prodigy/job-1"); after != before {
+		t.Logf("results branch moved %s -> %s (reduce of the sample run)", before, after)
+	}
+}
+
+func TestCanaryRedrivesRestWhenSampleIsFixed(t *testing.T) {
+	t.Parallel()
+	c := newCanaryRepo(t)
+	if err := os.WriteFile(c.fixed, []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, stderr, err := c.retry(c.dbSig, 1, false)
+	if err != nil || res.Canary == nil || res.Canary.Stopped {
+		t.Fatalf("canary on a fixed cluster: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	if got := c.ran(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("agents ran for %v, want the db cluster [a b c d] and not the net item", got)
+	}
+	recs := c.dlqRecords("job-1")
+	if _, ok := recs["e"]; len(recs) != 1 || !ok {
+		t.Errorf("DLQ %v, want only e (other cluster)", recs)
+	}
+	if res.Successful != 4 || res.DLQCount != 1 {
+		t.Errorf("result: %s", mustJSON(t, res))
+	}
+	files := strings.Join(c.files("prodigy/job-1"), " ")
+	for _, want := range []string{"out-a.txt", "out-b.txt", "out-c.txt", "out-d.txt"} {
+		if !strings.Contains(files, want) {
+			t.Errorf("results branch lacks %s: %s", want, files)
+		}
+	}
+}
+
+func TestCanarySignatureAloneRedrivesOnlyThatCluster(t *testing.T) {
+	t.Parallel()
+	c := newCanaryRepo(t)
+	res, stderr, err := c.retry(c.dbSig, 0, false)
+	if err != nil || res.DLQCount != 5 {
+		t.Fatalf("--signature alone: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	if got := c.ran(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("agents ran for %v, want the whole db cluster only", got)
+	}
+}
+
+func TestCanaryDryRunShowsPlanAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	c := newCanaryRepo(t)
+	before := c.git("rev-parse", "prodigy/job-1")
+	res, stderr, err := c.retry(c.dbSig, 2, true)
+	if err != nil || res.Canary == nil {
+		t.Fatalf("dry run: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	if !slices.Equal(res.Canary.Sample, []string{"a", "b"}) || !slices.Equal(res.Canary.Rest, []string{"c", "d"}) || res.Canary.Signature != c.dbSig {
+		t.Errorf("plan: %s", mustJSON(t, res.Canary))
+	}
+	var ids []string
+	for _, it := range res.Items {
+		ids = append(ids, it.ItemID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"a", "b", "c", "d"}) {
+		t.Errorf("dry run items %v, want the db cluster", ids)
+	}
+	if got := c.ran(); len(got) != 0 {
+		t.Errorf("dry run ran agents for %v", got)
+	}
+	if after := c.git("rev-parse", "prodigy/job-1"); after != before {
+		t.Errorf("results branch moved %s -> %s", before, after)
+	}
+	if n := len(c.dlqRecords("job-1")); n != 5 {
+		t.Errorf("DLQ has %d records, want 5", n)
+	}
+}
+
+func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
+	t.Parallel()
+	c := newCanaryRepo(t)
+	_, _, err := c.retry("NoSuch::thing", 1, false)
+	if runner.ExitCode(err) != 2 {
+		t.Fatalf("unknown signature: %v (exit %d), want a usage error", err, runner.ExitCode(err))
+	}
+	recs := c.dlqRecords("job-1")
+	for _, want := range []string{"NoSuch::thing", "known signatures", c.dbSig, recs["e"].ErrorSignature} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := c.ran(); len(got) != 0 {
+		t.Errorf("ran agents for %v", got)
+	}
+	_, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: c.home, JobID: "job-1", Sample: 1})
+	if runner.ExitCode(err) != 2 {
+		t.Errorf("--sample without --signature: %v, want a usage error", err)
+	}
+}
