@@ -39,9 +39,9 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := func(ids []string) (*Result, error) {
+	run := func(ids []string, deferReduce bool) (*Result, error) {
 		r := ro
-		r.Signature, r.Sample = "", 0
+		r.Signature, r.Sample, r.deferReduce = "", 0, deferReduce
 		r.only = map[string]bool{}
 		for _, id := range ids {
 			r.only[id] = true
@@ -49,7 +49,7 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return RetryDLQ(ctx, r)
 	}
 	if ro.DryRun {
-		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...))
+		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...), false)
 		if res != nil {
 			res.Canary = plan
 		}
@@ -57,13 +57,15 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 	}
 	if len(plan.Rest) == 0 || len(plan.Sample) == 0 {
 		// --signature alone, or a sample covering the whole cluster.
-		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...))
+		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...), false)
 		if res != nil {
 			res.Canary = plan
 		}
 		return res, err
 	}
-	res, err := run(plan.Sample)
+	// The sample runs without reduce: reduce runs once, after the rest
+	// (and not at all when the canary stops the redrive).
+	res, err := run(plan.Sample, true)
 	if err != nil {
 		return res, err
 	}
@@ -78,7 +80,7 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 			"the other %d item(s) of the cluster were not run (fix the cause, then run again; --signature without --sample redrives the whole cluster)",
 			ErrJobFailed, len(plan.Sample), strings.Join(plan.Sample, ", "), plan.Signature, len(plan.Rest))
 	}
-	res, err = run(plan.Rest)
+	res, err = run(plan.Rest, false)
 	if res != nil {
 		res.Canary = plan
 	}

@@ -17,8 +17,8 @@ import (
 // another. Every agent run appends its item name to runs.
 type canaryRepo struct {
 	*testRepo
-	runs, fixed string
-	dbSig       string
+	runs, fixed, reduces string
+	dbSig                string
 }
 
 func newCanaryRepo(t *testing.T) *canaryRepo {
@@ -26,7 +26,7 @@ func newCanaryRepo(t *testing.T) *canaryRepo {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "d", "kind": "db"}, {"name": "b", "kind": "db"},
 		{"name": "e", "kind": "net"}, {"name": "a", "kind": "db"}, {"name": "c", "kind": "db"}]`})
 	dir := t.TempDir()
-	c := &canaryRepo{testRepo: r, runs: filepath.Join(dir, "runs"), fixed: filepath.Join(dir, "fixed")}
+	c := &canaryRepo{testRepo: r, runs: filepath.Join(dir, "runs"), fixed: filepath.Join(dir, "fixed"), reduces: filepath.Join(dir, "reduces")}
 	wf := r.workflow(`
 name: canary
 map:
@@ -38,6 +38,8 @@ map:
         if [ "${item.kind}" = db ] && [ ! -f ` + c.fixed + ` ]; then echo "database unreachable"; exit 1; fi
         if [ "${item.kind}" = net ]; then echo "network down"; exit 1; fi
         echo ${item.name} > out-${item.name}.txt && git add . && git commit -qm ${item.name}
+reduce:
+  - shell: echo reduce >> ` + c.reduces + `
 `)
 	o, _, stderr, _ := r.options(wf)
 	res, err := r.run(o)
@@ -128,6 +130,11 @@ func TestCanaryRedrivesRestWhenSampleIsFixed(t *testing.T) {
 	}
 	if res.Successful != 4 || res.DLQCount != 1 {
 		t.Errorf("result: %s", mustJSON(t, res))
+	}
+	// The initial run reduced once; the canary's sample leaves reduce to
+	// the rest, so the redrive reduces exactly once more.
+	if b, _ := os.ReadFile(c.reduces); strings.Count(string(b), "reduce") != 2 {
+		t.Errorf("reduce ran %d time(s) in all, want 2 (the run, then once for the redrive)", strings.Count(string(b), "reduce"))
 	}
 	files := strings.Join(c.files("prodigy/job-1"), " ")
 	for _, want := range []string{"out-a.txt", "out-b.txt", "out-c.txt", "out-d.txt"} {

@@ -54,6 +54,7 @@ type settings struct {
 	maxCost        float64 // --max-cost-usd; 0 = the checkpoint's or workflow's
 	requireItems   bool    // zero selected items is an input error (Options.RequireItems)
 	noItems        bool    // the job has no map items by design (Options.NoItems)
+	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
 }
 
 // services are shared by the job's item runners; each is safe for

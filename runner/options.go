@@ -146,6 +146,9 @@ type RetryOptions struct {
 	// only, when set, restricts the selection to these item ids (the
 	// canary's sample or rest).
 	only map[string]bool
+	// deferReduce skips reduce in this call (the canary's sample: reduce
+	// runs once, with the rest of the cluster).
+	deferReduce bool
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.
 	Run Options

@@ -115,6 +115,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		cp.MaxParallel = j.maxParallel
 	})
 	j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
+	j.skipReduce = ro.deferReduce
 	return j.execute(ctx, sel)
 }
 

@@ -297,7 +297,7 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 	if err := j.mapPhase(ctx, runCtx); err != nil {
 		return j.end(err)
 	}
-	if !j.noItems {
+	if !j.noItems && !j.skipReduce {
 		if err := j.reduce(ctx, runCtx); err != nil {
 			return j.end(err)
 		}
