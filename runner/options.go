@@ -149,6 +149,12 @@ type RetryOptions struct {
 	// deferReduce skips reduce in this call (the canary's sample: reduce
 	// runs once, with the rest of the cluster).
 	deferReduce bool
+	// Selected, when set with DryRun, receives each selected item as the
+	// DLQ is streamed, in store order, instead of the Result listing them:
+	// the dry run then holds no record or item in memory (Result.Items is
+	// empty, Result.Pending counts the selection). An error it returns
+	// stops the dry run and is returned.
+	Selected func(ItemOutcome) error
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.
 	Run Options

@@ -63,17 +63,25 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		sel, err := j.selectDLQ(filter, ro.Force, merged)
+		// Stream the selection: only the selected items' outcomes (no
+		// item_data) are kept, and none at all with ro.Selected.
+		res := resultOf(cp)
+		res.Items = []ItemOutcome{}
+		res.Pending = 0
+		err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
+			if ro.only != nil && !ro.only[it.ItemID] {
+				return nil
+			}
+			res.Pending++
+			if ro.Selected != nil {
+				return ro.Selected(it.ItemOutcome)
+			}
+			res.Items = append(res.Items, it.ItemOutcome)
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		sel = restrict(sel, ro.only)
-		res := resultOf(cp)
-		res.Items = make([]ItemOutcome, 0, len(sel))
-		for _, it := range sel {
-			res.Items = append(res.Items, it.ItemOutcome)
-		}
-		res.Pending = len(sel)
 		res.OrphanedWorktrees = orEmpty(nil)
 		if n, err := countDLQ(j.paths); err == nil {
 			res.DLQCount = n
@@ -124,9 +132,21 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 // filter, leaving out the items in skip. Item attempts continue from the
 // record's failure_count, which also starts the redrive's attempt budget.
 func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) ([]*jobstore.CheckpointItem, error) {
+	var sel []*jobstore.CheckpointItem
+	err := j.eachDLQ(filter, force, skip, func(it *jobstore.CheckpointItem) error {
+		sel = append(sel, it)
+		return nil
+	})
+	return sel, err
+}
+
+// eachDLQ streams the job's DLQ and calls fn with each record to re-run,
+// as a pending item, in store order (see selectDLQ); an error of fn stops
+// the stream and is returned. Nothing but the current record is held.
+func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn func(*jobstore.CheckpointItem) error) error {
 	store, err := openDLQ(j.paths, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if filter != nil {
 		fields := map[string]bool{}
@@ -137,14 +157,13 @@ func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) 
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := checkFilterNames(filter, fields); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	var sel []*jobstore.CheckpointItem
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
+	return store.Each(func(r dlq.DeadLetteredItem) error {
 		if (!force && !r.ReprocessEligible) || skip[r.ItemID] {
 			return nil
 		}
@@ -157,10 +176,8 @@ func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) 
 				return nil
 			}
 		}
-		sel = append(sel, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
-		return nil
+		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 	})
-	return sel, err
 }
 
 // recordEnv is what `--filter` sees as item.*: the item_data fields and the

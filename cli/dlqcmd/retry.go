@@ -1,8 +1,13 @@
 package dlqcmd
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -91,10 +96,14 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	if err != nil {
 		return err
 	}
-	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{
+	ropts := runner.RetryOptions{
 		Home: ro.Home, JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
 		Force: opts.force, DryRun: opts.dryRun, Signature: opts.signature, Sample: opts.sample, Run: ro,
-	})
+	}
+	if opts.dryRun && opts.signature == "" {
+		return dryRun(ctx, f, ropts, opts.json)
+	}
+	res, err := runner.RetryDLQ(ctx, ropts)
 	if opts.dryRun && err == nil && !opts.json && res.Canary != nil {
 		c := res.Canary
 		fmt.Fprintf(f.ErrOut, "dry run: signature %q: %d sample item(s) first, then %d more unless all the sample fail again the same way\n",
@@ -107,12 +116,92 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 		}
 		return nil
 	}
-	if opts.dryRun && err == nil && !opts.json {
-		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", len(res.Items))
-		for _, it := range res.Items {
-			fmt.Fprintf(f.Out, "%s\t%s\n", it.ItemID, it.Label)
+	return f.FinishJob(res, err, opts.json)
+}
+
+// dryRun streams the selection (issue 11): each selected item is written
+// as it is selected (a line "ID\tLABEL", or with asJSON one element of
+// the result's "items", spooled to a temporary file until the counts that
+// precede it are known), so memory does not grow with the DLQ.
+func dryRun(ctx context.Context, f *cmdutil.Factory, ro runner.RetryOptions, asJSON bool) error {
+	var w *bufio.Writer
+	var spool *os.File
+	if asJSON {
+		var err error
+		spool, err = os.CreateTemp("", "prodigy-dry-run-*.json")
+		if err != nil {
+			return fmt.Errorf("dry run: %w", err)
 		}
+		defer os.Remove(spool.Name())
+		defer spool.Close()
+		w = bufio.NewWriter(spool)
+	} else {
+		w = bufio.NewWriter(f.Out)
+	}
+	n := 0
+	ro.Selected = func(it runner.ItemOutcome) error {
+		n++
+		if !asJSON {
+			_, err := fmt.Fprintf(w, "%s\t%s\n", it.ItemID, it.Label)
+			return err
+		}
+		b, err := json.MarshalIndent(it, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if n > 1 {
+			w.WriteString(",\n")
+		}
+		w.WriteString("    ")
+		_, err = w.Write(b)
+		return err
+	}
+	res, err := runner.RetryDLQ(ctx, ro)
+	if ferr := w.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("dry run: %w", ferr)
+	}
+	if err != nil {
+		return f.FinishJob(res, err, asJSON)
+	}
+	if !asJSON {
+		fmt.Fprintf(f.ErrOut, "dry run: %d item(s) would be retried\n", n)
 		return nil
 	}
-	return f.FinishJob(res, err, opts.json)
+	return writeStreamedJSON(f.Out, res, spool, n)
+}
+
+// writeStreamedJSON writes res as cmdutil.WriteJSON would, its "items"
+// being the n indented elements spooled (flushed) in spool.
+func writeStreamedJSON(out io.Writer, res *runner.Result, spool *os.File, n int) error {
+	res.Items = []runner.ItemOutcome{}
+	if res.OrphanedWorktrees == nil {
+		res.OrphanedWorktrees = []runner.OrphanedWorktree{}
+	}
+	var head bytes.Buffer
+	if err := cmdutil.WriteJSON(&head, res); err != nil {
+		return err
+	}
+	const tail = "[]\n}\n"
+	b := head.Bytes()
+	if n == 0 {
+		_, err := out.Write(b)
+		return err
+	}
+	if !bytes.HasSuffix(b, []byte(tail)) {
+		return fmt.Errorf("write JSON: unexpected result encoding")
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("dry run: %w", err)
+	}
+	bw := bufio.NewWriter(out)
+	bw.Write(b[:len(b)-len(tail)])
+	bw.WriteString("[\n")
+	if _, err := io.Copy(bw, spool); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	bw.WriteString("\n  ]\n}\n")
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
 }
