@@ -69,14 +69,15 @@ func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	bin := flag.String("bin", "", "action binary (default: go build ./cmd/action)")
 	keep := flag.Bool("keep", false, "keep the temporary PRODIGY_HOME")
+	retry := flag.Bool("retry", true, "also measure `dlq retry --dry-run` (and --json) against `dlq list` of all records, on a real job")
 	flag.Parse()
-	if err := run(*n, *adds, *asJSON, *bin, *keep, os.Stdout, os.Stderr); err != nil {
+	if err := run(*n, *adds, *asJSON, *retry, *bin, *keep, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, adds int, asJSON bool, bin string, keep bool, stdout, stderr io.Writer) error {
+func run(n, adds int, asJSON, retry bool, bin string, keep bool, stdout, stderr io.Writer) error {
 	home, err := os.MkdirTemp("", "dlq-bench-")
 	if err != nil {
 		return err
@@ -95,6 +96,12 @@ func run(n, adds int, asJSON bool, bin string, keep bool, stdout, stderr io.Writ
 		}
 	}
 	rep := Report{Records: n, GoOS: runtime.GOOS, CPUs: runtime.NumCPU()}
+	if retry {
+		fmt.Fprintf(stderr, "creating job %s (one item, merged) …\n", jobID)
+		if err := makeJob(bin, home); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "building %d records in %s …\n", n, home)
 	start := time.Now()
 	if err := fill(home, n); err != nil {
@@ -106,15 +113,24 @@ func run(n, adds int, asJSON bool, bin string, keep bool, stdout, stderr io.Writ
 		return err
 	}
 	out := filepath.Join(home, "export.csv")
-	for _, c := range []struct {
+	type command struct {
 		name string
 		args []string
-	}{
+	}
+	cmds := []command{
 		{"stats --json", []string{"dlq", "stats", "--json"}},
 		{"list --limit 20", []string{"dlq", "list", "--limit", "20"}},
 		{"analyze", []string{"dlq", "analyze"}},
 		{"export --format csv", []string{"dlq", "export", out, "--format", "csv"}},
-	} {
+	}
+	if retry {
+		cmds = append(cmds,
+			command{"list", []string{"dlq", "list", "--job-id", jobID}},
+			command{"list --limit 0", []string{"dlq", "list", "--job-id", jobID, "--limit", "0"}},
+			command{"retry --dry-run", []string{"dlq", "retry", jobID, "--dry-run", "--force"}},
+			command{"retry --dry-run --json", []string{"dlq", "retry", jobID, "--dry-run", "--force", "--json"}})
+	}
+	for _, c := range cmds {
 		r, err := timeCommand(bin, home, c.args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -170,6 +186,40 @@ func fill(home string, n int) error {
 		return err
 	}
 	return s.Close()
+}
+
+// makeJob creates job jobID with the real CLI: a git repository named
+// repo (so the job's DLQ is the directory fill writes) and a one-item
+// workflow whose item merges, so the job has no DLQ record of its own.
+func makeJob(bin, home string) error {
+	dir := filepath.Join(home, "src", repo)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "items.json"), []byte(`[{"path":"seed"}]`), 0o644); err != nil {
+		return err
+	}
+	wf := filepath.Join(home, "workflow.yml")
+	body := "name: dlq-bench\nmap:\n  input: items.json\n  id_field: path\n  agent_template:\n" +
+		"    - shell: 'echo \"${item.path}\" > out.txt && git add out.txt && git commit -qm \"${item_id}\"'\n"
+	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"git", "init", "-q", "-b", "main"},
+		{"git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "add", "."},
+		{"git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "init"},
+		{bin, "run", wf, "--repo", dir, "--job-id", jobID},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PRODIGY_HOME="+home, "GITHUB_ACTIONS=",
+			"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com", "GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %w\n%s", args, err, out)
+		}
+	}
+	return nil
 }
 
 func itemID(i int) string { return fmt.Sprintf("item-%07d", i) }
