@@ -68,7 +68,9 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		res := resultOf(cp)
 		res.Items = []ItemOutcome{}
 		res.Pending = 0
-		err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
+		// dlq_count is the number of records streamed, not the index's:
+		// loading the index of a large DLQ would double the dry run's peak.
+		res.DLQCount, err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
 			if ro.only != nil && !ro.only[it.ItemID] {
 				return nil
 			}
@@ -83,9 +85,6 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 			return nil, err
 		}
 		res.OrphanedWorktrees = orEmpty(nil)
-		if n, err := countDLQ(j.paths); err == nil {
-			res.DLQCount = n
-		}
 		return res, nil
 	}
 	// recover before selecting: it removes the records of items whose
@@ -133,7 +132,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 // record's failure_count, which also starts the redrive's attempt budget.
 func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) ([]*jobstore.CheckpointItem, error) {
 	var sel []*jobstore.CheckpointItem
-	err := j.eachDLQ(filter, force, skip, func(it *jobstore.CheckpointItem) error {
+	_, err := j.eachDLQ(filter, force, skip, func(it *jobstore.CheckpointItem) error {
 		sel = append(sel, it)
 		return nil
 	})
@@ -142,11 +141,12 @@ func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) 
 
 // eachDLQ streams the job's DLQ and calls fn with each record to re-run,
 // as a pending item, in store order (see selectDLQ); an error of fn stops
-// the stream and is returned. Nothing but the current record is held.
-func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn func(*jobstore.CheckpointItem) error) error {
+// the stream and is returned. It returns how many records it read (all,
+// selected or not). Nothing but the current record is held.
+func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn func(*jobstore.CheckpointItem) error) (int, error) {
 	store, err := openDLQ(j.paths, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if filter != nil {
 		fields := map[string]bool{}
@@ -157,13 +157,15 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 			return nil
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := checkFilterNames(filter, fields); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return store.Each(func(r dlq.DeadLetteredItem) error {
+	seen := 0
+	err = store.Each(func(r dlq.DeadLetteredItem) error {
+		seen++
 		if (!force && !r.ReprocessEligible) || skip[r.ItemID] {
 			return nil
 		}
@@ -178,6 +180,7 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 		}
 		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 	})
+	return seen, err
 }
 
 // recordEnv is what `--filter` sees as item.*: the item_data fields and the

@@ -2,9 +2,12 @@
 // a temporary PRODIGY_HOME with -n records, then times the real CLI
 // (`action dlq stats`, `list --limit 20`, `analyze`, `export --format csv`)
 // as child processes, reporting wall time and peak RSS (getrusage maxrss),
-// and the cost of one Store.Add at that size (mean/p50/p99).
+// and the cost of one Store.Add at that size (mean/p50/p99). With -retry
+// (default) the records belong to a real job (one merged item, made by
+// `action run`) and `dlq list`, `list --limit 0`, `dlq retry --dry-run` and
+// `retry --dry-run --json` (issue 11: streamed selection) are measured too.
 //
-//	go run ./bench/dlq [-n 100000] [-adds 1000] [-json]
+//	go run ./bench/dlq [-n 100000] [-adds 1000] [-json] [-retry=false] [-only REGEXP]
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sync"
@@ -69,15 +73,16 @@ func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	bin := flag.String("bin", "", "action binary (default: go build ./cmd/action)")
 	keep := flag.Bool("keep", false, "keep the temporary PRODIGY_HOME")
+	only := flag.String("only", "", "measure only the commands whose name matches this regular expression (e.g. '^(list|retry)')")
 	retry := flag.Bool("retry", true, "also measure `dlq retry --dry-run` (and --json) against `dlq list` of all records, on a real job")
 	flag.Parse()
-	if err := run(*n, *adds, *asJSON, *retry, *bin, *keep, os.Stdout, os.Stderr); err != nil {
+	if err := run(*n, *adds, *asJSON, *retry, *only, *bin, *keep, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, adds int, asJSON, retry bool, bin string, keep bool, stdout, stderr io.Writer) error {
+func run(n, adds int, asJSON, retry bool, only, bin string, keep bool, stdout, stderr io.Writer) error {
 	home, err := os.MkdirTemp("", "dlq-bench-")
 	if err != nil {
 		return err
@@ -130,7 +135,14 @@ func run(n, adds int, asJSON, retry bool, bin string, keep bool, stdout, stderr 
 			command{"retry --dry-run", []string{"dlq", "retry", jobID, "--dry-run", "--force"}},
 			command{"retry --dry-run --json", []string{"dlq", "retry", jobID, "--dry-run", "--force", "--json"}})
 	}
+	pick, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-only: %w", err)
+	}
 	for _, c := range cmds {
+		if !pick.MatchString(c.name) {
+			continue
+		}
 		r, err := timeCommand(bin, home, c.args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
