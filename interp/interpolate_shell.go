@@ -393,38 +393,20 @@ func (s *shellScanner) stepArith() error {
 
 // single copies a '…' literal, splicing placeholders in as
 // '"${V}"' (close the quote, insert the variable, reopen).
-func (s *shellScanner) single() error {
-	s.emit(1)
-	for s.i < len(s.src) {
-		switch {
-		case s.src[s.i] == '\'':
-			s.emit(1)
-			return nil
-		case s.has("$${"):
-			s.out.WriteString("${")
-			s.i += 3
-		case s.has("${"):
-			ok, err := s.reference(`'"${%s}"'`)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				s.emit(2)
-			}
-		default:
-			s.emit(1)
-		}
-	}
-	return nil
-}
+func (s *shellScanner) single() error { return s.quoted(1, false, `'"${%s}"'`) }
 
 // ansiC copies a $'…' literal (backslash escapes, \' does not close it),
 // splicing placeholders in as '"${V}"$'.
-func (s *shellScanner) ansiC() error {
-	s.emit(2)
+func (s *shellScanner) ansiC() error { return s.quoted(2, true, `'"${%s}"$'`) }
+
+// quoted copies a single-quoted literal whose opening quote is open bytes
+// long, up to its closing quote; escapes says whether a backslash escapes
+// the next byte ($'…'). A placeholder is spliced in with splice.
+func (s *shellScanner) quoted(open int, escapes bool, splice string) error {
+	s.emit(open)
 	for s.i < len(s.src) {
 		switch {
-		case s.src[s.i] == '\\':
+		case escapes && s.src[s.i] == '\\':
 			s.emit(2)
 		case s.src[s.i] == '\'':
 			s.emit(1)
@@ -433,7 +415,7 @@ func (s *shellScanner) ansiC() error {
 			s.out.WriteString("${")
 			s.i += 3
 		case s.has("${"):
-			ok, err := s.reference(`'"${%s}"$'`)
+			ok, err := s.reference(splice)
 			if err != nil {
 				return err
 			}

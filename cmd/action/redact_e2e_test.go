@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/redact/redacttest"
 )
 
 // Secrets of the redaction tests (made up). The ghp token reaches the
@@ -23,36 +25,15 @@ const secretStep = `    - shell: |
         exit 3
 `
 
-// assertNoSecrets fails when a test secret occurs in text.
 func assertNoSecrets(t *testing.T, where, text string) {
 	t.Helper()
-	for _, s := range []string{testGHP, testAPISecret, testGHToken} {
-		if strings.Contains(text, s) {
-			t.Errorf("%s holds secret %q:\n%s", where, s, text)
-		}
-	}
+	redacttest.AssertNoSecrets(t, where, text, testGHP, testAPISecret, testGHToken)
 }
 
 // assertNoSecretFiles checks every file under dir.
 func assertNoSecretFiles(t *testing.T, dir string) int {
 	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.Contains(p, string(filepath.Separator)+"worktrees"+string(filepath.Separator)) {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		n++
-		assertNoSecrets(t, p, string(data))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return redacttest.AssertNoSecretFiles(t, dir, testGHP, testAPISecret, testGHToken)
 }
 
 // TestCLIRedactsEverySink: a failing step prints a ghp_ token, an
