@@ -52,6 +52,10 @@ type itemRunner struct {
 	priorTokens jobstore.Tokens
 	// waits counts the item's rate-limited attempts (ratelimit.go).
 	waits int
+	// span is the item's span, attemptSpan its current attempt's
+	// (tracing.go); signature the error_signature it failed with.
+	span, attemptSpan Span
+	signature         string
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -61,6 +65,8 @@ type itemRunner struct {
 func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	j, it := ir.j, ir.it
 	defer ir.releaseBudget()
+	ir.span = spanOr(j.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
+	defer func() { ir.span.End(ir.itemSpanEnd()) }()
 	ir.began = time.Now()
 	start := j.now()
 
@@ -213,6 +219,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		log:        ir.log,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
+		span:       ir.attemptSpan,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
@@ -400,6 +407,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
 		state = ItemSkipped
 	}
+	ir.signature = dlq.Signature(lastType, last.Message)
 	if state != ItemDLQ {
 		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
@@ -424,6 +432,9 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 			j.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
 		}
 		pending = enc
+	}
+	if rec != nil {
+		ir.signature = rec.ErrorSignature
 	}
 	ir.finish(state, last.Message, lastType.String(), duration, pending)
 	if rec != nil && pending != nil {

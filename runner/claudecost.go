@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,9 @@ type claudeRun struct {
 	// RetryDelay is the provider's last retry delay (api_retry
 	// retry_delay_ms); 0 when unknown.
 	RetryDelay time.Duration
+	// Models names the models of the result's modelUsage, sorted and
+	// comma-separated.
+	Models string
 }
 
 // Claude result subtypes of interest.
@@ -124,6 +129,7 @@ func scanClaudeRun(path string, offset int64) (claudeRun, error) {
 		case ev.Type == "result":
 			run.Found, run.Subtype, run.IsError, run.CostUSD = true, ev.Subtype, ev.IsError, ev.TotalCostUSD
 			run.Tokens = jobstore.Tokens{}
+			run.Models = strings.Join(slices.Sorted(maps.Keys(ev.ModelUsage)), ",")
 			for _, mu := range ev.ModelUsage {
 				run.Tokens = run.Tokens.Add(jobstore.Tokens{Input: mu.Input, Output: mu.Output, CacheRead: mu.CacheRead, CacheCreation: mu.CacheCreation})
 			}
@@ -257,6 +263,7 @@ func (s *stepRunner) accountedClaude(ctx context.Context, st config.Step, sc *st
 		return out, f
 	}
 	sc.spend.add(run)
+	sc.claude = &run
 	if run.Found {
 		fmt.Fprintf(sc.log, "--- claude step cost $%.4f (%d input, %d output tokens)\n", run.CostUSD, run.Tokens.Input, run.Tokens.Output)
 	}

@@ -19,7 +19,7 @@ func TestScanClaudeRun(t *testing.T) {
 	}{
 		{"success with modelUsage", `{"type":"system","subtype":"init"}
 {"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.42,"usage":{"input_tokens":1,"output_tokens":1},"modelUsage":{"a":{"inputTokens":10,"outputTokens":2,"cacheReadInputTokens":3,"cacheCreationInputTokens":4},"b":{"inputTokens":1,"outputTokens":1,"cacheReadInputTokens":0,"cacheCreationInputTokens":0}}}`,
-			claudeRun{Found: true, Subtype: "success", CostUSD: 0.42, Tokens: jobstore.Tokens{Input: 11, Output: 3, CacheRead: 3, CacheCreation: 4}}},
+			claudeRun{Found: true, Subtype: "success", CostUSD: 0.42, Tokens: jobstore.Tokens{Input: 11, Output: 3, CacheRead: 3, CacheCreation: 4}, Models: "a,b"}},
 		{"usage fallback", `{"type":"result","subtype":"success","total_cost_usd":0.1,"usage":{"input_tokens":7,"output_tokens":8,"cache_read_input_tokens":9,"cache_creation_input_tokens":1}}`,
 			claudeRun{Found: true, Subtype: "success", CostUSD: 0.1, Tokens: jobstore.Tokens{Input: 7, Output: 8, CacheRead: 9, CacheCreation: 1}}},
 		{"overloaded api_retry by status", `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":1500,"error_status":529,"error":"unknown"}

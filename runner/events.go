@@ -26,6 +26,8 @@ type JobStarted struct {
 	Workflow      string `json:"workflow"`
 	ResultsBranch string `json:"results_branch"`
 	MaxParallel   int    `json:"max_parallel"`
+	// TraceID is the execution's trace id when it is traced (Options.Tracer).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // JobResumed: a resume or a DLQ redrive continues a job.

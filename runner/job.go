@@ -55,6 +55,7 @@ type settings struct {
 	requireItems   bool    // zero selected items is an input error (Options.RequireItems)
 	noItems        bool    // the job has no map items by design (Options.NoItems)
 	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
+	tracer         Tracer  // Options.Tracer; nil traces nothing
 }
 
 // services are shared by the job's item runners; each is safe for
@@ -74,6 +75,10 @@ type services struct {
 	hooks   Hooks
 	logMu   sync.Mutex // one log line at a time (and the progress line)
 	mergeMu sync.Mutex // one merge at a time; guards the parent worktree
+	// span is the job's root span while it runs (tracing.go), mapSpan the
+	// map phase's (the parent of item spans); traceID is span's trace id.
+	span, mapSpan Span
+	traceID       string
 }
 
 // tally is what this execution has done so far.

@@ -13,9 +13,9 @@ import (
 // through its itemRunner under runCtx. It stops
 // starting items when ctx ends (interrupt) or a failure policy says stop;
 // items not started stay pending in the checkpoint.
-func (j *job) mapPhase(ctx, runCtx context.Context) error {
+func (j *job) mapPhase(ctx, runCtx context.Context) (err error) {
 	var pending []*jobstore.CheckpointItem
-	err := j.state.Update(func(cp *jobstore.Checkpoint) {
+	err = j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.Phase = jobstore.PhaseMap
 		for _, it := range cp.Items {
 			if it.State == ItemPending || it.State == ItemRunning {
@@ -35,6 +35,8 @@ func (j *job) mapPhase(ctx, runCtx context.Context) error {
 		j.trees.warm(runCtx, min(j.maxParallel, len(pending)), head)
 	}
 	j.prog.begin(len(pending))
+	j.mapSpan = j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseMap})
+	defer func() { j.mapSpan.End(SpanEnd{Outcome: mapOutcome(err)}) }()
 	var g errgroup.Group
 	g.SetLimit(min(j.maxParallel, len(pending)))
 	for _, it := range pending {

@@ -89,6 +89,10 @@ type Options struct {
 	noTools bool
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.
 	ProgressInterval time.Duration
+	// Tracer receives the job's spans (job → phase → item → attempt →
+	// step); nil traces nothing. Its trace id is in the job_started (or
+	// job_resumed) event and Result.TraceID.
+	Tracer Tracer
 }
 
 // Isolation is the agent worktree strategy.

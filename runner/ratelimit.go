@@ -106,7 +106,7 @@ func (ir *itemRunner) attemptWithWaits(ctx, runCtx context.Context, attempt int)
 			return &stepFailure{Message: "interrupted", Interrupted: true}
 		}
 		ir.spend.beginAttempt()
-		f := ir.attempt(runCtx, attempt)
+		f := ir.tracedAttempt(runCtx, attempt)
 		ir.saveSpend()
 		if f == nil || f.Interrupted || f.Permanent {
 			return f

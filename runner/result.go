@@ -46,6 +46,9 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Items lists every item's final state in input order.
 	Items []ItemOutcome `json:"items"`
+	// TraceID is this execution's trace id when it was traced
+	// (OTEL_EXPORTER_OTLP_* set); absent otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 	// Canary is the plan of a `dlq retry --signature` redrive (which items
 	// were the sample, which the rest); nil otherwise.
 	Canary *CanaryPlan `json:"canary,omitempty"`

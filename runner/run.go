@@ -132,7 +132,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			maxCost:   o.MaxCostUSD,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
-			requireItems: o.RequireItems, noItems: o.NoItems,
+			requireItems: o.RequireItems, noItems: o.NoItems, tracer: o.Tracer,
 		},
 		services: services{
 			git:    git,
@@ -233,7 +233,8 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
 		return err
 	}
-	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel}
+	j.startJobSpan(resumed)
+	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel, TraceID: j.traceID}
 	if resumed {
 		j.events.emit(JobResumed(started))
 	} else {
@@ -336,9 +337,11 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &itemSpend{}}
+		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &itemSpend{}, span: span}
 		f := j.steps.run(runCtx, j.wf.Setup, sc)
 		j.savePhaseSpend(sc.spend)
+		span.End(j.phaseEnd(f))
 		if f != nil {
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
@@ -538,6 +541,9 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		}
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
+	span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseReduce})
+	var failed *stepFailure
+	defer func() { span.End(j.phaseEnd(failed)) }()
 	for i := first; i < n; i++ {
 		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
 		if err != nil {
@@ -548,10 +554,11 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		}
 		before := maps.Clone(vars)
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
-			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &itemSpend{}}
+			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &itemSpend{}, span: span}
 		f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc)
 		j.savePhaseSpend(sc.spend)
 		if f != nil {
+			failed = f
 			if f.Interrupted || ctx.Err() != nil {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
@@ -663,6 +670,8 @@ func (j *job) end(cause error) (*Result, error) {
 	if n, err := j.store.Count(); err == nil {
 		res.DLQCount = n
 	}
+	res.TraceID = j.traceID
+	j.endJobSpan(jobSpanEnd(res))
 	switch status {
 	case StatusCompleted:
 		j.events.emit(JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})
@@ -684,6 +693,7 @@ func (j *job) end(cause error) (*Result, error) {
 func (j *job) rollback() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	j.endJobSpan(SpanEnd{Outcome: "rolled_back"})
 	if j.events != nil {
 		j.events.close()
 	}

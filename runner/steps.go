@@ -53,6 +53,12 @@ type stepContext struct {
 	// spend accounts the cost and rate-limit signals of an item's steps
 	// (claudecost.go); nil outside items.
 	spend *itemSpend
+	// span is the parent of the steps' spans (an attempt or a phase); nil
+	// traces nothing. index is the running step's 1-based position and
+	// claude what the last claude step's transcript said (tracing.go).
+	span   Span
+	index  int
+	claude *claudeRun
 }
 
 // stepLabel names step i (0-based) of a sequence for error messages; the
@@ -95,7 +101,7 @@ func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepConte
 	}
 	for i, st := range steps {
 		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", first+i+1, total, oneLine(st.Describe(), 200))
-		sc.label = stepLabel(st, first+i)
+		sc.label, sc.index = stepLabel(st, first+i), first+i+1
 		f := s.runWithRetry(ctx, st, sc)
 		if f == nil {
 			continue
@@ -119,7 +125,7 @@ func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepConte
 // runWithRetry applies the step's own `retry:` block, if any.
 func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
 	if st.Retry == nil {
-		return s.runOne(ctx, st, sc)
+		return s.tracedOne(ctx, st, sc)
 	}
 	pol, err := RetryPolicy(st.Retry)
 	if err != nil {
@@ -131,7 +137,7 @@ func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepC
 			fmt.Fprintf(sc.log, "--- step attempt %d failed; retrying in %s\n", a.Number, a.Delay)
 		}
 	}}, func(ctx context.Context, attempt int) error {
-		last = s.runOne(ctx, st, sc)
+		last = s.tracedOne(ctx, st, sc)
 		if last == nil {
 			return nil
 		}
