@@ -23,18 +23,21 @@ var dag = map[string][]string{
 	// cmd/action is main only; its command tree is cli (cli/cli's cmd/gh +
 	// pkg/cmd split), which has the CLI layer's imports.
 	"cmd/action": {"cli", "runner"},
-	"cli":        {"actionapp", "runner", "dlq", "report", "config"},
-	"actionapp":  {"runner", "dlq", "report", "ghaction", "gitops", "config"},
+	"cli":        {"actionapp", "runner", "dlq", "report", "config", "telemetry"},
+	"actionapp":  {"runner", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
 	"runner":     {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore"},
-	"report":     {"runner", "dlq"},
-	"ghaction":   {"retry"},
-	"items":      {"config"},
-	"interp":     {},
-	"jobstore":   {},
-	"config":     {},
-	"retry":      {},
-	"gitops":     {},
-	"dlq":        {},
+	// telemetry implements runner.Tracer with the OpenTelemetry SDK, so the
+	// engine never imports otel; only the CLI and the Action wire it.
+	"telemetry": {"runner"},
+	"report":    {"runner", "dlq"},
+	"ghaction":  {"retry"},
+	"items":     {"config"},
+	"interp":    {},
+	"jobstore":  {},
+	"config":    {},
+	"retry":     {},
+	"gitops":    {},
+	"dlq":       {},
 }
 
 // leaves may be imported by any package and import no project package
