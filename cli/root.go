@@ -98,6 +98,7 @@ func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	f.ShutdownTracing(ctx)
 	if err != nil && !cmdutil.Silent(err) {
 		fmt.Fprintf(f.ErrOut, "error: %v\n", err)
 	}

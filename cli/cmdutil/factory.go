@@ -16,6 +16,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/actionapp"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/telemetry"
 )
 
 // Factory carries every side effect a command may use, so tests run the
@@ -35,7 +36,9 @@ type Factory struct {
 	// redacted from every output (and the engine's base environment).
 	Environ func() []string
 
-	red *redact.Redactor // built by Redactor
+	red     *redact.Redactor   // built by Redactor
+	tracing *telemetry.Tracing // built by Tracing; nil when off
+	traced  bool               // Tracing ran
 }
 
 // Redactor returns the CLI's redactor over Environ (built once): every
@@ -49,6 +52,32 @@ func (f *Factory) Redactor() *redact.Redactor {
 		f.red = redact.New(redact.Config{Environ: env()})
 	}
 	return f.red
+}
+
+// Tracing returns the OpenTelemetry tracing that Getenv's OTEL_*
+// variables ask for (built once; nil when they ask for none). Its
+// warnings (a collector that is down) go to ErrOut; ShutdownTracing
+// flushes it.
+func (f *Factory) Tracing() *telemetry.Tracing {
+	if !f.traced {
+		f.traced = true
+		errOut := f.ErrOut
+		f.tracing = telemetry.New(context.Background(), telemetry.Config{
+			Getenv:   f.Getenv,
+			Warn:     func(m string) { fmt.Fprintf(errOut, "WARN %s\n", m) },
+			Redactor: f.Redactor(),
+		})
+	}
+	return f.tracing
+}
+
+// ShutdownTracing flushes and stops the tracing, if any (bounded in
+// time; a failure is a warning on ErrOut).
+func (f *Factory) ShutdownTracing(ctx context.Context) {
+	if f.tracing != nil {
+		_ = f.tracing.Shutdown(context.WithoutCancel(ctx))
+		f.tracing, f.traced = nil, false
+	}
 }
 
 // NewFactory returns a Factory on the given streams and environment with
@@ -85,6 +114,7 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	o.Home = home
 	o.Stderr = f.ErrOut
 	o.Redactor = f.Redactor()
+	o.Tracer = f.Tracing().Tracer()
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)
