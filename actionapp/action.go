@@ -21,6 +21,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/telemetry"
 )
 
 type realEngine struct{}
@@ -61,6 +62,9 @@ type actionRun struct {
 	// gitConfig is extra git configuration for every git process of the
 	// run, the engine's and the agents' (safe.directory).
 	gitConfig []gitops.ConfigEntry
+	// tracing exports the jobs' spans when the OTEL_* environment asks
+	// for it (the workflow's env: reaches the container); nil otherwise.
+	tracing *telemetry.Tracing
 }
 
 // run is the Action entrypoint: inputs → job(s) → DLQ artifact → comment →
@@ -88,6 +92,9 @@ func (e *actionEnv) run(ctx context.Context) int {
 	// RUNNER_TEMP goes back to the workspace's owner (the runner user),
 	// also when the job fails.
 	defer ghaction.RestoreRunnerOwnership(e.gha.Warningf, r.ws, e.Getenv("RUNNER_TEMP"))
+	r.tracing = telemetry.New(ctx, telemetry.Config{Getenv: e.Getenv, Redactor: r.redact,
+		Warn: func(m string) { e.gha.Warningf("%s", r.redact.String(m)) }})
+	defer func() { _ = r.tracing.Shutdown(context.WithoutCancel(ctx)) }()
 	if code, ok := r.shardCommand(ctx); ok {
 		return code
 	}
@@ -161,6 +168,7 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
 		MaxCostUSD: r.in.MaxCostUSD,
 		Hooks:      &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
+		Tracer: r.tracing.Tracer(),
 		// Agents run git too: they get the same safe.directory.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}
@@ -471,6 +479,7 @@ func redactReport(red *redact.Redactor, in report.Input) report.Input {
 // as the runner masks line by line), while commands are enabled.
 func (e *actionEnv) redactor(in ghaction.Inputs) *redact.Redactor {
 	vals := append([]string{in.GitHubToken, e.Getenv("ACTIONS_RUNTIME_TOKEN"), e.Getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN")}, in.SecretValues...)
+	vals = append(vals, telemetry.HeaderValues(e.Getenv)...) // a collector's API key
 	red := redact.New(redact.Config{Environ: e.Environ(), Values: vals})
 	for _, v := range red.Values() {
 		e.gha.AddMask(v)

@@ -24,7 +24,7 @@ func (r *actionRun) jobPaths(res *runner.Result) runner.Paths {
 // collect builds the report input from the result and the job's DLQ.
 func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 	in := report.Input{
-		Title: res.WorkflowName, JobID: res.JobID, Status: string(res.Status), Error: res.Error,
+		Title: res.WorkflowName, JobID: res.JobID, TraceID: res.TraceID, Status: string(res.Status), Error: res.Error,
 		Command: r.in.Command, Total: res.Total, Successful: res.Successful, Failed: res.Failed,
 		Skipped: res.Skipped, Pending: res.Pending, DLQCount: res.DLQCount, ResultsBranch: res.ResultsBranch,
 		RunURL: r.runURL(), CostUSD: res.CostUSD, MaxCostUSD: res.MaxCostUSD, FleetCooldowns: res.FleetCooldowns,

@@ -39,6 +39,7 @@ func (r *actionRun) shardEngineOptions() runner.Options {
 		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: ghaction.NeutralizeWriter(e.Stderr),
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redactor: r.redact,
+		Tracer: r.tracing.Tracer(),
 	}
 }
 

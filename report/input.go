@@ -8,6 +8,9 @@ type Input struct {
 	Title string
 	// JobID is the engine's job id.
 	JobID string
+	// TraceID is the OpenTelemetry trace id of this execution when it was
+	// traced (OTEL_EXPORTER_OTLP_* set); "" hides it.
+	TraceID string
 	// Status is the job status ("completed", "failed", "interrupted").
 	Status string
 	// Error says why the job failed, if it did.

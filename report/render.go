@@ -133,8 +133,15 @@ func header(b *strings.Builder, in Input, level string) {
 		verb = "redrive"
 	}
 	fmt.Fprintf(b, "%s %s %s — %s %s\n\n", level, icon, Escape(Truncate(title, 120)), verb, Escape(orDash(in.Status)))
+	var ids []string
 	if in.JobID != "" {
-		fmt.Fprintf(b, "Job %s\n\n", code(in.JobID))
+		ids = append(ids, "Job "+code(in.JobID))
+	}
+	if in.TraceID != "" {
+		ids = append(ids, "trace "+code(in.TraceID))
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(b, "%s\n\n", strings.Join(ids, " · "))
 	}
 	if in.Error != "" {
 		fmt.Fprintf(b, "> **Error:** %s\n\n", Escape(Truncate(in.Error, 2000)))

@@ -273,3 +273,22 @@ func batch(get envLookup) (batchSettings, error) {
 	}
 	return b, nil
 }
+
+// HeaderValues are the values of the OTLP export headers
+// (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS): they
+// often carry a collector's API key, so callers add them to their
+// redactor. Malformed lists yield what could be parsed.
+func HeaderValues(getenv func(string) string) []string {
+	if getenv == nil {
+		return nil
+	}
+	var vals []string
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		h := map[string]string{}
+		_ = parseList(getenv(name), h)
+		for _, v := range h {
+			vals = append(vals, v)
+		}
+	}
+	return vals
+}

@@ -49,7 +49,8 @@ func (f *Factory) Redactor() *redact.Redactor {
 		if f.Environ != nil {
 			env = f.Environ
 		}
-		f.red = redact.New(redact.Config{Environ: env()})
+		// The OTLP export headers often hold a collector's API key.
+		f.red = redact.New(redact.Config{Environ: env(), Values: telemetry.HeaderValues(f.Getenv)})
 	}
 	return f.red
 }
