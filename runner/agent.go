@@ -66,7 +66,9 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	j, it := ir.j, ir.it
 	defer ir.releaseBudget()
 	ir.span = spanOr(j.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
-	defer func() { ir.span.End(ir.itemSpanEnd()) }()
+	if recorded(ir.span) {
+		defer func() { ir.span.End(ir.itemSpanEnd()) }()
+	}
 	ir.began = time.Now()
 	start := j.now()
 

@@ -125,6 +125,13 @@ func (noSpan) Start(SpanStart) Span { return noSpan{} }
 func (noSpan) End(SpanEnd)          {}
 func (noSpan) TraceID() string      { return "" }
 
+// recorded reports whether s is a real span (what its end says is worth
+// computing).
+func recorded(s Span) bool {
+	_, none := s.(noSpan)
+	return s != nil && !none
+}
+
 // spanOr returns s, or a span that does nothing when s is nil.
 func spanOr(s Span) Span {
 	if s == nil {
@@ -189,7 +196,7 @@ func (j *job) phaseEnd(f *stepFailure) SpanEnd { return spanEnd(f, j.redact) }
 
 // tracedOne runs one step (runOne) inside its span.
 func (s *stepRunner) tracedOne(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
-	if sc.span == nil {
+	if !recorded(sc.span) {
 		return s.runOne(ctx, st, sc)
 	}
 	kind := stepKind(st)
@@ -240,7 +247,10 @@ func flagValue(args []string, name string) string {
 
 // tracedAttempt runs one attempt of the item (attempt) inside its span.
 func (ir *itemRunner) tracedAttempt(ctx context.Context, attempt int) *stepFailure {
-	ir.attemptSpan = spanOr(ir.span).Start(SpanStart{Kind: SpanAttempt, Attempt: ir.base + attempt})
+	if !recorded(ir.span) {
+		return ir.attempt(ctx, attempt)
+	}
+	ir.attemptSpan = ir.span.Start(SpanStart{Kind: SpanAttempt, Attempt: ir.base + attempt})
 	f := ir.attempt(ctx, attempt)
 	ir.attemptSpan.End(ir.attemptSpanEnd(f))
 	ir.attemptSpan = nil
