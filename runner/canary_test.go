@@ -207,3 +207,125 @@ func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
 		t.Errorf("--sample without --signature: %v, want a usage error", err)
 	}
 }
+
+// standInFailingClaude writes a stand-in `claude` for the canary: it
+// appends the prompt's last word (the item) to dir/runs and, until
+// dir/fixed exists, emits a stream-json transcript whose result is an
+// error_during_execution with a fixed cause (the "schema" cluster) or,
+// for prompts naming kind "lint", another cause; once fixed it commits
+// a file and succeeds.
+func standInFailingClaude(t *testing.T) (path, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	script := `#!/usr/bin/env bash
+dir="` + dir + `"
+prompt="${@: -1}"
+name="${prompt##* }"
+echo "$name" >> "$dir/runs"
+echo '{"type":"system","subtype":"init","session_id":"s","model":"claude-x"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"working"}]},"session_id":"s"}'
+case "$prompt" in
+  *" lint "*)
+    echo '{"type":"result","subtype":"error_max_turns","is_error":true,"result":"","num_turns":30,"total_cost_usd":0.02}'
+    exit 1 ;;
+esac
+if [[ ! -e "$dir/fixed" ]]; then
+  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"Migration failed: schema lock is held by another session","num_turns":4,"total_cost_usd":0.05}'
+  exit 1
+fi
+echo "$name" > "claude-$name.txt" && git add "claude-$name.txt" && git commit -qm "claude: $name"
+echo '{"type":"result","subtype":"success","is_error":false,"result":"migrated","num_turns":3,"total_cost_usd":0.1}'
+`
+	path = filepath.Join(dir, "claude")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, dir
+}
+
+// TestCanaryStopsOnAClaudeCluster: four items whose claude step fails
+// with one cause form one cluster (one error_signature from the
+// transcript's result, whatever the item); a canary of two stops there,
+// the other two never start Claude, and after the fix the same command
+// redrives the whole cluster.
+func TestCanaryStopsOnAClaudeCluster(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "d", "kind": "schema"}, {"name": "b", "kind": "schema"},
+		{"name": "e", "kind": "lint"}, {"name": "a", "kind": "schema"}, {"name": "c", "kind": "schema"}]`})
+	claude, dir := standInFailingClaude(t)
+	wf := r.workflow(`
+name: claude-canary
+map:
+  input: items.json
+  id_field: name
+  agent_template:
+    - claude: "/migrate ${item.kind} ${item.name}"
+`)
+	o, _, stderr, _ := r.options(wf)
+	o.ClaudeCommand = claude
+	res, err := r.run(o)
+	if err != nil || res.Failed != 5 {
+		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
+	}
+	recs := r.dlqRecords("job-1")
+	sig := recs["a"].ErrorSignature
+	if !strings.Contains(sig, "Migration failed: schema lock is held by another session") {
+		t.Fatalf("signature %q does not come from the claude result", sig)
+	}
+	for _, id := range []string{"b", "c", "d"} {
+		if recs[id].ErrorSignature != sig {
+			t.Fatalf("item %s signature %q, want the cluster's %q", id, recs[id].ErrorSignature, sig)
+		}
+	}
+	if recs["e"].ErrorSignature == sig {
+		t.Fatalf("the lint item shares the signature %q", sig)
+	}
+	if f, ok := recs["a"].LastFailure(); !ok || f.JSONLogLocation == nil || !strings.HasSuffix(*f.JSONLogLocation, ".jsonl") {
+		t.Errorf("the claude failure has no transcript: %+v", f)
+	}
+	if err := os.Remove(filepath.Join(dir, "runs")); err != nil {
+		t.Fatal(err)
+	}
+
+	retry := func() (*runner.Result, string, error) {
+		o, _, stderr, _ := r.options(nil)
+		o.ClaudeCommand = claude
+		res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{
+			Home: r.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: 2, Run: o})
+		return res, stderr.String(), err
+	}
+	res, stderr2, err := retry()
+	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 || !strings.Contains(err.Error(), sig) {
+		t.Fatalf("canary on the still-failing claude cluster: %v (exit %d)\n%s", err, runner.ExitCode(err), stderr2)
+	}
+	if runs := readLines(t, filepath.Join(dir, "runs")); !slices.Equal(slices.Sorted(slices.Values(runs)), []string{"a", "b"}) {
+		t.Errorf("claude ran for %v, want only the sample [a b]", runs)
+	}
+	if res == nil || res.Canary == nil || !res.Canary.Stopped || !slices.Equal(res.Canary.Rest, []string{"c", "d"}) {
+		t.Errorf("canary plan: %s", mustJSON(t, res))
+	}
+	recs = r.dlqRecords("job-1")
+	if len(recs) != 5 || recs["a"].ErrorSignature != sig || recs["a"].FailureCount != 2 {
+		t.Errorf("DLQ after the canary: %d records, a = %+v", len(recs), recs["a"])
+	}
+
+	// The fix lands: the same canary now passes and redrives the rest.
+	if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	res, stderr2, err = retry()
+	if err != nil || res.Successful != 4 || res.Canary == nil || res.Canary.Stopped {
+		t.Fatalf("canary after the fix: %v %s\n%s", err, mustJSON(t, res), stderr2)
+	}
+	runs := readLines(t, filepath.Join(dir, "runs"))
+	slices.Sort(runs)
+	if !slices.Equal(runs, []string{"a", "b", "c", "d"}) {
+		t.Errorf("claude ran for %v, want the cluster [a b c d] and not the lint item", runs)
+	}
+	if recs := r.dlqRecords("job-1"); len(recs) != 1 || recs["e"].ItemID != "e" {
+		t.Errorf("DLQ after the fix: %v, want only e", recs)
+	}
+}
