@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -342,4 +344,52 @@ func closedPort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "http://" + addr
+}
+
+func TestRateLimitedAttemptIsItsOwnSpan(t *testing.T) {
+	t.Parallel()
+	rcv, url := httpReceiver(t)
+	dir := t.TempDir()
+	// The first call is rate-limited (api_retry 429, error result); the
+	// second succeeds.
+	claude := filepath.Join(dir, "claude")
+	script := `#!/usr/bin/env bash
+n=$(( $(cat "` + dir + `/calls" 2>/dev/null || echo 0) + 1 )); echo $n > "` + dir + `/calls"
+if [ $n = 1 ]; then
+  echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":2000,"error_status":429,"error":"rate_limit"}'
+  echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 429 rate_limit","total_cost_usd":0.01}'
+  exit 1
+fi
+echo x > x.txt && git add x.txt && git commit -qm x
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.2,"modelUsage":{"m":{"inputTokens":5,"outputTokens":6}}}'
+`
+	if err := os.WriteFile(claude, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, res, err := runJob(t, map[string]string{"items.json": `[{"name": "a"}]`}, `
+name: limited
+map:
+  input: items.json
+  agent_template:
+    - claude: "/fix ${item.name}"
+  retry_config:
+    attempts: 1
+`, env{"OTEL_EXPORTER_OTLP_ENDPOINT": url}, env{}, claude)
+	if err != nil || res.Successful != 1 {
+		t.Fatalf("run: %v\n%s", err, j.stderr)
+	}
+	_, spans, _ := rcv.snapshot()
+	tr := tree{t: t, spans: spans}
+	item := tr.one("item", "", nil)
+	attempts := tr.children(item, "attempt")
+	if len(attempts) != 2 {
+		t.Fatalf("%d attempt spans, want 2:%s", len(attempts), tr)
+	}
+	// The wait does not count: both runs are attempt 1.
+	wantAttrs(t, attempts[0], map[string]any{"prodigy.attempt": int64(1), "prodigy.outcome": "rate_limited", "prodigy.cost_usd": 0.01})
+	wantAttrs(t, attempts[1], map[string]any{"prodigy.attempt": int64(1), "prodigy.outcome": "succeeded", "prodigy.cost_usd": 0.2})
+	wantAttrs(t, item, map[string]any{"prodigy.outcome": "merged", "prodigy.attempts": int64(1)})
+	if c, _ := attr(item, "prodigy.cost_usd").(float64); math.Abs(c-0.21) > 1e-9 {
+		t.Errorf("item cost = %v, want 0.21 (both runs)", c)
+	}
 }

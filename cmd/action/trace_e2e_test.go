@@ -132,6 +132,29 @@ map:
 		t.Fatalf("redrive trace %q (run's %q): %v", retry.TraceID, res.TraceID, redrive)
 	}
 
+	events, err := os.ReadFile(filepath.Join(home, "events", filepath.Base(repo), "j1", "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(events)), "\n") {
+		var rec struct {
+			Event struct {
+				Type    string `json:"event_type"`
+				TraceID string `json:"trace_id"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Event.TraceID != "" {
+			ids[rec.Event.Type] = rec.Event.TraceID
+		}
+	}
+	if ids["job_started"] != res.TraceID || ids["job_resumed"] != retry.TraceID || len(ids) != 2 {
+		t.Errorf("trace ids in events.jsonl: %v; want job_started %s, job_resumed %s", ids, res.TraceID, retry.TraceID)
+	}
+
 	// Without the variables: no trace id in the JSON.
 	code, out, _ = cli(nil, "run", wf, "--repo", repo, "--job-id", "j2", "--json")
 	if code != 0 || strings.Contains(out, "trace_id") {
