@@ -409,7 +409,9 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
 		state = ItemSkipped
 	}
-	ir.signature = dlq.Signature(lastType, last.Message)
+	if recorded(ir.span) {
+		ir.signature = dlq.Signature(lastType, last.Message)
+	}
 	if state != ItemDLQ {
 		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
