@@ -403,10 +403,12 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 	ids := append([]string(nil), sh.Items...)
 	sort.SliceStable(ids, func(a, b int) bool { return cpItems[ids[a]].Index < cpItems[ids[b]].Index })
 	type change struct {
-		cur *jobstore.CheckpointItem
-		oc  ItemOutcome
+		cur     *jobstore.CheckpointItem
+		oc      ItemOutcome
+		pending json.RawMessage // the DLQ record not stored (failed-unrecorded)
 	}
 	var changes []change
+	var unrecorded []string
 	for _, id := range ids {
 		cur := cpItems[id]
 		oc, ok := outcomes[id]
@@ -414,6 +416,7 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 			continue
 		}
 		pi := planItems[id]
+		var pending json.RawMessage
 		switch oc.State {
 		case ItemMerged:
 			if msg, bad := conflicts[id]; bad {
@@ -422,34 +425,44 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "merge",
 					Context: []string{fmt.Sprintf("Gathering shard %d of job %s", sh.Shard, j.id)},
 				}}})
-				j.addPrior(pi)
-				j.importRecord(rec)
+				pending = j.importRecord(withPrior(j, pi, rec))
 				oc.State, oc.Error, oc.ErrorType = ItemDLQ, msg, t.String()
 				j.events.emit(AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)})
 			}
 		case ItemDLQ:
-			j.addPrior(pi)
+			var rec *dlq.DeadLetteredItem
 			if r, ok := records[id]; ok {
-				j.importRecord(&r)
+				rec = &r
 			} else {
 				j.warn(fmt.Sprintf("shard %d: item %s failed but its output has no DLQ record", sh.Shard, id))
 			}
+			pending = j.importRecord(withPrior(j, pi, rec))
 		case ItemSkipped:
 		default:
 			continue // pending in the shard: stays pending
 		}
-		changes = append(changes, change{cur, oc})
+		if pending != nil {
+			unrecorded = append(unrecorded, strconv.Quote(id))
+		}
+		changes = append(changes, change{cur, oc, pending})
 	}
-	// One checkpoint write per shard.
+	// One checkpoint write per shard, after the DLQ writes: an item whose
+	// record could not be stored is failed-unrecorded (the job fails naming
+	// it when it ends); `resume` or a later gather writes the record.
 	err := j.state.Update(func(*jobstore.Checkpoint) {
 		for _, c := range changes {
 			idx, data := c.cur.Index, c.cur.Data
 			c.cur.ItemOutcome = c.oc
 			c.cur.Index, c.cur.Data = idx, data
+			c.cur.PendingRecord, c.cur.Failures = c.pending, nil
 		}
 	})
 	if err != nil {
 		return err
+	}
+	if len(unrecorded) > 0 {
+		j.warn(fmt.Sprintf("shard %d: %d DLQ record(s) not written (%s); they stay failed-unrecorded in the checkpoint and gathering again or `resume %s` writes them",
+			sh.Shard, len(unrecorded), strings.Join(firstN(unrecorded, 10), ", "), j.id))
 	}
 	for _, c := range changes {
 		j.hooks.ItemFinished(c.cur.ItemOutcome, "")
@@ -457,53 +470,64 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 	return nil
 }
 
-// importRecord adds a record to the job's DLQ unless its newest failure
-// is already there (a gather interrupted after the DLQ write and before
-// the checkpoint write imports the shard again): histories never double.
-func (j *job) importRecord(rec *dlq.DeadLetteredItem) {
+// importRecord stores rec (nil: nothing to store) in the job's DLQ
+// through addRecord, so attempts the stored record already holds are never
+// added twice (a gather interrupted after the DLQ write and before the
+// checkpoint write imports the shard again). When the write fails it warns
+// and returns the encoded record, which the caller keeps in the checkpoint
+// as the item's pending record.
+func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
 	if rec == nil || len(rec.FailureHistory) == 0 {
-		return
-	}
-	if cur, err := j.store.Get(rec.ItemID); err == nil && cur != nil {
-		last := rec.FailureHistory[len(rec.FailureHistory)-1]
-		for _, f := range cur.FailureHistory {
-			if f.AttemptNumber == last.AttemptNumber && f.Timestamp.Equal(last.Timestamp) && f.ErrorMessage == last.ErrorMessage {
-				return
-			}
-		}
-	}
-	j.dlqAdd(rec)
-}
-
-// addPrior puts a redriven item's earlier DLQ record back in front of its
-// new failures, so its history is kept in attempt order.
-func (j *job) addPrior(pi PlanItem) {
-	if len(pi.Record) == 0 {
-		return
-	}
-	r, err := dlq.Decode(pi.Record)
-	if err != nil {
-		j.warn(fmt.Sprintf("plan record of %s: %v", pi.ID, err))
-		return
-	}
-	if cur, err := j.store.Get(pi.ID); err == nil && cur != nil {
-		return // already there (an earlier, interrupted gather)
-	}
-	j.dlqAdd(&r)
-}
-
-// dlqAdd stores rec in the job's DLQ through addRecord, so attempts the
-// stored record already holds are never added twice.
-func (j *job) dlqAdd(rec *dlq.DeadLetteredItem) {
-	if rec == nil {
-		return
+		return nil
 	}
 	stored, added, err := addRecord(j.store, *rec)
+	if err == nil {
+		if added {
+			j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+		}
+		return nil
+	}
+	enc, eerr := dlq.Encode(*rec)
+	if eerr != nil {
+		// Not storable either way: the item is counted as failed.
+		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v; encode: %v", rec.ItemID, err, eerr))
+		return nil
+	}
+	j.warn(fmt.Sprintf("could not add item %s to the DLQ: %v", rec.ItemID, err))
+	return enc
+}
+
+// withPrior returns the record to store for a failed plan item: a
+// redriven item's earlier DLQ record (from the plan) with rec's new
+// failures after it, so the history is kept in attempt order; rec alone
+// for a first run; the earlier record alone when the shard's output has
+// no record. nil when there is neither.
+func withPrior(j *job, pi PlanItem, rec *dlq.DeadLetteredItem) *dlq.DeadLetteredItem {
+	if len(pi.Record) == 0 {
+		return rec
+	}
+	prior, err := dlq.Decode(pi.Record)
 	if err != nil {
-		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v", rec.ItemID, err))
-		return
+		j.warn(fmt.Sprintf("plan record of %s: %v", pi.ID, err))
+		return rec
 	}
-	if added {
-		j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+	if rec == nil {
+		return &prior
 	}
+	out := *rec
+	if len(out.ItemData) == 0 || string(out.ItemData) == "null" {
+		out.ItemData = prior.ItemData
+	}
+	out.FailureHistory = append(slices.Clone(prior.FailureHistory), rec.FailureHistory...)
+	out.FailureCount = prior.FailureCount + uint32(len(rec.FailureHistory))
+	if !prior.FirstAttempt.IsZero() && (out.FirstAttempt.IsZero() || prior.FirstAttempt.Before(out.FirstAttempt)) {
+		out.FirstAttempt = prior.FirstAttempt
+	}
+	if prior.LastAttempt.After(out.LastAttempt) {
+		out.LastAttempt = prior.LastAttempt
+	}
+	if out.WorktreeArtifacts == nil {
+		out.WorktreeArtifacts = prior.WorktreeArtifacts
+	}
+	return &out
 }
