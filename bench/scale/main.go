@@ -577,7 +577,6 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 func (t *tail) String() string { return string(t.b) }
 
-
 func printText(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "engine at scale: no-op items, %d CPUs, loadavg %s\n\n", r.CPUs, r.Load)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
