@@ -55,8 +55,7 @@ func (j *job) mapPhase(ctx, runCtx context.Context) error {
 	}
 	_ = g.Wait()
 	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
-	var left int
-	j.state.Read(func(cp *jobstore.Checkpoint) { left = cp.Counts().Pending })
+	left := j.state.Counts().Pending
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)

@@ -366,15 +366,28 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 func (j *job) loadItems(ctx context.Context) error {
 	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
-	var list []items.Item
+	// Items are streamed from the input (items.Each) and their data goes
+	// straight to the job's items.jsonl: only their small state stays in
+	// memory.
+	var list []*jobstore.CheckpointItem
+	var spoolErr error
 	var err error
 	if !j.noItems {
-		list, err = items.Load(ctx, opts)
+		_, err = items.Each(ctx, opts, func(it items.Item) error {
+			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
+			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
+				return spoolErr
+			}
+			list = append(list, ci)
+			return nil
+		})
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w while loading items", ErrInterrupted)
-		}
+	switch {
+	case spoolErr != nil:
+		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
 	}
 	if len(j.wf.Setup) == 0 {
@@ -384,10 +397,7 @@ func (j *job) loadItems(ctx context.Context) error {
 	return j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.SetupCompleted = true
 		cp.Phase = jobstore.PhaseMap
-		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
-		for _, it := range list {
-			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data})
-		}
+		cp.Items = slices.Clip(list)
 	})
 }
 
@@ -422,7 +432,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 				continue
 			}
 			cur.State = ItemPending
-			cur.Data = e.Data
+			cur.Data, cur.DataOff, cur.DataLen = e.Data, 0, 0
 			// The redrive's budget starts at the record's failure_count;
 			// attempts an interrupted earlier redrive ran count against it.
 			cur.BudgetBase = e.Attempts
@@ -657,6 +667,9 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	var res *Result
 	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
+	if err := j.state.Close(); err != nil {
+		j.warn(fmt.Sprintf("could not close the item data file: %v", err))
+	}
 	res.OrphanedWorktrees = j.orphans.List()
 	res.FleetCooldowns = j.cool.Count()
 	res.MaxCostUSD = j.budget.max
@@ -693,6 +706,9 @@ func (j *job) rollback() {
 	_ = j.git.WorktreeRemove(ctx, j.parentDir)
 	_ = j.git.WorktreePrune(ctx)
 	_ = j.git.DeleteBranch(ctx, j.branch)
+	if j.state != nil {
+		_ = j.state.Close()
+	}
 	if err := jobstore.RemoveJob(j.paths); err != nil {
 		j.warn(fmt.Sprintf("could not remove all state of job %s: %v", j.id, err))
 	}
