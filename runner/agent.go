@@ -21,9 +21,9 @@ import (
 // cleanup and the on_item_failure policy. One per item; the job it belongs
 // to provides the shared services (git, state, DLQ, events, worktrees).
 type itemRunner struct {
-	j       *job
-	it      *jobstore.CheckpointItem
-	data    any
+	j    *job
+	it   *jobstore.CheckpointItem
+	data any
 	// raw is the item's data as stored (data holds it too); dataErr says
 	// why it could not be read.
 	raw     json.RawMessage
