@@ -229,11 +229,14 @@ type Counts struct {
 	Running int `json:"running"`
 	// Unrecorded counts the DLQ items whose record is not written yet.
 	Unrecorded int `json:"unrecorded"`
+	// ItemsCostUSD sums the items' cost_usd (round it with RoundUSD).
+	ItemsCostUSD float64 `json:"items_cost_usd"`
 }
 
 // add counts it (d = 1) or takes it out of the counts (d = -1), Total
 // aside.
 func (n *Counts) add(it *CheckpointItem, d int) {
+	n.ItemsCostUSD += float64(d) * it.CostUSD
 	switch it.State {
 	case ItemMerged:
 		n.Merged += d
