@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -390,6 +391,44 @@ func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 	return s.flush(v)
 }
 
+// UpdateItems applies fn, which may append items to cp.Items and change
+// existing ones, calling touch(it) before it changes an existing item it;
+// the change is made durable as journal entries (the appended items' data
+// goes to items.jsonl first), so its cost is that of the items touched or
+// appended, not of the checkpoint. Other changes fn makes are only written
+// by the next Update.
+func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	s.mu.Lock()
+	n0 := len(s.cp.Items)
+	var touched []*CheckpointItem
+	seen := map[*CheckpointItem]bool{}
+	fn(s.cp, func(it *CheckpointItem) {
+		if i, ok := s.pos(it); ok && i < n0 && !seen[it] {
+			seen[it] = true
+			s.counts.add(it, -1)
+			touched = append(touched, it)
+			s.dirty[i] = struct{}{}
+		}
+	})
+	s.version++
+	for _, it := range touched {
+		s.counts.add(it, 1)
+	}
+	for i := n0; i < len(s.cp.Items); i++ {
+		it := s.cp.Items[i]
+		it.pos = i
+		s.counts.add(it, 1)
+		s.counts.Total++
+		if err := s.spoolLocked(it); err != nil {
+			s.full = s.version // the snapshot spools it again
+		}
+		s.dirty[i] = struct{}{}
+	}
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
 // pos is it's index in the checkpoint, if it is one of its items.
 func (s *State) pos(it *CheckpointItem) (int, bool) {
 	i := it.pos
@@ -511,9 +550,23 @@ func (s *State) flush(v uint64) error {
 		}
 		return err
 	}
+	if s.spool != nil {
+		// Journal entries may point into data spooled since the snapshot.
+		if err := s.spool.sync(); err != nil {
+			s.full = s.version
+			s.mu.Unlock()
+			return fmt.Errorf("write item data: %w", err)
+		}
+	}
 	var buf []byte
 	counts := s.counts
+	// In position order: appended items are replayed in order.
+	order := make([]int, 0, len(s.dirty))
 	for i := range s.dirty {
+		order = append(order, i)
+	}
+	slices.Sort(order)
+	for _, i := range order {
 		it := *s.cp.Items[i]
 		it.Data = nil
 		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Counts: &counts, Item: &it})
@@ -770,6 +823,10 @@ func replayJournal(path string, cp *Checkpoint, strict bool) error {
 			return nil
 		}
 		last = e.V
+		if e.Pos == len(cp.Items) {
+			// An item appended since the snapshot (State.UpdateItems).
+			cp.Items = append(cp.Items, e.Item)
+		}
 		if e.Pos < 0 || e.Pos >= len(cp.Items) {
 			continue
 		}

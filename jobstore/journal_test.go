@@ -366,3 +366,52 @@ func TestFormat1CheckpointIsReadAndRewritten(t *testing.T) {
 		t.Errorf("format 3: %v", err)
 	}
 }
+
+// TestUpdateItemsAppendsThroughTheJournal: items appended and changed by
+// UpdateItems are journaled (no snapshot), replayed in order with their
+// data, and counted.
+func TestUpdateItemsAppendsThroughTheJournal(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 5)
+	snapshot := mustRead(t, p.Checkpoint())
+	for page := range 3 {
+		err := s.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
+			touch(cp.Items[page])
+			cp.Items[page].State = jobstore.ItemDLQ
+			for k := range 4 {
+				id := fmt.Sprintf("new-%d-%d", page, k)
+				cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: id, State: jobstore.ItemPending},
+					Index: len(cp.Items), Data: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(mustRead(t, p.Checkpoint())) != string(snapshot) {
+		t.Error("UpdateItems rewrote the snapshot")
+	}
+	want := jobstore.Counts{Total: 17, DLQ: 3, Pending: 14}
+	if s.Counts() != want {
+		t.Errorf("State.Counts = %+v, want %+v", s.Counts(), want)
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 17 || got.Counts() != want {
+		t.Fatalf("replayed %d items, counts %+v", len(got.Items), got.Counts())
+	}
+	checkSummary(t, p, want)
+	rd := jobstore.NewItemDataReader(p)
+	defer rd.Close()
+	for i, it := range got.Items[5:] {
+		id := fmt.Sprintf("new-%d-%d", i/4, i%4)
+		data, err := rd.Data(it)
+		if it.ItemID != id || err != nil || string(data) != fmt.Sprintf(`{"id":%q}`, id) {
+			t.Errorf("appended item %d = %s %s (%v), want %s", 5+i, it.ItemID, data, err, id)
+		}
+		if live, err := s.ItemData(cp.Items[5+i]); err != nil || string(live) != string(data) {
+			t.Errorf("State.ItemData = %s, %v", live, err)
+		}
+	}
+}
