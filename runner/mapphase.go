@@ -9,23 +9,39 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// mapPhase runs every pending item, at most maxParallel at once, each
-// through its itemRunner under runCtx. It stops
-// starting items when ctx ends (interrupt) or a failure policy says stop;
-// items not started stay pending in the checkpoint.
-func (j *job) mapPhase(ctx, runCtx context.Context) error {
-	var pending []*jobstore.CheckpointItem
-	err := j.state.Update(func(cp *jobstore.Checkpoint) {
-		cp.Phase = jobstore.PhaseMap
-		for _, it := range cp.Items {
+// mapPhase runs every pending item (of cands when only is set, else of
+// the checkpoint), at most maxParallel at once, each through its
+// itemRunner under runCtx. It stops starting items when ctx ends
+// (interrupt) or a failure policy says stop; items not started stay
+// pending in the checkpoint. The checkpoint is rewritten first only when
+// the phase changes or items left running by a crash become pending.
+func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.CheckpointItem, only bool) error {
+	var pending, stale []*jobstore.CheckpointItem
+	var phase bool
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		phase = cp.Phase != jobstore.PhaseMap
+		if !only {
+			cands = cp.Items
+		}
+		for _, it := range cands {
 			if it.State == ItemPending || it.State == ItemRunning {
-				it.State = ItemPending
 				pending = append(pending, it)
+				if it.State == ItemRunning {
+					stale = append(stale, it)
+				}
 			}
 		}
 	})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrJobFailed, err)
+	if phase || len(stale) > 0 {
+		err := j.state.Update(func(cp *jobstore.Checkpoint) {
+			cp.Phase = jobstore.PhaseMap
+			for _, it := range stale {
+				it.State = ItemPending
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
 	}
 	if len(pending) == 0 {
 		return nil

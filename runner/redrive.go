@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
@@ -97,11 +98,33 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	sel, err := j.selectDLQ(filter, ro.Force, nil)
+	// The selection is streamed and paged into the job: a page of records
+	// is selected (its item data goes to the job's items.jsonl), mapped,
+	// then the next page is read. One page is read ahead, to know whether
+	// there is anything to do and whether there is more than one page.
+	size := ro.BatchSize
+	if size <= 0 {
+		size = DefaultRedriveBatch
+	}
+	next, stopPages := iter.Pull2(j.dlqPages(filter, ro.Force, ro.only, size))
+	defer stopPages()
+	pull := func() ([]*jobstore.CheckpointItem, error) {
+		page, err, ok := next()
+		if !ok {
+			return nil, nil
+		}
+		return page, err
+	}
+	sel, err := pull()
 	if err != nil {
 		return nil, err
 	}
-	sel = restrict(sel, ro.only)
+	var ahead []*jobstore.CheckpointItem
+	if len(sel) == size {
+		if ahead, err = pull(); err != nil {
+			return nil, err
+		}
+	}
 	if len(sel) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
@@ -121,9 +144,63 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
 	})
-	j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
+	if len(ahead) == 0 {
+		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
+	} else {
+		j.logf("redriving the DLQ items of job %s in pages of %d, with %d attempt(s) each, %d in parallel", j.id, size, attempts, j.maxParallel)
+	}
 	j.skipReduce = ro.deferReduce
-	return j.execute(ctx, sel)
+	queue := [][]*jobstore.CheckpointItem{sel, ahead}
+	return j.executePaged(ctx, func() ([]*jobstore.CheckpointItem, error) {
+		for len(queue) > 0 {
+			page := queue[0]
+			queue = queue[1:]
+			if len(page) > 0 {
+				return page, nil
+			}
+		}
+		if len(ahead) == 0 {
+			return nil, nil // the first page was the last
+		}
+		return pull()
+	})
+}
+
+// DefaultRedriveBatch is how many DLQ records a redrive pages into its
+// job at a time (RetryOptions.BatchSize).
+const DefaultRedriveBatch = 1000
+
+// dlqPages streams the job's DLQ selection (eachDLQ, restricted to only
+// when set) in pages of at most size items. Only the current page's
+// records are held; stopping the iteration stops the stream.
+func (j *job) dlqPages(filter *items.Filter, force bool, only map[string]bool, size int) iter.Seq2[[]*jobstore.CheckpointItem, error] {
+	return func(yield func([]*jobstore.CheckpointItem, error) bool) {
+		var page []*jobstore.CheckpointItem
+		stopped := false
+		_, err := j.eachDLQ(filter, force, nil, func(it *jobstore.CheckpointItem) error {
+			if only != nil && !only[it.ItemID] {
+				return nil
+			}
+			page = append(page, it)
+			if len(page) < size {
+				return nil
+			}
+			p := page
+			page = nil
+			if !yield(p, nil) {
+				stopped = true
+				return dlq.ErrStop
+			}
+			return nil
+		})
+		switch {
+		case stopped:
+		case err != nil:
+			yield(nil, err)
+		case len(page) > 0:
+			yield(page, nil)
+		}
+	}
 }
 
 // selectDLQ streams the job's DLQ and returns the records to re-run as

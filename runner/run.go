@@ -260,6 +260,22 @@ func filterEnv(env []string) []string {
 // execute runs the remaining phases: setup (if not done), item loading,
 // map over the pending items (plus extra, for redrives), reduce.
 func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*Result, error) {
+	done := false
+	return j.executePaged(ctx, func() ([]*jobstore.CheckpointItem, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		return extra, nil
+	})
+}
+
+// executePaged is execute with the extra items in pages: next returns
+// the next page (nil at the end). Each page is added to the checkpoint
+// through the journal (its data to items.jsonl) and mapped before the
+// next is asked for, so the items' data is never all in memory. Pages not
+// yet asked for when the job is interrupted or stops are not in it.
+func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.CheckpointItem, error)) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
 	procRec, err := openProcessRecord(j.paths)
@@ -291,11 +307,42 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 			}
 		}
 	}
-	if len(extra) > 0 {
-		_ = j.state.Update(func(cp *jobstore.Checkpoint) { mergeItems(cp, extra) })
-	}
-	if err := j.mapPhase(ctx, runCtx); err != nil {
-		return j.end(err)
+	var byID map[string]*jobstore.CheckpointItem
+	for pages := 0; ; pages++ {
+		page, err := next()
+		if err != nil {
+			return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+		}
+		if len(page) == 0 && pages > 0 {
+			break
+		}
+		var cands []*jobstore.CheckpointItem // nil: every item (the first page)
+		if len(page) > 0 {
+			err := j.state.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
+				if byID == nil {
+					byID = make(map[string]*jobstore.CheckpointItem, len(cp.Items))
+					for _, it := range cp.Items {
+						byID[it.ItemID] = it
+					}
+				}
+				added := mergeItems(cp, page, byID, touch)
+				if pages > 0 {
+					cands = added
+				}
+			})
+			if err != nil {
+				return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+			}
+		}
+		if err := j.mapPhase(ctx, runCtx, cands, pages > 0); err != nil {
+			return j.end(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return j.end(fmt.Errorf("%w: the DLQ records not yet selected stay in the DLQ; continue with `dlq retry %s`", ErrInterrupted, j.id))
+		}
 	}
 	if !j.noItems && !j.skipReduce {
 		if err := j.reduce(ctx, runCtx); err != nil {
@@ -417,13 +464,12 @@ func (j *job) resolveInput(in string) string {
 	return in
 }
 
-// mergeItems adds redriven items to the checkpoint, replacing existing
-// entries with the same id.
-func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
-	byID := make(map[string]*jobstore.CheckpointItem, len(cp.Items))
-	for _, it := range cp.Items {
-		byID[it.ItemID] = it
-	}
+// mergeItems adds redriven items to the checkpoint (byID indexes its
+// items and is kept current), replacing existing entries with the same id;
+// touch is called before an existing item changes. It returns the
+// checkpoint items that are now pending because of extra.
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]*jobstore.CheckpointItem, touch func(*jobstore.CheckpointItem)) []*jobstore.CheckpointItem {
+	var added []*jobstore.CheckpointItem
 	for _, e := range extra {
 		if cur, ok := byID[e.ItemID]; ok {
 			if cur.PendingRecord != nil {
@@ -431,6 +477,8 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 				// failed-unrecorded (the job reports it) rather than lose them.
 				continue
 			}
+			touch(cur)
+			added = append(added, cur)
 			cur.State = ItemPending
 			cur.Data, cur.DataOff, cur.DataLen = e.Data, 0, 0
 			// The redrive's budget starts at the record's failure_count;
@@ -446,7 +494,9 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 		e.Index = len(cp.Items)
 		cp.Items = append(cp.Items, e)
 		byID[e.ItemID] = e
+		added = append(added, e)
 	}
+	return added
 }
 
 // baseVars is the interpolation scope shared by every step: workflow env
