@@ -1,69 +1,98 @@
 package items
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 )
 
 // Each runs the input pipeline as Load does and calls fn with each item,
 // in order; it returns the number of items. When the input is a file
 // holding a JSON array and the pipeline only pages it (no json_path,
-// filter, sort_by or distinct), the array is decoded one element at a
-// time, so memory holds the input's bytes and one decoded item (plus the
-// ids seen, with id_field) where Load holds every item decoded at once;
-// the items are the same (same ids, indexes and data bytes). Any other
-// input goes through Load. When Each returns an error, the items fn
-// already received are void; the error is the one Load gives, or fn's.
+// filter, sort_by or distinct), the file is decoded one element at a time
+// as it is read, so memory holds one decoded item (plus the ids, with
+// id_field) where Load holds the file and every item decoded at once; the
+// items are the same (same ids, indexes and data bytes). Any other input
+// goes through Load. When Each returns an error, the items fn already
+// received are void; the error is the one Load gives, or fn's.
 func Each(ctx context.Context, o Options, fn func(Item) error) (int, error) {
 	c, err := compile(o)
 	if err != nil {
 		return 0, err
 	}
+	streamed := false
+	if f := c.streamFile(o); f != nil {
+		var fnErr error
+		n, err := c.stream(o, f, func(it Item) error {
+			streamed = true
+			fnErr = fn(it)
+			return fnErr
+		})
+		_ = f.Close()
+		switch {
+		case fnErr != nil:
+			return 0, fnErr
+		case err == nil:
+			return n, nil
+		}
+		// The input or an id is wrong: Load words the error.
+	}
 	src, err := readInput(ctx, o)
 	if err != nil {
 		return 0, err
 	}
-	if !c.streamable(src) {
-		list, err := c.load(o, src)
-		if err != nil {
-			return 0, err
-		}
-		for _, it := range list {
-			if err := fn(it); err != nil {
-				return 0, err
-			}
-		}
-		return len(list), nil
-	}
-	var fnErr error
-	n, err := c.stream(o, src, func(it Item) error {
-		fnErr = fn(it)
-		return fnErr
-	})
-	switch {
-	case fnErr != nil:
-		return 0, fnErr
-	case err != nil:
-		// The input or an id is wrong: Load words the error.
-		if _, lerr := c.load(o, src); lerr != nil {
-			return 0, lerr
-		}
+	list, err := c.load(o, src)
+	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	if streamed {
+		return 0, fmt.Errorf("input file %q changed while it was read", src.fromFile)
+	}
+	for _, it := range list {
+		if err := fn(it); err != nil {
+			return 0, err
+		}
+	}
+	return len(list), nil
 }
 
-// streamable: the pipeline only pages a file's top-level array.
-func (c compiled) streamable(src source) bool {
-	if src.fromFile == "" || c.path != nil || c.filter != nil || len(c.sort) > 0 || c.distinct != nil {
-		return false
+// streamFile opens the input when the pipeline only pages a file whose
+// JSON value is an array; nil otherwise.
+func (c compiled) streamFile(o Options) *os.File {
+	if c.path != nil || c.filter != nil || len(c.sort) > 0 || c.distinct != nil {
+		return nil
 	}
-	trimmed := bytes.TrimLeft(src.data, " \t\r\n")
-	return len(trimmed) > 0 && trimmed[0] == '['
+	in := strings.TrimSpace(o.Input)
+	if in == "" {
+		return nil
+	}
+	f, err := os.Open(resolvePath(o.Dir, os.Expand(in, envLookup(o.Env))))
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil
+	}
+	r := bufio.NewReader(f)
+	for {
+		b, err := r.ReadByte()
+		if err == nil && b == '[' {
+			if _, err := f.Seek(0, io.SeekStart); err == nil {
+				return f
+			}
+		}
+		if err != nil || b == '[' || (b != ' ' && b != '\t' && b != '\r' && b != '\n') {
+			_ = f.Close()
+			return nil
+		}
+	}
 }
 
 // load is Load after the input is read.
@@ -93,19 +122,19 @@ func (c compiled) load(o Options, src source) ([]Item, error) {
 }
 
 // errStream: the streamed input is not what load accepts; load says why.
+// errStream: the streamed input is not what load accepts; load says why.
 var errStream = errors.New("the input cannot be streamed")
 
-// stream decodes the array element by element, pages it and calls fn.
-func (c compiled) stream(o Options, src source, fn func(Item) error) (int, error) {
-	dec := json.NewDecoder(bytes.NewReader(src.data))
+// stream decodes the array element by element as it reads r, pages it
+// and calls fn. Ids (with id_field) are checked for uniqueness at the
+// end, by sorting them.
+func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 256<<10))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return 0, errStream
 	}
-	var seen map[string]bool
-	if c.idField != nil {
-		seen = map[string]bool{}
-	}
+	var ids []string
 	sel, n := 0, 0
 	for dec.More() {
 		var v any
@@ -121,15 +150,17 @@ func (c compiled) stream(o Options, src source, fn func(Item) error) (int, error
 		if err != nil {
 			return 0, fmt.Errorf("failed to encode item %d: %w", n, err)
 		}
-		it := Item{ID: DefaultID(n), Index: n, Data: data}
+		it := Item{Index: n, Data: data}
 		if c.idField != nil {
 			f, _ := c.idField.lookup(v)
 			id, why := scalarID(f)
-			if why != "" || seen[id] {
+			if why != "" {
 				return 0, errStream
 			}
-			seen[id] = true
 			it.ID = id
+			ids = append(ids, id)
+		} else {
+			it.ID = DefaultID(n)
 		}
 		if err := fn(it); err != nil {
 			return 0, err
@@ -141,6 +172,12 @@ func (c compiled) stream(o Options, src source, fn func(Item) error) (int, error
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return 0, errStream
+	}
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return 0, errStream
+		}
 	}
 	return n, nil
 }

@@ -701,15 +701,17 @@ func (s *State) encodeSnapshotLocked(w io.Writer) (int64, error) {
 	cw := &countWriter{w: bufio.NewWriterSize(w, 256<<10)}
 	cw.Write(s.redactJSON(hb[:len(hb)-len(tail)]))
 	cw.Write([]byte("\"items\":[\n"))
+	var line []byte
 	for i, it := range s.cp.Items {
-		b, err := json.Marshal(it)
+		line = line[:0]
+		if i > 0 {
+			line = append(line, ",\n"...)
+		}
+		line, err = s.appendItem(line, it)
 		if err != nil {
 			return 0, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
 		}
-		if i > 0 {
-			cw.Write([]byte(",\n"))
-		}
-		cw.Write(s.redactJSON(b))
+		cw.Write(line)
 	}
 	cw.Write([]byte("\n]}\n"))
 	if err := cw.w.Flush(); err != nil && cw.err == nil {
