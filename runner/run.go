@@ -10,6 +10,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -307,6 +309,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
+	defer j.boundHeap()()
 	var byID map[string]*jobstore.CheckpointItem
 	for pages := 0; ; pages++ {
 		page, err := next()
@@ -810,4 +813,36 @@ func firstN(s []string, n int) []string {
 		return s
 	}
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// bigJob is the item count from which a job bounds its heap (boundHeap).
+const bigJob = 100_000
+
+// boundHeap keeps a big job's process near its live memory: the
+// checkpoint's items stay in memory for the whole job, and with Go's
+// default GC target (twice the live heap) a job of a million items would
+// reach about twice their size between collections. When the job has at
+// least bigJob items and neither GOGC nor GOMEMLIMIT is set, it sets a
+// soft memory limit of 1.5 times the live heap plus 64 MiB, measured
+// after a collection in the background; the returned function restores
+// the previous limit (call it when the job ends).
+func (j *job) boundHeap() func() {
+	if j.total() < bigJob || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(-1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		limit := int64(ms.HeapAlloc)*3/2 + 64<<20
+		debug.SetMemoryLimit(limit)
+		j.logf("map: %d item(s) in memory: heap %d MiB, soft memory limit %d MiB", j.total(), ms.HeapAlloc>>20, limit>>20)
+	}()
+	return func() {
+		<-done
+		debug.SetMemoryLimit(prev)
+	}
 }
