@@ -823,9 +823,11 @@ const bigJob = 100_000
 // default GC target (twice the live heap) a job of a million items would
 // reach about twice their size between collections. When the job has at
 // least bigJob items and neither GOGC nor GOMEMLIMIT is set, it sets a
-// soft memory limit of 1.5 times the live heap plus 64 MiB, measured
-// after a collection in the background; the returned function restores
-// the previous limit (call it when the job ends).
+// soft memory limit of 1.25 times the live heap plus 64 MiB, measured
+// after a collection in the background (the result the job ends with
+// needs about half the items' size again: near the end the collector
+// works harder, within the runtime's cap of half the CPU); the returned
+// function restores the previous limit (call it when the job ends).
 func (j *job) boundHeap() func() {
 	if j.total() < bigJob || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -837,7 +839,7 @@ func (j *job) boundHeap() func() {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		limit := int64(ms.HeapAlloc)*3/2 + 64<<20
+		limit := int64(ms.HeapAlloc)*5/4 + 64<<20
 		debug.SetMemoryLimit(limit)
 		j.logf("map: %d item(s) in memory: heap %d MiB, soft memory limit %d MiB", j.total(), ms.HeapAlloc>>20, limit>>20)
 	}()
