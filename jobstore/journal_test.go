@@ -299,7 +299,7 @@ func TestJournalGapIsNotApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf(`{"v":%d,"pos":1,"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
+	line := fmt.Sprintf(`{"v":%d,"pos":1,"counts":{"total":3,"merged":1,"pending":2},"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
 	if err := os.WriteFile(p.CheckpointJournal(), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +310,8 @@ func TestJournalGapIsNotApplied(t *testing.T) {
 	if got.Items[1].State != jobstore.ItemPending {
 		t.Errorf("an entry after a version gap was applied: %+v", got.Items[1])
 	}
+	// The summary does not take the counts of an entry after a gap either.
+	checkSummary(t, p, jobstore.Counts{Total: 3, Pending: 3})
 }
 
 // TestFormat1CheckpointIsReadAndRewritten: a checkpoint written by the
