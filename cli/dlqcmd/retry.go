@@ -82,8 +82,11 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	if opts.sample > 0 && opts.signature == "" {
 		return cmdutil.UsageErrorf("--sample needs --signature")
 	}
-	if opts.maxRetries < 0 || opts.parallel < 0 || opts.batchSize < 0 {
-		return cmdutil.UsageErrorf("--max-retries, --parallel and --batch-size must be positive")
+	if opts.maxRetries < 0 || opts.parallel < 0 {
+		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
+	}
+	if opts.batchSize < 0 {
+		return cmdutil.UsageErrorf("--batch-size must be positive")
 	}
 	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
 		return err
