@@ -78,10 +78,7 @@ map:
 		t.Errorf("%d records left", len(recs))
 	}
 	// Every item merged exactly once (one merge commit per trailer).
-	var ids []string
-	for _, id := range strings.Fields(r.git("log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", res2.ResultsBranch)) {
-		ids = append(ids, id)
-	}
+	ids := strings.Fields(r.git("log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", res2.ResultsBranch))
 	slices.Sort(ids)
 	if len(ids) != n || len(slices.Compact(slices.Clone(ids))) != n {
 		t.Errorf("merged item trailers %v: want each of %d items once", ids, n)

@@ -171,10 +171,10 @@ func run(c config) (*Report, error) {
 	for _, n := range c.ns {
 		r, err := runOne(c, bin, dir, n)
 		if err != nil {
-			return rep, fmt.Errorf("N=%d: %w", n, err)
+			return rep, fmt.Errorf("run of %d items: %w", n, err)
 		}
 		if !r.CheckOK {
-			failed = append(failed, fmt.Sprintf("N=%d: %s", n, r.CheckError))
+			failed = append(failed, fmt.Sprintf("run of %d items: %s", n, r.CheckError))
 		}
 		rep.Runs = append(rep.Runs, *r)
 		if !c.keep {
