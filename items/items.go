@@ -147,28 +147,7 @@ func Load(ctx context.Context, o Options) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseInput(src)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := c.selectValues(root)
-	if err != nil {
-		return nil, err
-	}
-	if vals, err = c.filterValues(vals); err != nil {
-		return nil, err
-	}
-	sortValues(vals, c.sort)
-	vals = c.distinctValues(vals)
-	vals = page(vals, o.Offset, o.MaxItems)
-	list, err := toItems(vals)
-	if err != nil || c.idField == nil {
-		return list, err
-	}
-	if err := assignIDs(list, vals, *c.idField); err != nil {
-		return nil, err
-	}
-	return list, nil
+	return c.load(o, src)
 }
 
 // selectValues applies the JSONPath to root. Without a JSONPath the input

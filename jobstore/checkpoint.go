@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +10,22 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
 )
 
 // CheckpointFormat is bumped when the checkpoint layout changes incompatibly.
-const CheckpointFormat = 1
+// Format 2 keeps item data in items.jsonl (CheckpointItem.DataOff/DataLen)
+// instead of in each item; LoadCheckpoint still reads format 1 (data
+// inline), which the next snapshot rewrites as format 2.
+const CheckpointFormat = 2
+
+// minFormat is the oldest checkpoint format LoadCheckpoint reads.
+const minFormat = 1
 
 // Phases of a job, as stored in the checkpoint.
 const (
@@ -166,14 +177,27 @@ type Checkpoint struct {
 	ReduceStepHead string `json:"reduce_step_head,omitempty"`
 	// ReduceVars are values captured by completed reduce steps.
 	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
-	Items      []*CheckpointItem `json:"items"`
+	// ItemCounts tallies Items by state as of this snapshot (nil in
+	// checkpoints of older versions), so a summary (LoadSummary) need not
+	// read the items.
+	ItemCounts *Counts `json:"item_counts,omitempty"`
+	// Items must stay the last field: LoadSummary stops reading there.
+	Items []*CheckpointItem `json:"items"`
 }
 
 // CheckpointItem is one work item with its current state.
 type CheckpointItem struct {
 	ItemOutcome
-	Index int             `json:"index"`
-	Data  json.RawMessage `json:"data"`
+	Index int `json:"index"`
+	// Data is the item's JSON value while it is only in memory (loaded
+	// from a format 1 checkpoint, or added and not yet written). Every
+	// snapshot moves it to the job's items.jsonl first and clears it: then
+	// DataOff and DataLen locate it there (State.ItemData reads it).
+	Data json.RawMessage `json:"data,omitempty"`
+	// DataOff and DataLen locate the item's data in items.jsonl; DataLen
+	// is 0 while the data is in Data.
+	DataOff int64 `json:"data_off,omitempty"`
+	DataLen int   `json:"data_len,omitempty"`
 	// BudgetBase is the value of Attempts when the item's current attempt
 	// budget began (0 for a run, the record's failure_count for a
 	// redrive): Attempts-BudgetBase attempts of the budget are spent, also
@@ -191,13 +215,44 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
+
+	// pos is the item's index in Checkpoint.Items, kept by State.
+	pos int
 }
 
 // Counts tallies the items of a checkpoint by state.
 type Counts struct {
-	Total, Merged, Skipped, DLQ, Pending, Running int
+	Total   int `json:"total"`
+	Merged  int `json:"merged"`
+	Skipped int `json:"skipped"`
+	DLQ     int `json:"dlq"`
+	Pending int `json:"pending"`
+	Running int `json:"running"`
 	// Unrecorded counts the DLQ items whose record is not written yet.
-	Unrecorded int
+	Unrecorded int `json:"unrecorded"`
+	// ItemsCostUSD sums the items' cost_usd (round it with RoundUSD).
+	ItemsCostUSD float64 `json:"items_cost_usd"`
+}
+
+// add counts it (d = 1) or takes it out of the counts (d = -1), Total
+// aside.
+func (n *Counts) add(it *CheckpointItem, d int) {
+	n.ItemsCostUSD += float64(d) * it.CostUSD
+	switch it.State {
+	case ItemMerged:
+		n.Merged += d
+	case ItemSkipped:
+		n.Skipped += d
+	case ItemDLQ:
+		n.DLQ += d
+		if it.PendingRecord != nil {
+			n.Unrecorded += d
+		}
+	case ItemRunning:
+		n.Running += d
+	default:
+		n.Pending += d
+	}
 }
 
 // ItemsCost sums the items' cost_usd.
@@ -221,21 +276,7 @@ func (c *Checkpoint) Counts() Counts {
 	var n Counts
 	n.Total = len(c.Items)
 	for _, it := range c.Items {
-		switch it.State {
-		case ItemMerged:
-			n.Merged++
-		case ItemSkipped:
-			n.Skipped++
-		case ItemDLQ:
-			n.DLQ++
-			if it.PendingRecord != nil {
-				n.Unrecorded++
-			}
-		case ItemRunning:
-			n.Running++
-		default:
-			n.Pending++
-		}
+		n.add(it, 1)
 	}
 	return n
 }
@@ -247,24 +288,28 @@ func (c *Checkpoint) Counts() Counts {
 //
 // The cost of an item's change does not grow with the job: UpdateItem
 // appends the changed items (without their data) to checkpoint.journal,
-// one JSON line each, and fsyncs once per group. Update (job-level
-// changes: phases, item lists, the final status) and compaction rewrite
-// checkpoint.json whole and empty the journal; compaction happens when
-// the journal outgrows the snapshot (at least 1 MiB), so its cost is
-// amortised to O(1) per change. The session file is rewritten by every
-// Update and at most once per SessionInterval by UpdateItem.
+// one JSON line each with the job's item counts, and fsyncs once per
+// group. Update (job-level changes: phases, item lists, the final status)
+// and compaction rewrite checkpoint.json whole and empty the journal;
+// compaction happens when the journal outgrows the snapshot (at least
+// 1 MiB), so its cost is amortised to O(1) per change. Item data never
+// enters the journal or the snapshot: it is written once to items.jsonl
+// (SpoolItem, or the next snapshot) and read back on demand (ItemData).
+// The session file is rewritten by every Update and at most once per
+// SessionInterval by UpdateItem.
 type State struct {
 	paths Paths
 	now   func() time.Time
-	// redact runs over the checkpoint and session JSON before writing.
+	// redact runs over the checkpoint, session and item JSON before writing.
 	redact func([]byte) []byte
 
 	mu      sync.Mutex
 	cp      *Checkpoint
-	pos     map[*CheckpointItem]int // index of each item in cp.Items
-	version uint64                  // bumped by every change
-	full    uint64                  // last version that needs a snapshot
-	dirty   map[int]struct{}        // items changed since the last write
+	counts  Counts           // cp.Counts(), kept current
+	version uint64           // bumped by every change
+	full    uint64           // last version that needs a snapshot
+	dirty   map[int]struct{} // items changed since the last write
+	spool   *spool           // items.jsonl, opened on first use
 
 	flushMu      sync.Mutex
 	flushed      uint64
@@ -289,11 +334,13 @@ func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 	return s
 }
 
+// reindex numbers the items and recounts them (O(items): only with a
+// snapshot).
 func (s *State) reindex() {
-	s.pos = make(map[*CheckpointItem]int, len(s.cp.Items))
 	for i, it := range s.cp.Items {
-		s.pos[it] = i
+		it.pos = i
 	}
+	s.counts = s.cp.Counts()
 }
 
 // redactJSON passes one JSON document through the redactor, if any.
@@ -304,8 +351,9 @@ func (s *State) redactJSON(b []byte) []byte {
 	return s.redact(b)
 }
 
-// RedactWith makes every later write pass the checkpoint and session JSON
-// through fn (the job's redactor) first. Call it before the first Update.
+// RedactWith makes every later write pass the checkpoint, session and item
+// JSON through fn (the job's redactor) first. Call it before the first
+// Update.
 func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
 
 // Update applies fn to the checkpoint and makes the change durable:
@@ -326,9 +374,14 @@ func (s *State) Update(fn func(cp *Checkpoint)) error {
 // journal. Other changes fn makes are only written by the next Update.
 func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
+	i, ok := s.pos(it)
+	if ok {
+		s.counts.add(it, -1)
+	}
 	fn(s.cp)
 	s.version++
-	if i, ok := s.pos[it]; ok {
+	if ok {
+		s.counts.add(it, 1)
 		s.dirty[i] = struct{}{}
 	} else {
 		s.full = s.version
@@ -338,6 +391,53 @@ func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 	return s.flush(v)
 }
 
+// UpdateItems applies fn, which may append items to cp.Items and change
+// existing ones, calling touch(it) before it changes an existing item it;
+// the change is made durable as journal entries (the appended items' data
+// goes to items.jsonl first), so its cost is that of the items touched or
+// appended, not of the checkpoint. Other changes fn makes are only written
+// by the next Update.
+func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	s.mu.Lock()
+	n0 := len(s.cp.Items)
+	var touched []*CheckpointItem
+	seen := map[*CheckpointItem]bool{}
+	fn(s.cp, func(it *CheckpointItem) {
+		if i, ok := s.pos(it); ok && i < n0 && !seen[it] {
+			seen[it] = true
+			s.counts.add(it, -1)
+			touched = append(touched, it)
+			s.dirty[i] = struct{}{}
+		}
+	})
+	s.version++
+	for _, it := range touched {
+		s.counts.add(it, 1)
+	}
+	for i := n0; i < len(s.cp.Items); i++ {
+		it := s.cp.Items[i]
+		it.pos = i
+		s.counts.add(it, 1)
+		s.counts.Total++
+		if err := s.spoolLocked(it); err != nil {
+			s.full = s.version // the snapshot spools it again
+		}
+		s.dirty[i] = struct{}{}
+	}
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// pos is it's index in the checkpoint, if it is one of its items.
+func (s *State) pos(it *CheckpointItem) (int, bool) {
+	i := it.pos
+	if i >= 0 && i < len(s.cp.Items) && s.cp.Items[i] == it {
+		return i, true
+	}
+	return 0, false
+}
+
 // Read runs fn with the checkpoint locked; fn must not keep references.
 func (s *State) Read(fn func(cp *Checkpoint)) {
 	s.mu.Lock()
@@ -345,13 +445,91 @@ func (s *State) Read(fn func(cp *Checkpoint)) {
 	fn(s.cp)
 }
 
+// Counts tallies the items by state in O(1): the counts are kept current
+// by UpdateItem and recounted by Update.
+func (s *State) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// SpoolItem writes it.Data (redacted) to the job's items.jsonl and
+// replaces it with a reference (DataOff, DataLen), so a job's item data is
+// not held in memory. Use it for items not yet in the checkpoint (while
+// loading them); an Update then adds them. The data is made durable before
+// the next snapshot is written. An item without Data is left alone.
+func (s *State) SpoolItem(it *CheckpointItem) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spoolLocked(it)
+}
+
+func (s *State) spoolLocked(it *CheckpointItem) error {
+	if it.Data == nil {
+		return nil
+	}
+	if s.spool == nil {
+		sp, err := openSpool(s.paths.ItemData())
+		if err != nil {
+			return err
+		}
+		s.spool = sp
+	}
+	off, n, err := s.spool.add(s.redactJSON(it.Data))
+	if err != nil {
+		return fmt.Errorf("write item data: %w", err)
+	}
+	it.Data, it.DataOff, it.DataLen = nil, off, n
+	return nil
+}
+
+// ItemData returns the JSON value of it, an item of the checkpoint: its
+// Data, or its line of items.jsonl. As stored, the data is redacted.
+func (s *State) ItemData(it *CheckpointItem) (json.RawMessage, error) {
+	s.mu.Lock()
+	data, off, n := it.Data, it.DataOff, it.DataLen
+	if data != nil || n == 0 {
+		s.mu.Unlock()
+		return data, nil
+	}
+	if s.spool == nil {
+		sp, err := openSpool(s.paths.ItemData())
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.spool = sp
+	}
+	sp := s.spool
+	err := sp.flushFor(off + int64(n))
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("read the data of item %s: %w", it.ItemID, err)
+	}
+	return sp.read(off, n, it.ItemID)
+}
+
+// Close releases the items file; the State must not be used afterwards.
+func (s *State) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spool == nil {
+		return nil
+	}
+	err := s.spool.close()
+	s.spool = nil
+	return err
+}
+
 // journalEntry is one line of checkpoint.journal: item Pos of the
-// checkpoint (without its data, which only Update changes) as of version V.
+// checkpoint (without its data) as of version V, and the job's item
+// counts after the change.
 type journalEntry struct {
 	V         int             `json:"v"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	NextAgent int             `json:"next_agent"`
 	Pos       int             `json:"pos"`
+	Counts    *Counts         `json:"counts,omitempty"`
 	Item      *CheckpointItem `json:"item"`
 }
 
@@ -372,11 +550,26 @@ func (s *State) flush(v uint64) error {
 		}
 		return err
 	}
+	if s.spool != nil {
+		// Journal entries may point into data spooled since the snapshot.
+		if err := s.spool.sync(); err != nil {
+			s.full = s.version
+			s.mu.Unlock()
+			return fmt.Errorf("write item data: %w", err)
+		}
+	}
 	var buf []byte
+	counts := s.counts
+	// In position order: appended items are replayed in order.
+	order := make([]int, 0, len(s.dirty))
 	for i := range s.dirty {
+		order = append(order, i)
+	}
+	slices.Sort(order)
+	for _, i := range order {
 		it := *s.cp.Items[i]
 		it.Data = nil
-		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Item: &it})
+		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Counts: &counts, Item: &it})
 		if err != nil {
 			s.mu.Unlock()
 			return fmt.Errorf("encode checkpoint journal: %w", err)
@@ -386,7 +579,7 @@ func (s *State) flush(v uint64) error {
 	clear(s.dirty)
 	var sess *Session
 	if now := s.now(); now.Sub(s.sessionAt) >= SessionInterval || now.Before(s.sessionAt) {
-		sess = SessionOf(s.cp)
+		sess = sessionOf(s.cp, counts)
 		s.sessionAt = now
 	}
 	s.mu.Unlock()
@@ -413,19 +606,70 @@ func (s *State) flush(v uint64) error {
 }
 
 // writeSnapshotLocked rewrites checkpoint.json and the session file and
-// empties the journal. Called with s.mu held; it releases it.
+// empties the journal. Called with s.mu held; it releases it. Item data
+// still in memory is spooled (and synced) first. The snapshot is encoded
+// item by item into its temporary file under the lock (no copy of the
+// checkpoint is made), then synced and renamed without it.
 func (s *State) writeSnapshotLocked() error {
-	data, err := json.MarshalIndent(s.cp, "", "  ")
-	sessData, serr := json.MarshalIndent(SessionOf(s.cp), "", "  ")
-	clear(s.dirty)
-	s.reindex()
-	s.sessionAt = s.now()
-	s.mu.Unlock()
-	if err = errors.Join(err, serr); err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			s.mu.Unlock()
+		}
 	}
-	data, sessData = s.redactJSON(data), s.redactJSON(sessData)
-	if err := writeFile(s.paths.Checkpoint(), append(data, '\n')); err != nil {
+	defer unlock()
+	s.cp.FormatVersion = CheckpointFormat
+	for _, it := range s.cp.Items {
+		if err := s.spoolLocked(it); err != nil {
+			s.full = s.version
+			return err
+		}
+	}
+	if s.spool != nil {
+		if err := s.spool.sync(); err != nil {
+			s.full = s.version
+			return fmt.Errorf("write item data: %w", err)
+		}
+	}
+	s.reindex()
+	clear(s.dirty)
+	s.sessionAt = s.now()
+	counts := s.counts
+	s.cp.ItemCounts = &counts
+	sessData, err := json.MarshalIndent(sessionOf(s.cp, counts), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session: %w", err)
+	}
+	sessData = s.redactJSON(sessData)
+	path := s.paths.Checkpoint()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), fsx.TempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	size, err := s.encodeSnapshotLocked(f)
+	unlock()
+	if err == nil {
+		err = f.Chmod(filePerm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		s.mu.Lock()
+		s.full = s.version
+		s.mu.Unlock()
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	// The snapshot holds every journal entry (their versions are not
@@ -433,11 +677,63 @@ func (s *State) writeSnapshotLocked() error {
 	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("empty the checkpoint journal: %w", err)
 	}
-	s.journalSize, s.snapshotSize, s.wroteOnce = 0, int64(len(data)), true
+	s.journalSize, s.snapshotSize, s.wroteOnce = 0, size, true
 	if err := writeFile(s.paths.Session(), append(sessData, '\n')); err != nil {
 		return fmt.Errorf("write session: %w", err)
 	}
 	return nil
+}
+
+// encodeSnapshotLocked writes the checkpoint as JSON to w: the job's
+// fields, then "items" last, one item per line (each redacted on its own).
+// It returns the bytes written.
+func (s *State) encodeSnapshotLocked(w io.Writer) (int64, error) {
+	head := *s.cp
+	head.Items = nil
+	hb, err := json.Marshal(&head)
+	if err != nil {
+		return 0, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	const tail = `"items":null}`
+	if !bytes.HasSuffix(hb, []byte(tail)) {
+		return 0, fmt.Errorf("encode checkpoint: items is not the last field")
+	}
+	cw := &countWriter{w: bufio.NewWriterSize(w, 256<<10)}
+	cw.Write(s.redactJSON(hb[:len(hb)-len(tail)]))
+	cw.Write([]byte("\"items\":[\n"))
+	var line []byte
+	for i, it := range s.cp.Items {
+		line = line[:0]
+		if i > 0 {
+			line = append(line, ",\n"...)
+		}
+		line, err = s.appendItem(line, it)
+		if err != nil {
+			return 0, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
+		}
+		cw.Write(line)
+	}
+	cw.Write([]byte("\n]}\n"))
+	if err := cw.w.Flush(); err != nil && cw.err == nil {
+		cw.err = err
+	}
+	return cw.n, cw.err
+}
+
+// countWriter counts bytes and keeps the first error.
+type countWriter struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
 }
 
 // appendSync appends data to path (created 0600) and fsyncs it.
@@ -473,8 +769,8 @@ func LoadCheckpoint(p Paths) (*Checkpoint, error) {
 		if err := readJSON(p.Checkpoint(), &cp); err != nil {
 			return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
 		}
-		if cp.FormatVersion != CheckpointFormat {
-			return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (want %d)", p.JobID, cp.FormatVersion, CheckpointFormat)
+		if cp.FormatVersion < minFormat || cp.FormatVersion > CheckpointFormat {
+			return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (this version reads %d to %d)", p.JobID, cp.FormatVersion, minFormat, CheckpointFormat)
 		}
 		err := replayJournal(p.CheckpointJournal(), &cp, try < 5)
 		if errors.Is(err, errJournalGap) {
@@ -529,13 +825,171 @@ func replayJournal(path string, cp *Checkpoint, strict bool) error {
 			return nil
 		}
 		last = e.V
+		if e.Pos == len(cp.Items) {
+			// An item appended since the snapshot (State.UpdateItems).
+			cp.Items = append(cp.Items, e.Item)
+		}
 		if e.Pos < 0 || e.Pos >= len(cp.Items) {
 			continue
 		}
-		e.Item.Data = cp.Items[e.Pos].Data
+		if e.Item.DataLen == 0 {
+			old := cp.Items[e.Pos]
+			e.Item.Data, e.Item.DataOff, e.Item.DataLen = old.Data, old.DataOff, old.DataLen
+		}
 		cp.Items[e.Pos] = e.Item
 		cp.CheckpointVersion = e.V
 		cp.UpdatedAt = e.UpdatedAt
 		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
 	}
+}
+
+// LoadSummary reads a job's checkpoint without its items: every job-level
+// field, with ItemCounts set to the current item counts and Items nil. It
+// reads checkpoint.json up to its items and the last entry of the
+// journal, so its cost does not grow with the job. A checkpoint written by
+// an older version (no counts) is read whole (LoadCheckpoint).
+func LoadSummary(p Paths) (*Checkpoint, error) {
+	for try := 0; try < 5; try++ {
+		cp, err := readHead(p.Checkpoint())
+		if err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
+		}
+		if cp.FormatVersion < minFormat || cp.FormatVersion > CheckpointFormat {
+			return nil, fmt.Errorf("job %s: checkpoint format %d is not supported (this version reads %d to %d)", p.JobID, cp.FormatVersion, minFormat, CheckpointFormat)
+		}
+		if cp.ItemCounts == nil {
+			break
+		}
+		e, err := journalTail(p.CheckpointJournal(), cp.CheckpointVersion)
+		if errors.Is(err, errJournalGap) {
+			continue
+		}
+		if errors.Is(err, errNoTail) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %s: read checkpoint journal: %w", p.JobID, err)
+		}
+		if e != nil {
+			cp.CheckpointVersion, cp.UpdatedAt = e.V, e.UpdatedAt
+			cp.NextAgent = max(cp.NextAgent, e.NextAgent)
+			cp.ItemCounts = e.Counts
+		}
+		return cp, nil
+	}
+	cp, err := LoadCheckpoint(p)
+	if err != nil {
+		return nil, err
+	}
+	n := cp.Counts()
+	cp.ItemCounts, cp.Items = &n, nil
+	return cp, nil
+}
+
+// readHead decodes a checkpoint file's fields up to "items" (the last).
+func readHead(path string) (*Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("decode %s: not a JSON object", path)
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		key, _ := t.(string)
+		if key == "items" {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		fields[key] = v
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return &cp, nil
+}
+
+// errNoTail: the journal's last entry cannot be found cheaply (a very
+// long last line, or entries of an older version without counts).
+var errNoTail = errors.New("no summary at the end of the journal")
+
+// tailWindow is how much of the journal's end journalTail reads.
+const tailWindow = 256 << 10
+
+// journalTail returns the journal's last complete entry newer than base
+// (nil if none). Lines are only ever torn at the end (a crash during an
+// append; the next write after a failed append is a snapshot, which empties
+// the journal), so the last complete line is the newest state. The first
+// entry must continue the snapshot (errJournalGap otherwise: the journal
+// was compacted after the snapshot was read).
+func journalTail(path string, base int) (*journalEntry, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, nil
+	}
+	first, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')
+	if errors.Is(err, io.EOF) {
+		return nil, nil // one torn line
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e0 journalEntry
+	if json.Unmarshal(first, &e0) != nil || e0.Item == nil {
+		return nil, nil // torn or foreign: LoadCheckpoint stops there too
+	}
+	if e0.V > base+1 {
+		return nil, errJournalGap
+	}
+	off := max(0, size-tailWindow)
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	end := bytes.LastIndexByte(buf, '\n')
+	for end >= 0 {
+		start := bytes.LastIndexByte(buf[:end], '\n') + 1
+		if start == 0 && off > 0 {
+			return nil, errNoTail // the line may begin before the window
+		}
+		var e journalEntry
+		if json.Unmarshal(buf[start:end], &e) == nil && e.Item != nil {
+			if e.Counts == nil {
+				return nil, errNoTail
+			}
+			if e.V <= base {
+				return nil, nil
+			}
+			return &e, nil
+		}
+		end = start - 1
+	}
+	return nil, nil
 }

@@ -3,6 +3,7 @@
 //
 //	state/<repo>/jobs/<job_id>/checkpoint.json   resumable job state: snapshot (State, LoadCheckpoint)
 //	state/<repo>/jobs/<job_id>/checkpoint.journal item changes since the snapshot, one JSON line each
+//	state/<repo>/jobs/<job_id>/items.jsonl       item values, written once (SpoolItem, ItemData)
 //	state/<repo>/jobs/<job_id>/workflow.yml      workflow copy (SaveWorkflowCopy)
 //	state/<repo>/jobs/<job_id>/job.lock          one process per job (LockJob, Locked)
 //	sessions/session-<job_id>.json               session file of the seeds (SessionOf)

@@ -86,10 +86,24 @@ func TestItemUpdatesAreJournaledAndReplayed(t *testing.T) {
 	if n.Merged != 10 || n.Pending != 40 || got.NextAgent != 10 {
 		t.Fatalf("replayed counts %+v, next_agent %d", n, got.NextAgent)
 	}
+	checkSummary(t, p, n)
+	// The data is in items.jsonl, not in the checkpoint.
+	if strings.Contains(string(mustRead(t, p.Checkpoint())), "0123456789") {
+		t.Error("checkpoint.json holds item data")
+	}
+	rd := jobstore.NewItemDataReader(p)
+	defer rd.Close()
 	for i, it := range got.Items {
 		var d struct{ N int }
-		if err := json.Unmarshal(it.Data, &d); err != nil || d.N != i {
-			t.Fatalf("item %d data %s (%v)", i, it.Data, err)
+		data, err := rd.Data(it)
+		if err == nil {
+			err = json.Unmarshal(data, &d)
+		}
+		if err != nil || d.N != i || it.Data != nil {
+			t.Fatalf("item %d data %s (%v), inline %s", i, data, err, it.Data)
+		}
+		if live, err := s.ItemData(cp.Items[i]); err != nil || string(live) != string(data) {
+			t.Fatalf("State.ItemData(item %d) = %s, %v; want %s", i, live, err, data)
 		}
 	}
 
@@ -107,6 +121,7 @@ func TestItemUpdatesAreJournaledAndReplayed(t *testing.T) {
 	if got.Items[20].State != jobstore.ItemPending || got.Counts().Merged != 10 {
 		t.Errorf("a torn journal line was applied: %+v", got.Items[20])
 	}
+	checkSummary(t, p, got.Counts())
 
 	// A full Update writes a snapshot and empties the journal; entries a
 	// crash left behind (not newer than the snapshot) are not applied.
@@ -133,6 +148,22 @@ func TestItemUpdatesAreJournaledAndReplayed(t *testing.T) {
 	}
 	if got.Phase != jobstore.PhaseReduce || got.Items[0].State != jobstore.ItemDLQ || got.Counts().Merged != 9 {
 		t.Errorf("after snapshot + stale journal: phase %s, item 0 %s, counts %+v", got.Phase, got.Items[0].State, got.Counts())
+	}
+	checkSummary(t, p, got.Counts())
+	if s.Counts() != got.Counts() {
+		t.Errorf("State.Counts %+v, checkpoint on disk %+v", s.Counts(), got.Counts())
+	}
+}
+
+// checkSummary: LoadSummary reports the counts want and no items.
+func checkSummary(t *testing.T, p jobstore.Paths, want jobstore.Counts) {
+	t.Helper()
+	sum, err := jobstore.LoadSummary(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ItemCounts == nil || *sum.ItemCounts != want || sum.Items != nil {
+		t.Errorf("LoadSummary counts %+v (items %d), want %+v", sum.ItemCounts, len(sum.Items), want)
 	}
 }
 
@@ -268,7 +299,7 @@ func TestJournalGapIsNotApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf(`{"v":%d,"pos":1,"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
+	line := fmt.Sprintf(`{"v":%d,"pos":1,"counts":{"total":3,"merged":1,"pending":2},"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
 	if err := os.WriteFile(p.CheckpointJournal(), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +309,111 @@ func TestJournalGapIsNotApplied(t *testing.T) {
 	}
 	if got.Items[1].State != jobstore.ItemPending {
 		t.Errorf("an entry after a version gap was applied: %+v", got.Items[1])
+	}
+	// The summary does not take the counts of an entry after a gap either.
+	checkSummary(t, p, jobstore.Counts{Total: 3, Pending: 3})
+}
+
+// TestFormat1CheckpointIsReadAndRewritten: a checkpoint written by the
+// previous version (format 1: data inline, no counts) loads, summarises
+// and resumes; its next snapshot moves the data to items.jsonl.
+func TestFormat1CheckpointIsReadAndRewritten(t *testing.T) {
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "r", JobID: "j"}
+	v1 := `{"format_version": 1, "checkpoint_version": 3, "job_id": "j", "repo": "r", "status": "running", "phase": "map",
+  "setup_completed": true, "vars": {}, "items": [
+    {"item_id": "a", "state": "merged", "attempts": 1, "commits": 1, "duration_ms": 5, "cost_usd": 0, "index": 0, "data": {"n": 0}},
+    {"item_id": "b", "state": "pending", "attempts": 0, "commits": 0, "duration_ms": 0, "cost_usd": 0, "index": 1, "data": {"n": 1}}]}`
+	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Checkpoint(), []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := jobstore.Counts{Total: 2, Merged: 1, Pending: 1}
+	checkSummary(t, p, want)
+	cp, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cp.Items[1].Data) != `{"n": 1}` {
+		t.Fatalf("format 1 data %s", cp.Items[1].Data)
+	}
+	s := jobstore.NewState(p, cp, time.Now)
+	if err := s.Update(func(*jobstore.Checkpoint) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateItem(cp.Items[1], func(*jobstore.Checkpoint) { cp.Items[1].State = jobstore.ItemMerged }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := jobstore.NewItemDataReader(p)
+	defer rd.Close()
+	data, err := rd.Data(got.Items[1])
+	if got.FormatVersion != jobstore.CheckpointFormat || got.Items[1].Data != nil || err != nil || string(data) != `{"n": 1}` {
+		t.Errorf("rewritten: format %d, inline %s, spooled %s (%v)", got.FormatVersion, got.Items[1].Data, data, err)
+	}
+	checkSummary(t, p, jobstore.Counts{Total: 2, Merged: 2})
+
+	// A format this version does not know fails clearly.
+	if err := os.WriteFile(p.Checkpoint(), []byte(`{"format_version": 3, "items": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobstore.LoadSummary(p); err == nil || !strings.Contains(err.Error(), "format 3 is not supported") {
+		t.Errorf("format 3: %v", err)
+	}
+}
+
+// TestUpdateItemsAppendsThroughTheJournal: items appended and changed by
+// UpdateItems are journaled (no snapshot), replayed in order with their
+// data, and counted.
+func TestUpdateItemsAppendsThroughTheJournal(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 5)
+	snapshot := mustRead(t, p.Checkpoint())
+	for page := range 3 {
+		err := s.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
+			touch(cp.Items[page])
+			cp.Items[page].State = jobstore.ItemDLQ
+			for k := range 4 {
+				id := fmt.Sprintf("new-%d-%d", page, k)
+				cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: id, State: jobstore.ItemPending},
+					Index: len(cp.Items), Data: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(mustRead(t, p.Checkpoint())) != string(snapshot) {
+		t.Error("UpdateItems rewrote the snapshot")
+	}
+	want := jobstore.Counts{Total: 17, DLQ: 3, Pending: 14}
+	if s.Counts() != want {
+		t.Errorf("State.Counts = %+v, want %+v", s.Counts(), want)
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 17 || got.Counts() != want {
+		t.Fatalf("replayed %d items, counts %+v", len(got.Items), got.Counts())
+	}
+	checkSummary(t, p, want)
+	rd := jobstore.NewItemDataReader(p)
+	defer rd.Close()
+	for i, it := range got.Items[5:] {
+		id := fmt.Sprintf("new-%d-%d", i/4, i%4)
+		data, err := rd.Data(it)
+		if it.ItemID != id || err != nil || string(data) != fmt.Sprintf(`{"id":%q}`, id) {
+			t.Errorf("appended item %d = %s %s (%v), want %s", 5+i, it.ItemID, data, err, id)
+		}
+		if live, err := s.ItemData(cp.Items[5+i]); err != nil || string(live) != string(data) {
+			t.Errorf("State.ItemData = %s, %v", live, err)
+		}
 	}
 }

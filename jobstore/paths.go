@@ -30,6 +30,10 @@ func (p Paths) CheckpointJournal() string {
 	return filepath.Join(p.JobStateDir(), "checkpoint.journal")
 }
 
+// ItemData holds the JSON value of every item of the job, one per line,
+// written once; the checkpoint's items point into it.
+func (p Paths) ItemData() string { return filepath.Join(p.JobStateDir(), "items.jsonl") }
+
 // WorkflowCopy is the workflow file as it was when the job started.
 func (p Paths) WorkflowCopy() string { return filepath.Join(p.JobStateDir(), "workflow.yml") }
 

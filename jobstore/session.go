@@ -61,8 +61,10 @@ func sessionPhase(phase string) string {
 }
 
 // SessionOf derives the session file of a checkpoint.
-func SessionOf(cp *Checkpoint) *Session {
-	n := cp.Counts()
+func SessionOf(cp *Checkpoint) *Session { return sessionOf(cp, cp.Counts()) }
+
+// sessionOf derives the session file of cp whose items count n.
+func sessionOf(cp *Checkpoint, n Counts) *Session {
 	s := &Session{
 		ID:          SessionID(cp.JobID),
 		SessionType: "MapReduce",

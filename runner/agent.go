@@ -21,9 +21,13 @@ import (
 // cleanup and the on_item_failure policy. One per item; the job it belongs
 // to provides the shared services (git, state, DLQ, events, worktrees).
 type itemRunner struct {
-	j       *job
-	it      *jobstore.CheckpointItem
-	data    any
+	j    *job
+	it   *jobstore.CheckpointItem
+	data any
+	// raw is the item's data as stored (data holds it too); dataErr says
+	// why it could not be read.
+	raw     json.RawMessage
+	dataErr error
 	agentID string
 	branch  string
 	// base is the number of attempts made by earlier runs of the job (or
@@ -169,11 +173,12 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 	ir := &itemRunner{
 		j:       j,
 		it:      it,
-		data:    json.RawMessage(it.Data),
 		agentID: agentID,
 		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
 		log:     &tailBuffer{max: 256 << 10},
 	}
+	ir.raw, ir.dataErr = j.state.ItemData(it)
+	ir.data = ir.raw
 	j.state.Read(func(*jobstore.Checkpoint) {
 		ir.base = it.Attempts
 		for _, raw := range it.Failures {
@@ -423,7 +428,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		status = dlq.StatusTimeout
 	}
 	rec := dlq.FromAgentResult(dlq.AgentResult{
-		ItemID: it.ItemID, ItemData: it.Data, Status: status, Failures: ir.failures,
+		ItemID: it.ItemID, ItemData: ir.raw, Status: status, Failures: ir.failures,
 		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
 		ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
 	})

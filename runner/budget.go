@@ -126,6 +126,11 @@ func (j *job) admit(ctx context.Context, it *jobstore.CheckpointItem) (*itemRunn
 		return nil, false
 	}
 	ir := j.newItemRunner(it)
+	if ir.dataErr != nil {
+		j.budget.release(amount, 0)
+		j.stop(ir.dataErr.Error())
+		return nil, false
+	}
 	ir.spend = &itemSpend{reserved: amount, capped: j.budget.item > 0, matchers: j.wf.RateLimit.On}
 	ir.reservation, ir.priorCost, ir.priorTokens = amount, prior, tokens
 	if err := j.cool.gate(ctx, ir.announce); err != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // CanaryPlan is how a `dlq retry --signature SIG [--sample N]` redrive
@@ -150,12 +149,4 @@ func sameSignature(ro RetryOptions, sig string, ids []string) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-// restrict keeps the selected items whose id is in only (all when only is nil).
-func restrict(sel []*jobstore.CheckpointItem, only map[string]bool) []*jobstore.CheckpointItem {
-	if only == nil {
-		return sel
-	}
-	return slices.DeleteFunc(sel, func(it *jobstore.CheckpointItem) bool { return !only[it.ItemID] })
 }

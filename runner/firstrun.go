@@ -36,7 +36,10 @@ func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 // itemName is how log lines name an item: its id, followed by its label
 // when the label says more than the id.
 func (j *job) itemName(it *jobstore.CheckpointItem) string {
-	label := ItemLabel(it.ItemID, it.Data, j.wf.Map.IDField)
+	label := it.Label
+	if label == "" {
+		label = ItemLabel(it.ItemID, it.Data, j.wf.Map.IDField)
+	}
 	if label == "" || label == it.ItemID {
 		return it.ItemID
 	}

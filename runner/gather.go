@@ -421,7 +421,7 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 		case ItemMerged:
 			if msg, bad := conflicts[id]; bad {
 				t := dlq.ErrorType{Kind: dlq.MergeConflict}
-				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: cur.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
+				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
 					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "merge",
 					Context: []string{fmt.Sprintf("Gathering shard %d of job %s", sh.Shard, j.id)},
 				}}})

@@ -48,11 +48,11 @@ func ListJobs(home, repo string) ([]JobSummary, error) {
 		if repo != "" && p.Repo != repo {
 			continue
 		}
-		cp, err := jobstore.LoadCheckpoint(p)
+		cp, err := jobstore.LoadSummary(p) // counts, not every item
 		if err != nil {
 			continue
 		}
-		n := cp.Counts()
+		n := *cp.ItemCounts
 		s := JobSummary{JobID: cp.JobID, Repo: p.Repo, RepoDir: cp.RepoDir, Workflow: cp.WorkflowName, Status: cp.Status,
 			Phase: string(cp.Phase), Total: n.Total, Done: n.Merged, Failed: n.DLQ, Skipped: n.Skipped, Pending: n.Pending + n.Running,
 			ResultsBranch: cp.ResultsBranch, StartedAt: cp.StartedAt.UTC()}

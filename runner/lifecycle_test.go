@@ -140,6 +140,12 @@ reduce:
 	if err != nil || st.Status != runner.StatusInterrupted || st.Pending != res.Pending {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
+	// The summary (text `status`) reads no items and says the same.
+	sum, err := runner.StatusSummary(r.home, "job-1")
+	st.Items = nil
+	if err != nil || mustJSON(t, sum) != mustJSON(t, st) {
+		t.Fatalf("status summary = %s, %v\nwant %s", mustJSON(t, sum), err, mustJSON(t, st))
+	}
 	o2, _, stderr2, _ := r.options(nil)
 	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil {

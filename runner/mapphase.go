@@ -9,23 +9,39 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// mapPhase runs every pending item, at most maxParallel at once, each
-// through its itemRunner under runCtx. It stops
-// starting items when ctx ends (interrupt) or a failure policy says stop;
-// items not started stay pending in the checkpoint.
-func (j *job) mapPhase(ctx, runCtx context.Context) (err error) {
-	var pending []*jobstore.CheckpointItem
-	err = j.state.Update(func(cp *jobstore.Checkpoint) {
-		cp.Phase = jobstore.PhaseMap
-		for _, it := range cp.Items {
+// mapPhase runs every pending item (of cands when only is set, else of
+// the checkpoint), at most maxParallel at once, each through its
+// itemRunner under runCtx. It stops starting items when ctx ends
+// (interrupt) or a failure policy says stop; items not started stay
+// pending in the checkpoint. The checkpoint is rewritten first only when
+// the phase changes or items left running by a crash become pending.
+func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.CheckpointItem, only bool) (err error) {
+	var pending, stale []*jobstore.CheckpointItem
+	var phase bool
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		phase = cp.Phase != jobstore.PhaseMap
+		if !only {
+			cands = cp.Items
+		}
+		for _, it := range cands {
 			if it.State == ItemPending || it.State == ItemRunning {
-				it.State = ItemPending
 				pending = append(pending, it)
+				if it.State == ItemRunning {
+					stale = append(stale, it)
+				}
 			}
 		}
 	})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrJobFailed, err)
+	if phase || len(stale) > 0 {
+		err = j.state.Update(func(cp *jobstore.Checkpoint) {
+			cp.Phase = jobstore.PhaseMap
+			for _, it := range stale {
+				it.State = ItemPending
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
 	}
 	if len(pending) == 0 {
 		return nil
@@ -57,8 +73,7 @@ func (j *job) mapPhase(ctx, runCtx context.Context) (err error) {
 	}
 	_ = g.Wait()
 	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
-	var left int
-	j.state.Read(func(cp *jobstore.Checkpoint) { left = cp.Counts().Pending })
+	left := j.state.Counts().Pending
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)

@@ -143,6 +143,10 @@ type RetryOptions struct {
 	// Signature restricts the redrive to the records whose error_signature
 	// is exactly this (one failure cluster); "" selects every signature.
 	Signature string
+	// BatchSize is how many selected records are paged into the job at a
+	// time (the next page is read when the previous one is done); 0 means
+	// DefaultRedriveBatch.
+	BatchSize int
 	// Sample, with Signature, runs that many records of the cluster first
 	// (the first by item id) and stops when all of them fail again with the
 	// same signature; 0 redrives the whole cluster at once.

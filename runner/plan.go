@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
@@ -194,15 +195,21 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 	} else {
 		return nil, usage(fmt.Errorf("read the workflow: %w", err))
 	}
+	var list []*jobstore.CheckpointItem
 	j.state.Read(func(cp *jobstore.Checkpoint) {
 		p.Vars = map[string]string{}
 		for k, v := range cp.Vars {
 			p.Vars[k] = v
 		}
-		for _, it := range cp.Items {
-			p.Items = append(p.Items, PlanItem{ID: it.ItemID, Index: it.Index, Data: it.Data})
-		}
+		list = slices.Clone(cp.Items)
 	})
+	for _, it := range list {
+		data, err := j.state.ItemData(it)
+		if err != nil {
+			return nil, err
+		}
+		p.Items = append(p.Items, PlanItem{ID: it.ItemID, Index: it.Index, Data: data})
+	}
 	for i, r := range redrive {
 		b, err := dlq.Encode(*r)
 		if err != nil {

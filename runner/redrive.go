@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
@@ -97,12 +98,16 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	sel, err := j.selectDLQ(filter, ro.Force, nil)
+	// The selection is streamed and paged into the job: a page of records
+	// is selected (its item data goes to the job's items.jsonl), mapped,
+	// then the next page is read. One page is read ahead, to know whether
+	// there is anything to do and whether there is more than one page.
+	pages, err := j.pageDLQ(filter, ro.Force, ro.only, ro.BatchSize)
 	if err != nil {
 		return nil, err
 	}
-	sel = restrict(sel, ro.only)
-	if len(sel) == 0 {
+	defer pages.stop()
+	if len(pages.first) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
 		res := resultOf(cp)
@@ -121,26 +126,113 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
 	})
-	j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(sel), j.id, attempts, j.maxParallel)
+	if !pages.more {
+		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(pages.first), j.id, attempts, j.maxParallel)
+	} else {
+		j.logf("redriving the DLQ items of job %s in pages of %d, with %d attempt(s) each, %d in parallel", j.id, pages.size, attempts, j.maxParallel)
+	}
 	j.skipReduce = ro.deferReduce
-	return j.execute(ctx, sel)
+	return j.executePaged(ctx, pages.next)
 }
 
-// selectDLQ streams the job's DLQ and returns the records to re-run as
-// pending items: reprocess-eligible ones (all with force) that match the
-// filter, leaving out the items in skip. Item attempts continue from the
-// record's failure_count, which also starts the redrive's attempt budget.
-func (j *job) selectDLQ(filter *items.Filter, force bool, skip map[string]bool) ([]*jobstore.CheckpointItem, error) {
-	var sel []*jobstore.CheckpointItem
-	_, err := j.eachDLQ(filter, force, skip, func(it *jobstore.CheckpointItem) error {
-		sel = append(sel, it)
-		return nil
-	})
-	return sel, err
+// dlqPager pages a DLQ selection into a job (pageDLQ).
+type dlqPager struct {
+	size  int
+	first []*jobstore.CheckpointItem // the first page (empty: nothing selected)
+	more  bool                       // a second page exists
+	next  func() ([]*jobstore.CheckpointItem, error)
+	stop  func()
+}
+
+// pageDLQ starts streaming the DLQ selection (dlqPages) in pages of size
+// (DefaultRedriveBatch when 0) and reads the first page, and the second
+// when the first is full, so the caller knows whether there is anything
+// to do and whether it is one page. next returns the pages from the
+// first on, nil at the end; call stop when done.
+func (j *job) pageDLQ(filter *items.Filter, force bool, only map[string]bool, size int) (*dlqPager, error) {
+	if size <= 0 {
+		size = DefaultRedriveBatch
+	}
+	next, stop := iter.Pull2(j.dlqPages(filter, force, only, size))
+	pull := func() ([]*jobstore.CheckpointItem, error) {
+		page, err, ok := next()
+		if !ok {
+			return nil, nil
+		}
+		return page, err
+	}
+	first, err := pull()
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	var ahead []*jobstore.CheckpointItem
+	if len(first) == size {
+		if ahead, err = pull(); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	queue := [][]*jobstore.CheckpointItem{first, ahead}
+	p := &dlqPager{size: size, first: first, more: len(ahead) > 0, stop: stop}
+	p.next = func() ([]*jobstore.CheckpointItem, error) {
+		for len(queue) > 0 {
+			page := queue[0]
+			queue = queue[1:]
+			if len(page) > 0 {
+				return page, nil
+			}
+		}
+		if len(ahead) == 0 {
+			return nil, nil // the first page was the last
+		}
+		return pull()
+	}
+	return p, nil
+}
+
+// DefaultRedriveBatch is how many DLQ records a redrive pages into its
+// job at a time (RetryOptions.BatchSize).
+const DefaultRedriveBatch = 1000
+
+// dlqPages streams the job's DLQ selection (eachDLQ, restricted to only
+// when set) in pages of at most size items. Only the current page's
+// records are held; stopping the iteration stops the stream.
+func (j *job) dlqPages(filter *items.Filter, force bool, only map[string]bool, size int) iter.Seq2[[]*jobstore.CheckpointItem, error] {
+	return func(yield func([]*jobstore.CheckpointItem, error) bool) {
+		var page []*jobstore.CheckpointItem
+		stopped := false
+		_, err := j.eachDLQ(filter, force, nil, func(it *jobstore.CheckpointItem) error {
+			if only != nil && !only[it.ItemID] {
+				return nil
+			}
+			page = append(page, it)
+			if len(page) < size {
+				return nil
+			}
+			p := page
+			page = nil
+			if !yield(p, nil) {
+				stopped = true
+				return dlq.ErrStop
+			}
+			return nil
+		})
+		switch {
+		case stopped:
+		case err != nil:
+			yield(nil, err)
+		case len(page) > 0:
+			yield(page, nil)
+		}
+	}
 }
 
 // eachDLQ streams the job's DLQ and calls fn with each record to re-run,
-// as a pending item, in store order (see selectDLQ); an error of fn stops
+// as a pending item, in store order: reprocess-eligible records (all with
+// force) that match the filter, leaving out the items in skip; item
+// attempts continue from the record's failure_count, which also starts the
+// redrive's attempt budget. An error of fn stops
 // the stream and is returned. It returns how many records it read (all,
 // selected or not). Nothing but the current record is held.
 func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn func(*jobstore.CheckpointItem) error) (int, error) {

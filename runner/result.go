@@ -77,13 +77,27 @@ type Timings = jobstore.Timings
 // persisted in orphaned_worktrees/<repo>/<job_id>.json.
 type OrphanedWorktree = jobstore.OrphanedWorktree
 
-// resultOf builds the public Result of a checkpoint.
+// resultOf builds the public Result of a checkpoint. A summary checkpoint
+// (jobstore.LoadSummary: ItemCounts set, no items) gives a Result whose
+// Items is nil and whose cost is what the checkpoint last recorded.
 func resultOf(c *jobstore.Checkpoint) *Result {
-	n := c.Counts()
+	if c.Items == nil && c.ItemCounts != nil {
+		r := resultFrom(c, *c.ItemCounts, jobstore.RoundUSD(c.ItemCounts.ItemsCostUSD+c.PhaseCostUSD))
+		r.Items = nil
+		return r
+	}
+	r := resultFrom(c, c.Counts(), c.JobCost())
+	for _, it := range c.Items {
+		r.Items = append(r.Items, it.ItemOutcome)
+	}
+	return r
+}
+
+func resultFrom(c *jobstore.Checkpoint, n jobstore.Counts, cost float64) *Result {
 	r := &Result{
 		JobID:         c.JobID,
 		Status:        c.Status,
-		CostUSD:       c.JobCost(),
+		CostUSD:       cost,
 		MaxCostUSD:    c.BudgetUSD,
 		Total:         n.Total,
 		Successful:    n.Merged,
@@ -98,9 +112,6 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 		WorkflowName:  c.WorkflowName,
 		Error:         c.Error,
 		Items:         make([]ItemOutcome, 0, len(c.Items)),
-	}
-	for _, it := range c.Items {
-		r.Items = append(r.Items, it.ItemOutcome)
 	}
 	return r
 }

@@ -59,22 +59,30 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	var extra []*jobstore.CheckpointItem
+	// The eligible DLQ records are paged into the job like a redrive's.
+	next := func() ([]*jobstore.CheckpointItem, error) { return nil, nil }
+	var added bool
 	if ro.IncludeDLQ {
-		extra, err = j.selectDLQ(nil, false, nil)
+		pages, err := j.pageDLQ(nil, false, nil, 0)
 		if err != nil {
 			return nil, err
 		}
-		j.logf("resume: adding %d eligible DLQ item(s)", len(extra))
+		defer pages.stop()
+		if pages.more {
+			j.logf("resume: adding the eligible DLQ items in pages of %d", pages.size)
+		} else {
+			j.logf("resume: adding %d eligible DLQ item(s)", len(pages.first))
+		}
+		next, added = pages.next, len(pages.first) > 0
 	}
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
 	defer j.events.close()
-	if len(extra) > 0 {
+	if added {
 		_ = j.state.Update(restartReduce)
 	}
-	return j.execute(ctx, extra)
+	return j.executePaged(ctx, next)
 }
 
 // reopen loads a job's checkpoint and workflow and locks the job.

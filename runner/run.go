@@ -10,6 +10,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,6 +263,22 @@ func filterEnv(env []string) []string {
 // execute runs the remaining phases: setup (if not done), item loading,
 // map over the pending items (plus extra, for redrives), reduce.
 func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*Result, error) {
+	done := false
+	return j.executePaged(ctx, func() ([]*jobstore.CheckpointItem, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		return extra, nil
+	})
+}
+
+// executePaged is execute with the extra items in pages: next returns
+// the next page (nil at the end). Each page is added to the checkpoint
+// through the journal (its data to items.jsonl) and mapped before the
+// next is asked for, so the items' data is never all in memory. Pages not
+// yet asked for when the job is interrupted or stops are not in it.
+func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.CheckpointItem, error)) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
 	procRec, err := openProcessRecord(j.paths)
@@ -292,11 +310,43 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 			}
 		}
 	}
-	if len(extra) > 0 {
-		_ = j.state.Update(func(cp *jobstore.Checkpoint) { mergeItems(cp, extra) })
-	}
-	if err := j.mapPhase(ctx, runCtx); err != nil {
-		return j.end(err)
+	defer j.boundHeap()()
+	var byID map[string]*jobstore.CheckpointItem
+	for pages := 0; ; pages++ {
+		page, err := next()
+		if err != nil {
+			return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+		}
+		if len(page) == 0 && pages > 0 {
+			break
+		}
+		var cands []*jobstore.CheckpointItem // nil: every item (the first page)
+		if len(page) > 0 {
+			err := j.state.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
+				if byID == nil {
+					byID = make(map[string]*jobstore.CheckpointItem, len(cp.Items))
+					for _, it := range cp.Items {
+						byID[it.ItemID] = it
+					}
+				}
+				added := mergeItems(cp, page, byID, touch)
+				if pages > 0 {
+					cands = added
+				}
+			})
+			if err != nil {
+				return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+			}
+		}
+		if err := j.mapPhase(ctx, runCtx, cands, pages > 0); err != nil {
+			return j.end(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return j.end(fmt.Errorf("%w: the DLQ records not yet selected stay in the DLQ; continue with `dlq retry %s`", ErrInterrupted, j.id))
+		}
 	}
 	if !j.noItems && !j.skipReduce {
 		if err := j.reduce(ctx, runCtx); err != nil {
@@ -369,15 +419,28 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 func (j *job) loadItems(ctx context.Context) error {
 	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
-	var list []items.Item
+	// Items are streamed from the input (items.Each) and their data goes
+	// straight to the job's items.jsonl: only their small state stays in
+	// memory.
+	var list []*jobstore.CheckpointItem
+	var spoolErr error
 	var err error
 	if !j.noItems {
-		list, err = items.Load(ctx, opts)
+		_, err = items.Each(ctx, opts, func(it items.Item) error {
+			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
+			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
+				return spoolErr
+			}
+			list = append(list, ci)
+			return nil
+		})
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w while loading items", ErrInterrupted)
-		}
+	switch {
+	case spoolErr != nil:
+		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
 	}
 	if len(j.wf.Setup) == 0 {
@@ -387,10 +450,7 @@ func (j *job) loadItems(ctx context.Context) error {
 	return j.state.Update(func(cp *jobstore.Checkpoint) {
 		cp.SetupCompleted = true
 		cp.Phase = jobstore.PhaseMap
-		cp.Items = make([]*jobstore.CheckpointItem, 0, len(list))
-		for _, it := range list {
-			cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data})
-		}
+		cp.Items = slices.Clip(list)
 	})
 }
 
@@ -410,13 +470,12 @@ func (j *job) resolveInput(in string) string {
 	return in
 }
 
-// mergeItems adds redriven items to the checkpoint, replacing existing
-// entries with the same id.
-func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
-	byID := make(map[string]*jobstore.CheckpointItem, len(cp.Items))
-	for _, it := range cp.Items {
-		byID[it.ItemID] = it
-	}
+// mergeItems adds redriven items to the checkpoint (byID indexes its
+// items and is kept current), replacing existing entries with the same id;
+// touch is called before an existing item changes. It returns the
+// checkpoint items that are now pending because of extra.
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]*jobstore.CheckpointItem, touch func(*jobstore.CheckpointItem)) []*jobstore.CheckpointItem {
+	var added []*jobstore.CheckpointItem
 	for _, e := range extra {
 		if cur, ok := byID[e.ItemID]; ok {
 			if cur.PendingRecord != nil {
@@ -424,8 +483,10 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 				// failed-unrecorded (the job reports it) rather than lose them.
 				continue
 			}
+			touch(cur)
+			added = append(added, cur)
 			cur.State = ItemPending
-			cur.Data = e.Data
+			cur.Data, cur.DataOff, cur.DataLen = e.Data, 0, 0
 			// The redrive's budget starts at the record's failure_count;
 			// attempts an interrupted earlier redrive ran count against it.
 			cur.BudgetBase = e.Attempts
@@ -439,7 +500,9 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem) {
 		e.Index = len(cp.Items)
 		cp.Items = append(cp.Items, e)
 		byID[e.ItemID] = e
+		added = append(added, e)
 	}
+	return added
 }
 
 // baseVars is the interpolation scope shared by every step: workflow env
@@ -664,6 +727,9 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	var res *Result
 	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
+	if err := j.state.Close(); err != nil {
+		j.warn(fmt.Sprintf("could not close the item data file: %v", err))
+	}
 	res.OrphanedWorktrees = j.orphans.List()
 	res.FleetCooldowns = j.cool.Count()
 	res.MaxCostUSD = j.budget.max
@@ -703,6 +769,9 @@ func (j *job) rollback() {
 	_ = j.git.WorktreeRemove(ctx, j.parentDir)
 	_ = j.git.WorktreePrune(ctx)
 	_ = j.git.DeleteBranch(ctx, j.branch)
+	if j.state != nil {
+		_ = j.state.Close()
+	}
 	if err := jobstore.RemoveJob(j.paths); err != nil {
 		j.warn(fmt.Sprintf("could not remove all state of job %s: %v", j.id, err))
 	}
@@ -754,4 +823,38 @@ func firstN(s []string, n int) []string {
 		return s
 	}
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// bigJob is the item count from which a job bounds its heap (boundHeap).
+const bigJob = 100_000
+
+// boundHeap keeps a big job's process near its live memory: the
+// checkpoint's items stay in memory for the whole job, and with Go's
+// default GC target (twice the live heap) a job of a million items would
+// reach about twice their size between collections. When the job has at
+// least bigJob items and neither GOGC nor GOMEMLIMIT is set, it sets a
+// soft memory limit of 1.25 times the live heap plus 64 MiB, measured
+// after a collection in the background (the result the job ends with
+// needs about half the items' size again: near the end the collector
+// works harder, within the runtime's cap of half the CPU); the returned
+// function restores the previous limit (call it when the job ends).
+func (j *job) boundHeap() func() {
+	if j.total() < bigJob || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(-1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		limit := int64(ms.HeapAlloc)*5/4 + 64<<20
+		debug.SetMemoryLimit(limit)
+		j.logf("map: %d item(s) in memory: heap %d MiB, soft memory limit %d MiB", j.total(), ms.HeapAlloc>>20, limit>>20)
+	}()
+	return func() {
+		<-done
+		debug.SetMemoryLimit(prev)
+	}
 }

@@ -56,13 +56,25 @@ func FindOrphans(home, jobID string) ([]OrphanSet, error) {
 	return jobstore.FindOrphans(home, jobID)
 }
 
-// Status reports a job's state from its checkpoint.
-func Status(home, jobID string) (*Result, error) {
+// Status reports a job's state from its checkpoint, every item included.
+func Status(home, jobID string) (*Result, error) { return status(home, jobID, false) }
+
+// StatusSummary is Status without Result.Items (nil): it reads the
+// checkpoint's job fields and item counts only (jobstore.LoadSummary), so
+// its cost does not grow with the number of items.
+func StatusSummary(home, jobID string) (*Result, error) { return status(home, jobID, true) }
+
+func status(home, jobID string, summary bool) (*Result, error) {
 	p, err := FindJob(home, "", jobID)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := jobstore.LoadCheckpoint(p)
+	var cp *jobstore.Checkpoint
+	if summary {
+		cp, err = jobstore.LoadSummary(p)
+	} else {
+		cp, err = jobstore.LoadCheckpoint(p)
+	}
 	if err != nil {
 		return nil, err
 	}

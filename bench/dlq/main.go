@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -56,12 +57,13 @@ type AddCost struct {
 
 // Report is the -json output.
 type Report struct {
-	Records  int      `json:"records"`
-	BuildSec float64  `json:"build_seconds"`
-	Commands []Result `json:"commands"`
-	Add      AddCost  `json:"add"`
-	GoOS     string   `json:"goos"`
-	CPUs     int      `json:"cpus"`
+	Records  int       `json:"records"`
+	Redrives []Redrive `json:"redrives,omitempty"`
+	BuildSec float64   `json:"build_seconds"`
+	Commands []Result  `json:"commands"`
+	Add      AddCost   `json:"add"`
+	GoOS     string    `json:"goos"`
+	CPUs     int       `json:"cpus"`
 }
 
 func main() {
@@ -75,6 +77,8 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the temporary PRODIGY_HOME")
 	only := flag.String("only", "", "measure only the commands whose name matches this regular expression (e.g. '^(list|retry)')")
 	retry := flag.Bool("retry", true, "also measure `dlq retry --dry-run` (and --json) against `dlq list` of all records, on a real job")
+	flag.DurationVar(&redriveWindow, "redrive", 0, "with -retry: also run a real `dlq retry --force` for this long, then SIGINT it, and report its peak RSS (0: skip)")
+	flag.StringVar(&beforeBin, "before-bin", "", "with -redrive: a second CLI (e.g. an older build) whose real redrive is measured too, first; it also creates the job")
 	flag.Parse()
 	if err := run(*n, *adds, *asJSON, *retry, *only, *bin, *keep, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -103,7 +107,11 @@ func run(n, adds int, asJSON, retry bool, only, bin string, keep bool, stdout, s
 	rep := Report{Records: n, GoOS: runtime.GOOS, CPUs: runtime.NumCPU()}
 	if retry {
 		fmt.Fprintf(stderr, "creating job %s (one item, merged) …\n", jobID)
-		if err := makeJob(bin, home); err != nil {
+		maker := bin
+		if beforeBin != "" {
+			maker = beforeBin // an older build may not read a newer checkpoint
+		}
+		if err := makeJob(maker, home); err != nil {
 			return err
 		}
 	}
@@ -155,10 +163,124 @@ func run(n, adds int, asJSON, retry bool, only, bin string, keep bool, stdout, s
 		}
 		rep.Commands = append(rep.Commands, r)
 	}
+	if retry && redriveWindow > 0 {
+		bins := []string{bin}
+		if beforeBin != "" {
+			bins = []string{beforeBin, bin}
+		}
+		for _, b := range bins {
+			fmt.Fprintf(stderr, "real redrive with %s for %s …\n", b, redriveWindow)
+			rd, err := timeRedrive(b, home, redriveWindow)
+			if err != nil {
+				return err
+			}
+			rep.Redrives = append(rep.Redrives, rd)
+		}
+	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
 	return printReport(stdout, rep)
+}
+
+var (
+	redriveWindow time.Duration
+	beforeBin     string
+)
+
+// Redrive is a bounded window of a real `dlq retry --force`.
+type Redrive struct {
+	Binary      string  `json:"binary"`
+	WindowS     float64 `json:"window_s"`
+	WallS       float64 `json:"wall_s"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	FirstAgentS float64 `json:"first_agent_s"`
+	AgentsInWin int     `json:"agents_started"`
+	ExitedEarly bool    `json:"exited_before_window"`
+}
+
+// timeRedrive runs a real redrive of every record for window (from its
+// start), then SIGINTs it and waits; its peak RSS is VmHWM polled from
+// /proc (reset by exec, so it is the CLI's own).
+func timeRedrive(bin, home string, window time.Duration) (Redrive, error) {
+	events := filepath.Join(home, "events", repo, jobID, "events.jsonl")
+	before := countStarted(events)
+	cmd := exec.Command(bin, "dlq", "retry", jobID, "--force")
+	cmd.Env = append(os.Environ(), "PRODIGY_HOME="+home, "GITHUB_ACTIONS=")
+	cmd.Stdout = io.Discard
+	var errb limitedBuffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Redrive{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	r := Redrive{Binary: bin, WindowS: window.Seconds()}
+	var hwm int64
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(window)
+	signalled := false
+	for {
+		select {
+		case <-done:
+			r.WallS = time.Since(start).Seconds()
+			r.PeakRSSMiB = float64(hwm) / 1024
+			r.ExitedEarly = !signalled
+			r.AgentsInWin = countStarted(events) - before
+			if first := firstStarted(events, before); !first.IsZero() {
+				r.FirstAgentS = first.Sub(start).Seconds()
+			}
+			return r, nil
+		case <-deadline:
+			signalled = true
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		case <-tick.C:
+			hwm = max(hwm, procHWM(cmd.Process.Pid))
+		}
+	}
+}
+
+func procHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kib int64
+			fmt.Sscan(rest, &kib)
+			return kib
+		}
+	}
+	return 0
+}
+
+// countStarted counts agent_started events; firstStarted is the
+// timestamp of the one after the first skip of them.
+func countStarted(path string) int {
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), `"event_type":"agent_started"`)
+}
+
+func firstStarted(path string, skip int) time.Time {
+	b, _ := os.ReadFile(path)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `"event_type":"agent_started"`) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		var rec struct {
+			Timestamp time.Time `json:"timestamp"`
+		}
+		_ = json.Unmarshal([]byte(line), &rec)
+		return rec.Timestamp
+	}
+	return time.Time{}
 }
 
 // fill writes n records straight into items/ (8 writers, no fsync), then
@@ -385,5 +507,9 @@ func printReport(w io.Writer, r Report) error {
 	fmt.Fprintf(w, "\nStore.Add of a new id at %d records (%d adds, item file fsynced): mean %.0f µs, p50 %.0f µs, p99 %.0f µs, max %.0f µs\n",
 		a.StoreSize, a.Adds, a.MeanUS, a.P50US, a.P99US, a.MaxUS)
 	fmt.Fprintf(w, "first load of the store (index.json checked against items/): %.1f ms\n", a.FirstLoadM)
+	for _, rd := range r.Redrives {
+		fmt.Fprintf(w, "real redrive (%s, SIGINT after %.0f s): peak RSS %.1f MiB, first agent after %.1f s, %d agent(s) started, wall %.1f s\n",
+			rd.Binary, rd.WindowS, rd.PeakRSSMiB, rd.FirstAgentS, rd.AgentsInWin, rd.WallS)
+	}
 	return nil
 }

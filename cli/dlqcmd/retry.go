@@ -23,7 +23,7 @@ type dlqRetryOptions struct {
 	maxCost              float64
 	workflow, onto       string
 	signature            string
-	sample               int
+	sample, batchSize    int
 }
 
 func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
@@ -71,6 +71,7 @@ which the rest.`,
 	cmdutil.RedriveFlags(fs, &opts.workflow, &opts.onto)
 	fs.StringVar(&opts.signature, "signature", "", "redrive only the records with this error_signature (one failure cluster)")
 	fs.IntVar(&opts.sample, "sample", 0, "with --signature: run this many records of the cluster first and stop if all fail again the same way")
+	fs.IntVar(&opts.batchSize, "batch-size", runner.DefaultRedriveBatch, "records paged into the job at a time (the next page is read when one is done)")
 	return cmd
 }
 
@@ -83,6 +84,9 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	}
 	if opts.maxRetries < 0 || opts.parallel < 0 {
 		return cmdutil.UsageErrorf("--max-retries and --parallel must be positive")
+	}
+	if opts.batchSize < 0 {
+		return cmdutil.UsageErrorf("--batch-size must be positive")
 	}
 	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
 		return err
@@ -98,7 +102,7 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	}
 	ropts := runner.RetryOptions{
 		Home: ro.Home, JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
-		Force: opts.force, DryRun: opts.dryRun, Signature: opts.signature, Sample: opts.sample, Run: ro,
+		Force: opts.force, DryRun: opts.dryRun, Signature: opts.signature, Sample: opts.sample, BatchSize: opts.batchSize, Run: ro,
 	}
 	if opts.dryRun && opts.signature == "" {
 		return dryRun(ctx, f, ropts, opts.json)

@@ -40,7 +40,11 @@ func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := runner.Status(home, id)
+	status := runner.StatusSummary // the text report needs no item list
+	if opts.json {
+		status = runner.Status
+	}
+	res, err := status(home, id)
 	if err != nil {
 		return err
 	}

@@ -378,30 +378,32 @@ func TestCrashWindows(t *testing.T) {
 			e.check(evens(items), odds(items), 1, false)
 		})
 	}
-	t.Run("between a redrive's merge and the record's removal", func(t *testing.T) {
-		e := newCrashEnv(t, items, attempts, 1, "0")
-		e.cli(0, e.runArgs()...)
-		e.check(evens(items), odds(items), 1, false)
-		if err := os.WriteFile(e.fixed, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		e.runFault(runner.FaultItemMerged+":1:KILL", "dlq", "retry", e.jobID)
-		// Exactly one of the redriven items merged before the kill.
-		log := gitOut(t, e.repo, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", "prodigy/"+e.jobID)
-		merged, other := itemID(1), itemID(3)
-		if strings.Contains(log, strconv.Quote(other)) {
-			merged, other = other, merged
-		}
-		if !strings.Contains(log, strconv.Quote(merged)) {
-			t.Fatalf("no redriven item merged before the kill:\n%s", log)
-		}
-		dry := e.cli(0, "dlq", "retry", e.jobID, "--dry-run", "--json")
-		if strings.Contains(dry, `"item_id": "`+merged+`"`) || !strings.Contains(dry, `"item_id": "`+other+`"`) {
-			t.Errorf("dry run after the crash selects merged %s or misses %s:\n%s", merged, other, dry)
-		}
-		e.cli(0, "dlq", "retry", e.jobID)
-		e.check(append(evens(items), odds(items)...), nil, 2, false)
-	})
+	for _, batch := range []string{"1000", "1"} { // one page; one record per page
+		t.Run("between a redrive's merge and the record's removal, pages of "+batch, func(t *testing.T) {
+			e := newCrashEnv(t, items, attempts, 1, "0")
+			e.cli(0, e.runArgs()...)
+			e.check(evens(items), odds(items), 1, false)
+			if err := os.WriteFile(e.fixed, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.runFault(runner.FaultItemMerged+":1:KILL", "dlq", "retry", e.jobID, "--batch-size", batch)
+			// Exactly one of the redriven items merged before the kill.
+			log := gitOut(t, e.repo, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", "prodigy/"+e.jobID)
+			merged, other := itemID(1), itemID(3)
+			if strings.Contains(log, strconv.Quote(other)) {
+				merged, other = other, merged
+			}
+			if !strings.Contains(log, strconv.Quote(merged)) {
+				t.Fatalf("no redriven item merged before the kill:\n%s", log)
+			}
+			dry := e.cli(0, "dlq", "retry", e.jobID, "--dry-run", "--json")
+			if strings.Contains(dry, `"item_id": "`+merged+`"`) || !strings.Contains(dry, `"item_id": "`+other+`"`) {
+				t.Errorf("dry run after the crash selects merged %s or misses %s:\n%s", merged, other, dry)
+			}
+			e.cli(0, "dlq", "retry", e.jobID, "--batch-size", batch)
+			e.check(append(evens(items), odds(items)...), nil, 2, false)
+		})
+	}
 }
 
 // TestRandomKillLoop kills the real CLI with SIGKILL at random moments,
