@@ -50,6 +50,10 @@ type report struct {
 	FirstAgentRatio float64      `json:"time_to_first_agent_vs_full_checkout,omitempty"`
 	Sweep           []sweepRow   `json:"sweep,omitempty"`
 	Profile         []gitProfile `json:"profile,omitempty"`
+	// Split is where the CPU time went (-split).
+	Split []cpuSplit `json:"cpu_split,omitempty"`
+	// PProf is the CPU profile of an extra engine run (-pprof).
+	PProf string `json:"pprof,omitempty"`
 }
 
 // sweepRow is one point of the sweep: engine and baseline at (N, P).
@@ -75,6 +79,7 @@ type bench struct {
 	workflows map[int]string
 	runs      int
 	log       io.Writer
+	shim      string // cpushim binary, built on first use (-split)
 }
 
 // benchmark runs the whole benchmark described by cfg, logging progress to log.
@@ -119,6 +124,9 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		}
 		rep.MergedTree, rep.IdenticalTrees, rep.EngineItemMS = rep.Engine.Tree, true, rep.Engine.TimingsMS
 		b.firstAgent(rep)
+		if err := b.extras(ctx, rep); err != nil {
+			return nil, err
+		}
 		return rep, nil
 	}
 	var all []measurement
@@ -175,7 +183,49 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 			rep.Profile = append(rep.Profile, p)
 		}
 	}
+	if err := b.extras(ctx, rep); err != nil {
+		return nil, err
+	}
 	return rep, nil
+}
+
+// extras runs -split and -pprof.
+func (b *bench) extras(ctx context.Context, rep *report) error {
+	if b.cfg.Split {
+		kinds := []string{kindStrong, kindEngine}
+		if !b.cfg.Baselines {
+			kinds = []string{kindEngine}
+		}
+		for _, kind := range kinds {
+			s, err := b.split(ctx, kind, b.cfg.N, b.cfg.MaxParallel)
+			if err != nil {
+				return err
+			}
+			rep.Split = append(rep.Split, s)
+		}
+	}
+	if b.cfg.PProf != "" {
+		path, err := filepath.Abs(b.cfg.PProf)
+		if err != nil {
+			return err
+		}
+		bin := filepath.Join(b.work, "profaction")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/prodigy-action/prodigy-action/bench/engine/profaction")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("failed to build profaction: %w\n%s", err, out)
+		}
+		plain := b.action
+		b.action = bin
+		m, dir, err := b.start(ctx, kindEngine, b.cfg.N, b.cfg.MaxParallel, []string{"BENCH_CPUPROFILE=" + path})
+		b.action = plain
+		if err != nil {
+			return err
+		}
+		b.done(dir)
+		rep.PProf = path
+		fmt.Fprintf(b.log, "CPU profile of the engine (%.2f s CPU, %.2f s in the CLI itself): go tool pprof -top %s\n", m.CPUSeconds, m.SelfCPUSeconds, path)
+	}
+	return nil
 }
 
 // firstAgent sets the time-to-first-agent ratio when the checkout cost

@@ -22,7 +22,7 @@ func writeText(w io.Writer, rep *report) error {
 	fmt.Fprintf(w, "bench/engine: %d files, %.1f MiB in %d dirs; N=%d items, max_parallel=%d; git %s; %d CPUs\n\n",
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\twall s\tCPU s\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
+	fmt.Fprintln(tw, "run\twall s\tCPU s (self+children)\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
 	ratio := func(base, m float64) string {
 		if base <= 0 || m <= 0 {
 			return "-"
@@ -30,7 +30,7 @@ func writeText(w io.Writer, rep *report) error {
 		return fmt.Sprintf("%.2fx", base/m)
 	}
 	row := func(name string, m measurement) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f (%.2f+%.2f)\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.SelfCPUSeconds, m.ChildCPUSeconds, m.ItemsPerSec,
 			m.WallMS/float64(m.N), mib(m.PeakRSSKB), ratio(rep.Baseline.WallMS, m.WallMS), ratio(rep.Strong.WallMS, m.WallMS))
 	}
 	if rep.Baseline.WallMS > 0 {
@@ -73,6 +73,18 @@ func writeText(w io.Writer, rep *report) error {
 			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2fx\t%.2fx\t%.2fx\t\n", r.N, r.MaxParallel,
 				r.Engine.WallMS/1000, r.Engine.CPUSeconds, r.Engine.WallMS/float64(r.N),
 				r.Baseline.WallMS/1000, r.Strong.WallMS/1000, r.Strong.CPUSeconds, r.Speedup, r.StrongSpeedup, r.StrongCPUSpeedup)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, s := range rep.Split {
+		fmt.Fprintf(w, "\nCPU of %s (N=%d, P=%d, shimmed run: wall %.2f s, CPU %.2f s), ms per item: self %.1f, git %.1f (%.2f processes), other (bash, mkdir, …) %.1f [%.2f bash started], shims %.1f\n",
+			s.Kind, s.N, s.MaxParallel, s.WallMS/1000, s.TotalCPUSeconds, s.SelfMSPerItem, s.GitMSPerItem, s.GitProcessesPerItem, s.OtherMSPerItem, s.BashProcessesPerItem, s.ShimMSPerItem)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "git command\tper item\tCPU ms/item\t")
+		for _, c := range s.Git {
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\n", c.Command, c.ProcessesPerItem, c.CPUMSPerItem)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
