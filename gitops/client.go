@@ -257,6 +257,10 @@ type Client struct {
 	idEnv []string // cached IdentityEnv result
 	idOK  bool
 
+	identMu sync.Mutex
+	ident   commitIdent // cached commitIdentity result
+	identOK bool
+
 	mergeMu sync.Mutex
 	merged  map[string]*mergedSet // per target ref, see MergeTree
 }

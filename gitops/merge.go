@@ -123,7 +123,7 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 		if err != nil {
 			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 		}
-		commit, err := c.mergeCommit(ctx, m, old, theirs, branch, message)
+		commit, walk, err := c.mergeCommit(ctx, m, old, theirs, branch, message)
 		var mc *MergeConflictError
 		switch {
 		case errors.As(err, &mc):
@@ -133,7 +133,7 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 		case commit == old:
 			return old, nil
 		}
-		err = c.swap(ctx, m, ref, old, theirs, commit, message)
+		err = c.swap(ctx, m, ref, old, theirs, commit, message, walk)
 		if err == nil {
 			return commit, nil
 		}
@@ -148,46 +148,93 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 const MaxMergeRetries = 16
 
 // mergeCommit computes the merge of theirs into old and writes its commit;
-// it returns old itself when theirs is already merged.
-func (c *Client) mergeCommit(ctx context.Context, m *mergedSet, old, theirs, branch, message string) (string, error) {
+// it returns old itself when theirs is already merged. walk is theirs's
+// history not known to be merged (see unmerged).
+//
+// The tree is theirs's own when theirs is built on old; else, when the
+// walk names one merge base and no path changed on both sides, it is
+// merged in-process (mergeInProcess); else `git merge-tree` decides. The
+// commit is written in-process when the identity allows (writeMergeCommit),
+// else by `git commit-tree`.
+func (c *Client) mergeCommit(ctx context.Context, m *mergedSet, old, theirs, branch, message string) (string, mergeWalk, error) {
 	if theirs == old || c.knownMerged(m, old, theirs) {
-		return old, nil
+		return old, mergeWalk{}, nil
 	}
+	walk := c.unmerged(m, old, theirs)
 	var tree string
-	if t, ok := c.descendantTree(m, old, theirs); ok {
-		// theirs is built on old: the merge's tree is theirs's tree.
-		tree = t
-	} else {
+	if walk.complete && len(walk.frontier) == 1 {
+		if walk.frontier[0] == old {
+			// theirs is built on old: the merge's tree is theirs's tree.
+			tree, _ = c.objects.tree(theirs)
+		} else {
+			tree, _ = c.objects.mergeInProcess(walk.frontier[0], old, theirs)
+		}
+	}
+	if tree == "" {
 		out, err := c.run(ctx, c.top, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", old, theirs)
 		if err != nil {
 			if exitCode(err) == 1 {
-				return "", parseMergeTreeConflict(branch, out)
+				return "", walk, parseMergeTreeConflict(branch, out)
 			}
-			return "", err
+			return "", walk, err
 		}
 		tree, _, _ = strings.Cut(out, "\x00")
 		tree = strings.TrimSpace(tree)
 		if merged, err := c.alreadyMerged(ctx, tree, old, theirs); err != nil {
-			return "", err
+			return "", walk, err
 		} else if merged {
-			return old, nil
+			return old, walk, nil
+		}
+	}
+	if c.objects != nil {
+		commit, ok, err := c.writeMergeCommit(ctx, tree, old, theirs, message)
+		if err != nil {
+			return "", walk, fmt.Errorf("commit: %w", err)
+		}
+		if ok {
+			return commit, walk, nil
 		}
 	}
 	idEnv, err := c.IdentityEnv(ctx)
 	if err != nil {
-		return "", err
+		return "", walk, err
 	}
 	out, err := c.run(ctx, c.top, idEnv, nil, "commit-tree", tree, "-p", old, "-p", theirs, "-m", message)
 	if err != nil {
-		return "", fmt.Errorf("commit: %w", err)
+		return "", walk, fmt.Errorf("commit: %w", err)
 	}
-	return strings.TrimSpace(out), nil
+	return strings.TrimSpace(out), walk, nil
+}
+
+// unmerged walks theirs's history in-process up to the commits known to be
+// merged into old (see mergedSet). The walk is incomplete (and names no
+// merge base) when old is not the tip the Client knows or there is no
+// in-process object store.
+func (c *Client) unmerged(m *mergedSet, old, theirs string) mergeWalk {
+	if c.objects == nil {
+		return mergeWalk{}
+	}
+	c.mergeMu.Lock()
+	if m.tip != old {
+		c.mergeMu.Unlock()
+		return mergeWalk{}
+	}
+	known := maps.Clone(m.known)
+	c.mergeMu.Unlock()
+	return c.objects.walkUnmerged(theirs, known)
 }
 
 // mergedSet is what a Client knows about one target ref: the tip it last
 // saw or made, and commits known to be ancestors of (or equal to) it. It
 // only ever speeds up answers: a commit wrongly absent costs a merge-tree,
 // and "already merged" is only concluded from a commit actually present.
+//
+// known also holds every ancestor of tip made after the commit last
+// observed (the tip seen when the set was reset): swap adds a merged
+// branch's commits only when the walk of its history was complete, and
+// resets the set to the new tip otherwise. So a walk of a branch that
+// stops at known commits has walked no ancestor of tip, and when it ends at
+// one known commit, that commit is the branch's only merge base with tip.
 type mergedSet struct {
 	tip   string
 	known map[string]bool
@@ -227,9 +274,10 @@ func (c *Client) knownMerged(m *mergedSet, old, theirs string) bool {
 }
 
 // swap moves ref from old to commit (a merge of theirs) if it still points
-// at old, and records that old, theirs and commit are now merged. It is the
+// at old, and records that old, theirs and commit — and the branch's
+// commits walked, when that walk was complete — are now merged. It is the
 // only serialised part of a merge.
-func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit, message string) error {
+func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit, message string, walk mergeWalk) error {
 	m.cas.Lock()
 	defer m.cas.Unlock()
 	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", message, ref, commit, old); err != nil {
@@ -240,10 +288,16 @@ func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commi
 	}
 	c.mergeMu.Lock()
 	defer c.mergeMu.Unlock()
-	if m.tip != old {
+	if m.tip != old || !walk.complete {
+		// Not every new ancestor is known: start over from the new tip.
 		m.known = map[string]bool{}
+	} else {
+		for _, oid := range walk.walked {
+			m.known[oid] = true
+		}
+		m.known[old], m.known[theirs] = true, true
 	}
-	m.known[old], m.known[theirs], m.known[commit] = true, true, true
+	m.known[commit] = true
 	m.tip = commit
 	return nil
 }

@@ -56,9 +56,17 @@ func (t *procTable) setup() {
 	go func() {
 		for range sigs {
 			t.reapAdopted()
+			// Every git process the job starts ends with a SIGCHLD, and a
+			// pass reads every thread's children list: at most one pass
+			// per reapPause (signals meanwhile collapse into one), so an
+			// adopted zombie lingers at most that long.
+			time.Sleep(reapPause)
 		}
 	}()
 }
+
+// reapPause is the least time between two passes of reapAdopted.
+const reapPause = 100 * time.Millisecond
 
 // start starts cmd (on the spawner thread) and registers its group.
 func (t *procTable) start(cmd *exec.Cmd, g *stepGroup) error {
