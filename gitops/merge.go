@@ -119,7 +119,12 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 	}
 	m := c.mergedFor(ref)
 	for attempt := 0; ; attempt++ {
+		// Read under the swap lock: a read racing this Client's own
+		// update-ref would see a tip the Client has not recorded yet and
+		// throw its knowledge away (observe).
+		m.cas.Lock()
 		old, err := c.ResolveRef(ctx, ref)
+		m.cas.Unlock()
 		if err != nil {
 			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 		}

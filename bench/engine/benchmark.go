@@ -52,6 +52,8 @@ type report struct {
 	Profile         []gitProfile `json:"profile,omitempty"`
 	// Split is where the CPU time went (-split).
 	Split []cpuSplit `json:"cpu_split,omitempty"`
+	// Sizes is the repository-size sweep (-sweep-files).
+	Sizes []sizeRow `json:"size_sweep,omitempty"`
 	// PProf is the CPU profile of an extra engine run (-pprof).
 	PProf string `json:"pprof,omitempty"`
 }
@@ -113,6 +115,10 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 
+	if len(cfg.SweepFiles) > 0 {
+		rep.Sizes, err = b.sizeSweep(ctx)
+		return rep, err
+	}
 	if cfg.Checkout {
 		if rep.Checkout, err = b.measureCheckout(ctx); err != nil {
 			return nil, err

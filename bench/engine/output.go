@@ -21,6 +21,9 @@ func writeJSON(w io.Writer, rep *report) error {
 func writeText(w io.Writer, rep *report) error {
 	fmt.Fprintf(w, "bench/engine: %d files, %.1f MiB in %d dirs; N=%d items, max_parallel=%d; git %s; %d CPUs\n\n",
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
+	if len(rep.Sizes) > 0 {
+		return writeSizes(w, rep)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\twall s\tCPU s (self+children)\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
 	ratio := func(base, m float64) string {
@@ -100,6 +103,38 @@ func writeText(w io.Writer, rep *report) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// writeSizes prints the repository-size sweep.
+func writeSizes(w io.Writer, rep *report) error {
+	fmt.Fprintln(w, "size sweep: strong baseline vs engine, medians; ratios are engine/strong (targets: wall ≤ 0.8, CPU ≤ 0.7)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "files\tN\tP\truns\tstrong wall s\tstrong CPU s\tengine wall s\tengine CPU s\t(engine itself)\twall ratio\tCPU ratio\tgit/item engine\tgit/item strong\t")
+	for _, r := range rep.Sizes {
+		gitE, gitS := "-", "-"
+		for _, s := range r.Split {
+			if s.Kind == kindEngine {
+				gitE = fmt.Sprintf("%.2f", s.GitProcessesPerItem)
+			} else {
+				gitS = fmt.Sprintf("%.2f", s.GitProcessesPerItem)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Files, r.N, r.MaxParallel, len(r.Engine),
+			r.StrongWallS, r.StrongCPUS, r.EngineWallS, r.EngineCPUS, r.EngineSelfS, r.WallRatio, r.CPURatio, gitE, gitS)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Sizes {
+		for _, s := range r.Split {
+			fmt.Fprintf(w, "\n%d files: CPU of %s (N=%d, shimmed run), ms per item: self %.1f, git %.1f (%.2f processes), other %.1f, shims %.1f\n",
+				r.Files, s.Kind, s.N, s.SelfMSPerItem, s.GitMSPerItem, s.GitProcessesPerItem, s.OtherMSPerItem, s.ShimMSPerItem)
+			for _, c := range s.Git {
+				fmt.Fprintf(w, "  %-28s %5.2f/item %8.2f ms/item\n", c.Command, c.ProcessesPerItem, c.CPUMSPerItem)
+			}
 		}
 	}
 	return nil
