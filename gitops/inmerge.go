@@ -2,8 +2,13 @@ package gitops
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,7 +153,7 @@ func (o *objectReader) treeEntries(h plumbing.Hash) (map[string]treeEntry, error
 	if h.IsZero() || h == emptyTree {
 		return map[string]treeEntry{}, nil
 	}
-	t, err := object.GetTree(o.st, h)
+	t, err := o.readTree(h)
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
@@ -183,26 +188,74 @@ func (o *objectReader) writeTree(entries []object.TreeEntry) (plumbing.Hash, err
 	return o.writeObject(plumbing.TreeObject, buf.Bytes())
 }
 
-// writeObject stores a loose object and returns its id; o.mu is held.
+// writeObject stores a loose object the way git does — zlib-compressed
+// "<type> <size>\0<data>" written to a temporary file in its fan-out
+// directory, then renamed to objects/xx/<rest of id> — and returns its id;
+// o.mu is held. (go-git's writer makes a temporary file elsewhere and
+// creates directories on every call: twice the system calls.)
 func (o *objectReader) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	obj := o.st.NewEncodedObject()
-	obj.SetType(t)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
+	h := plumbing.ComputeHash(t, data)
+	hex := h.String()
+	dir := filepath.Join(o.commonDir, "objects", hex[:2])
+	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			tmp, err = os.CreateTemp(dir, "tmp_obj_")
+		}
 	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h, err := o.st.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("write %s object: %w", t, err)
 	}
+	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	fmt.Fprintf(zw, "%s %d\x00", t, len(data))
+	_, werr := zw.Write(data)
+	werr = errors.Join(werr, zw.Close(), tmp.Chmod(0o444), tmp.Close())
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), filepath.Join(dir, hex[2:]))
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return plumbing.ZeroHash, fmt.Errorf("write %s object: %w", t, werr)
+	}
+	o.remember(h, t, data)
 	return h, nil
+}
+
+// remember keeps the trees and commits this process wrote (the next merge
+// reads them back); the cache is dropped when it grows past 64 objects.
+func (o *objectReader) remember(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
+	if o.written == nil || len(o.written) >= 64 {
+		o.written = map[plumbing.Hash]plumbing.EncodedObject{}
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(t)
+	_, _ = obj.Write(data)
+	o.written[h] = obj
+}
+
+// readTree reads a tree, from what this process wrote first; o.mu is held.
+func (o *objectReader) readTree(h plumbing.Hash) (*object.Tree, error) {
+	if obj, ok := o.written[h]; ok && obj.Type() == plumbing.TreeObject {
+		return object.DecodeTree(o.st, obj)
+	}
+	return object.GetTree(o.st, h)
+}
+
+// readCommitTree returns a commit's tree id, from what this process wrote
+// first; o.mu is held.
+func (o *objectReader) readCommitTree(h plumbing.Hash) (plumbing.Hash, error) {
+	if obj, ok := o.written[h]; ok && obj.Type() == plumbing.CommitObject {
+		c, err := object.DecodeCommit(o.st, obj)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return c.TreeHash, nil
+	}
+	c, err := object.GetCommit(o.st, h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return c.TreeHash, nil
 }
 
 // mergeInProcess merges theirs into old (base is their only merge base)
@@ -212,11 +265,11 @@ func (o *objectReader) mergeInProcess(base, old, theirs string) (tree string, ok
 	defer o.mu.Unlock()
 	var trees [3]plumbing.Hash
 	for i, oid := range []string{base, old, theirs} {
-		c, err := object.GetCommit(o.st, plumbing.NewHash(oid))
+		t, err := o.readCommitTree(plumbing.NewHash(oid))
 		if err != nil {
 			return "", false
 		}
-		trees[i] = c.TreeHash
+		trees[i] = t
 	}
 	h, err := o.mergeTrees(trees[0], trees[1], trees[2])
 	if err != nil {
