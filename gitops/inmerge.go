@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -196,29 +197,61 @@ func (o *objectReader) writeTree(entries []object.TreeEntry) (plumbing.Hash, err
 func (o *objectReader) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(t, data)
 	hex := h.String()
+	o.zbuf.Reset()
+	if o.zw == nil {
+		o.zw, _ = zlib.NewWriterLevel(&o.zbuf, zlib.BestSpeed)
+	} else {
+		o.zw.Reset(&o.zbuf)
+	}
+	fmt.Fprintf(o.zw, "%s %d\x00", t, len(data))
+	_, _ = o.zw.Write(data)
+	if err := o.zw.Close(); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write %s object: %w", t, err)
+	}
 	dir := filepath.Join(o.commonDir, "objects", hex[:2])
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	tmp, err := writeObjectTemp(dir, o.zbuf.Bytes())
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			tmp, err = os.CreateTemp(dir, "tmp_obj_")
+			tmp, err = writeObjectTemp(dir, o.zbuf.Bytes())
+		}
+	}
+	if err == nil {
+		if err = os.Rename(tmp, filepath.Join(dir, hex[2:])); err != nil {
+			_ = os.Remove(tmp)
 		}
 	}
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("write %s object: %w", t, err)
 	}
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
-	fmt.Fprintf(zw, "%s %d\x00", t, len(data))
-	_, werr := zw.Write(data)
-	werr = errors.Join(werr, zw.Close(), tmp.Chmod(0o444), tmp.Close())
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(dir, hex[2:]))
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return plumbing.ZeroHash, fmt.Errorf("write %s object: %w", t, werr)
-	}
 	o.remember(h, t, data)
 	return h, nil
+}
+
+// tempSeq numbers this process's temporary object files.
+var tempSeq atomic.Uint64
+
+// writeObjectTemp writes data to a new read-only file tmp_obj_<pid>_<n>
+// in dir and returns its path.
+func writeObjectTemp(dir string, data []byte) (string, error) {
+	for {
+		path := filepath.Join(dir, fmt.Sprintf("tmp_obj_%d_%d", os.Getpid(), tempSeq.Add(1)))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if errors.Is(err, fs.ErrExist) {
+			continue // left by an earlier process with our pid
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(path)
+			return "", err
+		}
+		return path, nil
+	}
 }
 
 // remember keeps the trees and commits this process wrote (the next merge

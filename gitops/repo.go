@@ -1,6 +1,8 @@
 package gitops
 
 import (
+	"bytes"
+	"compress/zlib"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,6 +32,8 @@ type objectReader struct {
 	walked    atomic.Int64 // commits visited by isAncestor (tests)
 	// written are objects this process wrote (see remember), under mu.
 	written map[plumbing.Hash]plumbing.EncodedObject
+	zbuf    bytes.Buffer // compressed object being written, under mu
+	zw      *zlib.Writer // reused compressor, under mu
 }
 
 // openObjects opens the common git dir with go-git, or returns nil when
