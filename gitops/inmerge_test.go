@@ -19,7 +19,7 @@ func countingClient(t *testing.T, dir string, env []string) (*Client, func(sub s
 	counts := map[string]int{}
 	cc := func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		mu.Lock()
-		for _, sub := range []string{"merge-tree", "commit-tree", "update-ref", "var"} {
+		for _, sub := range []string{"merge-tree", "commit-tree", "update-ref", "var", "clean"} {
 			if slices.Contains(args, sub) {
 				counts[sub]++
 			}

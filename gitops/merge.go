@@ -89,9 +89,9 @@ func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) 
 // MergeTree merges branch into targetRef without touching any working tree,
 // and returns the new commit of targetRef. targetRef is a branch name or a
 // full ref name. On conflict it returns a *[MergeConflictError] and changes
-// nothing. Otherwise it writes the merge commit (`git commit-tree -p target
-// -p branch`, identity as for [Client.MergeNoFF]) and moves targetRef with a
-// compare-and-swap `git update-ref`. If branch is already contained in
+// nothing. Otherwise it writes the merge commit (parents target and branch,
+// identity as for [Client.MergeNoFF]; in-process, or `git commit-tree`) and
+// moves targetRef with a compare-and-swap `git update-ref`. If branch is already contained in
 // targetRef nothing happens and its commit is returned. The resulting tree
 // is the one `git merge --no-ff` makes (both use the ort strategy). A
 // worktree that has targetRef checked out is left stale: call
@@ -103,11 +103,13 @@ func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) 
 // (another merge won) the merge is redone on the new tip, up to
 // [MaxMergeRetries] times; then the error wraps [ErrRefChanged].
 //
-// When branch is built on targetRef's tip (the tip has not moved since the
-// agent started) the merged tree is branch's own tree and `git merge-tree`
-// is skipped. That check walks branch's history in-process and stops at
-// commits known to be merged already (tips this Client saw or made), so it
-// costs the branch's own commits, not the length of the job.
+// The merged tree needs no `git merge-tree` when branch's history, walked
+// in-process up to commits known to be merged already (see mergedSet),
+// meets targetRef's history in one commit: the tip itself (the merged tree
+// is branch's own), or an earlier one when no path changed on both sides
+// (the trees are merged in-process, see mergeTrees). The walk costs the
+// branch's own commits, not the length of the job. Anything else — a path
+// changed on both sides, several or unknown merge bases — goes to git.
 func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message string) (string, error) {
 	if message == "" {
 		message = defaultMergeMessage(branch)
