@@ -283,6 +283,10 @@ type Client struct {
 
 	mergeMu sync.Mutex
 	merged  map[string]*mergedSet // per target ref, see MergeTree
+	refs    refUpdater            // long-lived update-ref of MergeTree
+	// beforeSwap, when set (tests), runs right before each ref update of
+	// MergeTree.
+	beforeSwap func()
 }
 
 // New opens the repository containing repoDir (any directory inside its work

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -184,5 +185,51 @@ func TestMergeCommitFixedDateUsesGit(t *testing.T) {
 	c2, _ := countingClient(t, dir2, isolatedEnv())
 	if id, err := c2.commitIdentity(bg()); err != nil || id.usable {
 		t.Errorf("with commit.gpgSign: identity usable = %v (%v), want git to sign", id.usable, err)
+	}
+}
+
+// TestMergeTreeKeepsOneUpdateRefProcess: consecutive merges move the ref
+// through one long-lived `git update-ref --stdin`; when a transaction fails
+// (the ref moved underneath, git exits) the next merge starts a new one,
+// and the reflog has an entry per merge.
+func TestMergeTreeKeepsOneUpdateRefProcess(t *testing.T) {
+	t.Parallel()
+	dir, _ := newRepo(t, nil, true)
+	c, count := countingClient(t, dir, isolatedEnv())
+	git(t, dir, "branch", "results")
+	git(t, dir, "config", "core.logAllRefUpdates", "true")
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	git(t, dir, "worktree", "add", "-q", "--detach", scratch, "results")
+	branch := func(name string) {
+		git(t, scratch, "checkout", "-q", "-B", name, "results")
+		commitFiles(t, scratch, name, map[string]string{name + ".txt": name})
+	}
+	for i := range 3 {
+		branch(fmt.Sprintf("b%d", i))
+		if _, err := c.MergeTree(bg(), "results", fmt.Sprintf("b%d", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count("update-ref"); n != 1 {
+		t.Errorf("%d update-ref processes for 3 merges, want 1", n)
+	}
+	// A writer moves the ref before the next compare-and-swap: that
+	// transaction fails, git exits, the merge is redone with a new process.
+	branch("intruder")
+	branch("b3")
+	var once sync.Once
+	c.beforeSwap = func() { once.Do(func() { git(t, dir, "update-ref", "refs/heads/results", "intruder") }) }
+	got, err := c.MergeTree(bg(), "results", "b3", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count("update-ref"); n != 2 {
+		t.Errorf("%d update-ref processes, want 2 (one restart)", n)
+	}
+	if parents := git(t, dir, "rev-list", "--parents", "-n", "1", got); !strings.Contains(parents, git(t, dir, "rev-parse", "intruder")) {
+		t.Errorf("merge not redone on the intruder's tip: %s", parents)
+	}
+	if log := git(t, dir, "reflog", "show", "--format=%gs", "results"); strings.Count(log, refMessage) != 4 {
+		t.Errorf("reflog:\n%s\nwant 4 entries %q", log, refMessage)
 	}
 }

@@ -140,7 +140,7 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 		case commit == old:
 			return old, nil
 		}
-		err = c.swap(ctx, m, ref, old, theirs, commit, message, walk)
+		err = c.swap(ctx, m, ref, old, theirs, commit, walk)
 		if err == nil {
 			return commit, nil
 		}
@@ -284,14 +284,22 @@ func (c *Client) knownMerged(m *mergedSet, old, theirs string) bool {
 // at old, and records that old, theirs and commit — and the branch's
 // commits walked, when that walk was complete — are now merged. It is the
 // only serialised part of a merge.
-func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit, message string, walk mergeWalk) error {
+func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit string, walk mergeWalk) error {
 	m.cas.Lock()
 	defer m.cas.Unlock()
-	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", message, ref, commit, old); err != nil {
-		if now, rerr := c.ResolveRef(ctx, ref); rerr == nil && now != old {
+	if c.beforeSwap != nil {
+		c.beforeSwap()
+	}
+	if err := c.casRef(ctx, ref, commit, old); err != nil {
+		now, rerr := c.ResolveRef(context.WithoutCancel(ctx), ref)
+		switch {
+		case rerr == nil && now == commit:
+			// git died after the update was committed: it happened.
+		case rerr == nil && now != old:
 			return fmt.Errorf("%w (expected %s, found %s): %w", ErrRefChanged, old, now, err)
+		default:
+			return fmt.Errorf("update ref: %w", err)
 		}
-		return fmt.Errorf("update ref: %w", err)
 	}
 	c.mergeMu.Lock()
 	defer c.mergeMu.Unlock()
