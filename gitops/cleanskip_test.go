@@ -1,8 +1,11 @@
 package gitops
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +69,39 @@ func TestCleanWorktreeRunsGitOnlyWhenNeeded(t *testing.T) {
 				t.Errorf("worktree not clean:\n%s", st)
 			}
 		})
+	}
+}
+
+// TestIndexPathsMatchesLsFiles: the small index reader lists exactly what
+// `git ls-files` lists, in index versions 2, 3 (an intent-to-add entry sets
+// extended flags) and 4 (prefix-compressed names), gitlinks included.
+func TestIndexPathsMatchesLsFiles(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{"a/x.txt": "x\n", "a/deep/y.txt": "y\n", "a/deep/yy.txt": "yy\n", "b.txt": "b\n", "z/long-name-" + strings.Repeat("n", 40) + ".txt": "n\n"}
+	dir, _ := newRepo(t, files, true)
+	git(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+git(t, dir, "rev-parse", "HEAD")+",sub")
+	for _, step := range []func(){
+		func() { git(t, dir, "update-index", "--index-version", "2") },
+		func() {
+			writeFiles(t, dir, map[string]string{"later.txt": "l\n"})
+			git(t, dir, "add", "-N", "later.txt")
+			git(t, dir, "update-index", "--index-version", "3")
+		},
+		func() { git(t, dir, "update-index", "--index-version", "4") },
+	} {
+		step()
+		data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := indexPaths(data)
+		if !ok {
+			t.Fatalf("index version %s not read", git(t, dir, "update-index", "--show-index-version"))
+		}
+		want := strings.Split(git(t, dir, "ls-files"), "\n")
+		keys := slices.Sorted(maps.Keys(got))
+		if !slices.Equal(keys, want) || !got["sub"] || got["b.txt"] {
+			t.Errorf("indexPaths = %v, ls-files = %q", got, want)
+		}
 	}
 }

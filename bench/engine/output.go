@@ -60,7 +60,8 @@ func writeText(w io.Writer, rep *report) error {
 			fmt.Fprintf(w, "sparse %v: checkout %.0f ms, %s on disk (%.1f%% of full); per-item reset %.1f ms\n",
 				c.Sparse, c.SparseCheckoutMS, mib(c.SparseDiskKB), 100*c.SparseDiskRatio, c.SparseResetMS)
 		}
-		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout\n", rep.Engine.FirstAgentMS, rep.FirstAgentRatio)
+		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout (%.0f ms before the engine run, %.0f ms after, mean %.0f ms)\n",
+			rep.Engine.FirstAgentMS, rep.FirstAgentRatio, c.FullCheckoutMS, c.FullCheckoutAfterMS, c.YardstickMS)
 	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping

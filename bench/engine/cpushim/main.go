@@ -30,6 +30,7 @@ func main() {
 		os.Exit(127)
 	}
 	dir, name := filepath.Dir(self), filepath.Base(self)
+	ppid := os.Getppid() // now: a long-lived child outlives its parent
 	cmd := exec.Command(filepath.Join(dir, "real", name), os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -53,7 +54,7 @@ func main() {
 	}
 	var own syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &own)
-	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%.6f\t%.6f\n", name, os.Getpid(), os.Getppid(), label(name, os.Args[1:]), child, seconds(&own))
+	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%.6f\t%.6f\n", name, os.Getpid(), ppid, label(name, os.Args[1:]), child, seconds(&own))
 	if f, err := os.OpenFile(filepath.Join(dir, "cpu.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 		_, _ = f.WriteString(line)
 		_ = f.Close()
