@@ -72,7 +72,7 @@ func (o *objectReader) walkUnmerged(theirs string, known map[string]bool) mergeW
 
 // errConflictInProcess is the in-process merge giving up: a path was
 // changed on both sides (git decides, and reports the conflict if any).
-var errConflictInProcess = fmt.Errorf("a path changed on both sides")
+var errConflictInProcess = errors.New("a path changed on both sides")
 
 // treeEntry is one entry of a tree: mode and object id.
 type treeEntry struct {
