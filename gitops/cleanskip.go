@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
-	"path"
 	"path/filepath"
 )
 
@@ -33,8 +32,15 @@ func nothingToClean(dir string) bool {
 	}
 	dirs := map[string]bool{"": true}
 	for name := range files {
-		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
+		// Every parent directory, innermost first, as substrings of name
+		// (no allocation); a known one has its parents recorded already.
+		for i := len(name) - 1; i > 0; i-- {
+			if name[i] == '/' {
+				if dirs[name[:i]] {
+					break
+				}
+				dirs[name[:i]] = true
+			}
 		}
 	}
 	var walk func(rel string) bool
