@@ -18,7 +18,8 @@ import (
 // Options configures a [Client]: every git process the Client starts gets
 // exactly this environment, configuration and hooks setting.
 type Options struct {
-	// GitPath is the git executable; "" means "git" looked up in PATH.
+	// GitPath is the git executable; "" means "git" looked up in PATH (once,
+	// when the Client is made).
 	GitPath string
 	// Env is the base environment of every git process, supplied already
 	// scrubbed by the caller; nil means [SafeEnv](os.Environ()), never the
@@ -153,6 +154,16 @@ func ConfigEnv(environ []string, entries []ConfigEntry) []string {
 	return withConfig(append([]string(nil), environ...), entries)
 }
 
+// devNull is os.DevNull opened once for reading, the stdin of every git
+// process given none; nil if it cannot be opened (exec then opens it).
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
 // runner starts git processes with one fixed environment.
 type runner struct {
 	gitPath string
@@ -166,7 +177,11 @@ type runner struct {
 func newRunner(o Options) runner {
 	r := runner{gitPath: o.GitPath, stderr: o.Stderr, cmdCtx: o.commandContext}
 	if r.gitPath == "" {
+		// Looked up once: exec.Command would search PATH on every run.
 		r.gitPath = "git"
+		if p, err := exec.LookPath("git"); err == nil && filepath.IsAbs(p) {
+			r.gitPath = p
+		}
 	}
 	if r.cmdCtx == nil {
 		r.cmdCtx = exec.CommandContext
@@ -215,6 +230,11 @@ func (r *runner) run(ctx context.Context, dir string, extraEnv []string, stdin i
 		cmd.Env = append(append([]string(nil), r.env...), extraEnv...)
 	}
 	cmd.Stdin = stdin
+	if stdin == nil {
+		if dn := devNull(); dn != nil {
+			cmd.Stdin = dn // as exec would, without opening it for every run
+		}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -257,8 +277,16 @@ type Client struct {
 	idEnv []string // cached IdentityEnv result
 	idOK  bool
 
+	identMu sync.Mutex
+	ident   commitIdent // cached commitIdentity result
+	identOK bool
+
 	mergeMu sync.Mutex
 	merged  map[string]*mergedSet // per target ref, see MergeTree
+	refs    refUpdater            // long-lived update-ref of MergeTree
+	// beforeSwap, when set (tests), runs right before each ref update of
+	// MergeTree.
+	beforeSwap func()
 }
 
 // New opens the repository containing repoDir (any directory inside its work

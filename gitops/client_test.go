@@ -143,7 +143,11 @@ func TestRunEnvAndArgv(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"git", "-C", dir, "var", "-l"}; !slices.Equal(argv, want) {
+	gitBin, err := exec.LookPath("git") // looked up once, when the Client is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{gitBin, "-C", dir, "var", "-l"}; !slices.Equal(argv, want) {
 		t.Errorf("argv = %q, want %q", argv, want)
 	}
 }

@@ -20,11 +20,15 @@
 //     index extensions (untracked cache, sparse index) and would have to
 //     share the index with agents' own git;
 //   - merges (`merge --no-ff`, `merge-tree --write-tree`): go-git v5 has no
-//     three-way merge;
-//   - commits and ref updates (`commit-tree`, `update-ref`): git's ref
-//     transactions (lock files, reflogs, compare-and-swap) are the only
-//     locking protocol other git processes honour, so refs are only ever
-//     moved by git;
+//     three-way merge. [Client.MergeTree] merges in-process only where no
+//     path changed on both sides and the merge base is known (inmerge.go),
+//     writing the new trees and the merge commit as loose objects, as git
+//     does (content-addressed files, safe alongside git); commits are left
+//     to `commit-tree` when the environment fixes a date or the repository
+//     signs commits;
+//   - ref updates (`update-ref`): git's ref transactions (lock files,
+//     reflogs, compare-and-swap) are the only locking protocol other git
+//     processes honour, so refs are only ever moved by git;
 //   - push and fetch (credential and proxy handling as the user's git has
 //     it), `status` and `check-ref-format` (git's exact rules).
 //
@@ -60,9 +64,10 @@
 //
 //   - [Client.MergeNoFF] runs `git merge --no-ff` inside a worktree and aborts
 //     on conflict, leaving HEAD, index and files as they were;
-//   - [Client.MergeTree] touches no working tree: `git merge-tree
-//     --write-tree`, `git commit-tree` and a compare-and-swap `git
-//     update-ref`. It is safe to call concurrently: only the ref update is
+//   - [Client.MergeTree] touches no working tree: the merged tree (in-process
+//     when no path changed on both sides, else `git merge-tree
+//     --write-tree`), the merge commit (in-process, else `git commit-tree`)
+//     and a compare-and-swap `git update-ref`. It is safe to call concurrently: only the ref update is
 //     serialised, and a merge whose target moved is redone on the new tip.
 //     A worktree that has the target branch checked out is brought up to
 //     date later with [Client.SyncWorktree].

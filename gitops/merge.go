@@ -89,9 +89,9 @@ func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) 
 // MergeTree merges branch into targetRef without touching any working tree,
 // and returns the new commit of targetRef. targetRef is a branch name or a
 // full ref name. On conflict it returns a *[MergeConflictError] and changes
-// nothing. Otherwise it writes the merge commit (`git commit-tree -p target
-// -p branch`, identity as for [Client.MergeNoFF]) and moves targetRef with a
-// compare-and-swap `git update-ref`. If branch is already contained in
+// nothing. Otherwise it writes the merge commit (parents target and branch,
+// identity as for [Client.MergeNoFF]; in-process, or `git commit-tree`) and
+// moves targetRef with a compare-and-swap `git update-ref`. If branch is already contained in
 // targetRef nothing happens and its commit is returned. The resulting tree
 // is the one `git merge --no-ff` makes (both use the ort strategy). A
 // worktree that has targetRef checked out is left stale: call
@@ -103,11 +103,13 @@ func (c *Client) mergeInProgress(ctx context.Context, dir string) (bool, error) 
 // (another merge won) the merge is redone on the new tip, up to
 // [MaxMergeRetries] times; then the error wraps [ErrRefChanged].
 //
-// When branch is built on targetRef's tip (the tip has not moved since the
-// agent started) the merged tree is branch's own tree and `git merge-tree`
-// is skipped. That check walks branch's history in-process and stops at
-// commits known to be merged already (tips this Client saw or made), so it
-// costs the branch's own commits, not the length of the job.
+// The merged tree needs no `git merge-tree` when branch's history, walked
+// in-process up to commits known to be merged already (see mergedSet),
+// meets targetRef's history in one commit: the tip itself (the merged tree
+// is branch's own), or an earlier one when no path changed on both sides
+// (the trees are merged in-process, see mergeTrees). The walk costs the
+// branch's own commits, not the length of the job. Anything else — a path
+// changed on both sides, several or unknown merge bases — goes to git.
 func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message string) (string, error) {
 	if message == "" {
 		message = defaultMergeMessage(branch)
@@ -119,11 +121,16 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 	}
 	m := c.mergedFor(ref)
 	for attempt := 0; ; attempt++ {
+		// Read under the swap lock: a read racing this Client's own
+		// update-ref would see a tip the Client has not recorded yet and
+		// throw its knowledge away (observe).
+		m.cas.Lock()
 		old, err := c.ResolveRef(ctx, ref)
+		m.cas.Unlock()
 		if err != nil {
 			return "", fmt.Errorf("merge %s into %s: %w", branch, targetRef, err)
 		}
-		commit, err := c.mergeCommit(ctx, m, old, theirs, branch, message)
+		commit, walk, err := c.mergeCommit(ctx, m, old, theirs, branch, message)
 		var mc *MergeConflictError
 		switch {
 		case errors.As(err, &mc):
@@ -133,7 +140,7 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 		case commit == old:
 			return old, nil
 		}
-		err = c.swap(ctx, m, ref, old, theirs, commit, message)
+		err = c.swap(ctx, m, ref, old, theirs, commit, walk)
 		if err == nil {
 			return commit, nil
 		}
@@ -148,46 +155,93 @@ func (c *Client) MergeTree(ctx context.Context, targetRef, branch, message strin
 const MaxMergeRetries = 16
 
 // mergeCommit computes the merge of theirs into old and writes its commit;
-// it returns old itself when theirs is already merged.
-func (c *Client) mergeCommit(ctx context.Context, m *mergedSet, old, theirs, branch, message string) (string, error) {
+// it returns old itself when theirs is already merged. walk is theirs's
+// history not known to be merged (see unmerged).
+//
+// The tree is theirs's own when theirs is built on old; else, when the
+// walk names one merge base and no path changed on both sides, it is
+// merged in-process (mergeInProcess); else `git merge-tree` decides. The
+// commit is written in-process when the identity allows (writeMergeCommit),
+// else by `git commit-tree`.
+func (c *Client) mergeCommit(ctx context.Context, m *mergedSet, old, theirs, branch, message string) (string, mergeWalk, error) {
 	if theirs == old || c.knownMerged(m, old, theirs) {
-		return old, nil
+		return old, mergeWalk{}, nil
 	}
+	walk := c.unmerged(m, old, theirs)
 	var tree string
-	if t, ok := c.descendantTree(m, old, theirs); ok {
-		// theirs is built on old: the merge's tree is theirs's tree.
-		tree = t
-	} else {
+	if walk.complete && len(walk.frontier) == 1 {
+		if walk.frontier[0] == old {
+			// theirs is built on old: the merge's tree is theirs's tree.
+			tree, _ = c.objects.tree(theirs)
+		} else {
+			tree, _ = c.objects.mergeInProcess(walk.frontier[0], old, theirs)
+		}
+	}
+	if tree == "" {
 		out, err := c.run(ctx, c.top, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", old, theirs)
 		if err != nil {
 			if exitCode(err) == 1 {
-				return "", parseMergeTreeConflict(branch, out)
+				return "", walk, parseMergeTreeConflict(branch, out)
 			}
-			return "", err
+			return "", walk, err
 		}
 		tree, _, _ = strings.Cut(out, "\x00")
 		tree = strings.TrimSpace(tree)
 		if merged, err := c.alreadyMerged(ctx, tree, old, theirs); err != nil {
-			return "", err
+			return "", walk, err
 		} else if merged {
-			return old, nil
+			return old, walk, nil
+		}
+	}
+	if c.objects != nil {
+		commit, ok, err := c.writeMergeCommit(ctx, tree, old, theirs, message)
+		if err != nil {
+			return "", walk, fmt.Errorf("commit: %w", err)
+		}
+		if ok {
+			return commit, walk, nil
 		}
 	}
 	idEnv, err := c.IdentityEnv(ctx)
 	if err != nil {
-		return "", err
+		return "", walk, err
 	}
 	out, err := c.run(ctx, c.top, idEnv, nil, "commit-tree", tree, "-p", old, "-p", theirs, "-m", message)
 	if err != nil {
-		return "", fmt.Errorf("commit: %w", err)
+		return "", walk, fmt.Errorf("commit: %w", err)
 	}
-	return strings.TrimSpace(out), nil
+	return strings.TrimSpace(out), walk, nil
+}
+
+// unmerged walks theirs's history in-process up to the commits known to be
+// merged into old (see mergedSet). The walk is incomplete (and names no
+// merge base) when old is not the tip the Client knows or there is no
+// in-process object store.
+func (c *Client) unmerged(m *mergedSet, old, theirs string) mergeWalk {
+	if c.objects == nil {
+		return mergeWalk{}
+	}
+	c.mergeMu.Lock()
+	if m.tip != old {
+		c.mergeMu.Unlock()
+		return mergeWalk{}
+	}
+	known := maps.Clone(m.known)
+	c.mergeMu.Unlock()
+	return c.objects.walkUnmerged(theirs, known)
 }
 
 // mergedSet is what a Client knows about one target ref: the tip it last
 // saw or made, and commits known to be ancestors of (or equal to) it. It
 // only ever speeds up answers: a commit wrongly absent costs a merge-tree,
 // and "already merged" is only concluded from a commit actually present.
+//
+// known also holds every ancestor of tip made after the commit last
+// observed (the tip seen when the set was reset): swap adds a merged
+// branch's commits only when the walk of its history was complete, and
+// resets the set to the new tip otherwise. So a walk of a branch that
+// stops at known commits has walked no ancestor of tip, and when it ends at
+// one known commit, that commit is the branch's only merge base with tip.
 type mergedSet struct {
 	tip   string
 	known map[string]bool
@@ -227,23 +281,38 @@ func (c *Client) knownMerged(m *mergedSet, old, theirs string) bool {
 }
 
 // swap moves ref from old to commit (a merge of theirs) if it still points
-// at old, and records that old, theirs and commit are now merged. It is the
+// at old, and records that old, theirs and commit — and the branch's
+// commits walked, when that walk was complete — are now merged. It is the
 // only serialised part of a merge.
-func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit, message string) error {
+func (c *Client) swap(ctx context.Context, m *mergedSet, ref, old, theirs, commit string, walk mergeWalk) error {
 	m.cas.Lock()
 	defer m.cas.Unlock()
-	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", message, ref, commit, old); err != nil {
-		if now, rerr := c.ResolveRef(ctx, ref); rerr == nil && now != old {
+	if c.beforeSwap != nil {
+		c.beforeSwap()
+	}
+	if err := c.casRef(ctx, ref, commit, old); err != nil {
+		now, rerr := c.ResolveRef(context.WithoutCancel(ctx), ref)
+		switch {
+		case rerr == nil && now == commit:
+			// git died after the update was committed: it happened.
+		case rerr == nil && now != old:
 			return fmt.Errorf("%w (expected %s, found %s): %w", ErrRefChanged, old, now, err)
+		default:
+			return fmt.Errorf("update ref: %w", err)
 		}
-		return fmt.Errorf("update ref: %w", err)
 	}
 	c.mergeMu.Lock()
 	defer c.mergeMu.Unlock()
-	if m.tip != old {
+	if m.tip != old || !walk.complete {
+		// Not every new ancestor is known: start over from the new tip.
 		m.known = map[string]bool{}
+	} else {
+		for _, oid := range walk.walked {
+			m.known[oid] = true
+		}
+		m.known[old], m.known[theirs] = true, true
 	}
-	m.known[old], m.known[theirs], m.known[commit] = true, true, true
+	m.known[commit] = true
 	m.tip = commit
 	return nil
 }

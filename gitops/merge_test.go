@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,18 +246,15 @@ func TestMergeTreeCompareAndSwap(t *testing.T) {
 	}
 	var mu sync.Mutex
 	updates := 0
-	racy := func(ctx context.Context, name string, args ...string) *exec.Cmd {
-		if slices.Contains(args, "update-ref") && !slices.Contains(args, "--stdin") {
-			mu.Lock()
-			git(t, f.repo, "update-ref", "refs/heads/tparent", intruders[updates%2])
-			updates++
-			mu.Unlock()
-		}
-		return exec.CommandContext(ctx, name, args...)
-	}
-	c, err := New(f.repo, Options{Env: isolatedEnv(), commandContext: racy})
+	c, err := New(f.repo, Options{Env: isolatedEnv()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	c.beforeSwap = func() { // right before each compare-and-swap
+		mu.Lock()
+		git(t, f.repo, "update-ref", "refs/heads/tparent", intruders[updates%2])
+		updates++
+		mu.Unlock()
 	}
 	_, err = c.MergeTree(bg(), "tparent", "a", "")
 	if !errors.Is(err, ErrRefChanged) {
@@ -280,16 +276,11 @@ func TestMergeTreeRedoesOnMovedTip(t *testing.T) {
 	f.agent(t, "a", map[string]string{"a.txt": "a"})
 	intruder := f.agent(t, "intruder", map[string]string{"i.txt": "i"})
 	var once sync.Once
-	racy := func(ctx context.Context, name string, args ...string) *exec.Cmd {
-		if slices.Contains(args, "update-ref") && !slices.Contains(args, "--stdin") {
-			once.Do(func() { git(t, f.repo, "update-ref", "refs/heads/tparent", intruder) })
-		}
-		return exec.CommandContext(ctx, name, args...)
-	}
-	c, err := New(f.repo, Options{Env: isolatedEnv(), commandContext: racy})
+	c, err := New(f.repo, Options{Env: isolatedEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.beforeSwap = func() { once.Do(func() { git(t, f.repo, "update-ref", "refs/heads/tparent", intruder) }) }
 	got, err := c.MergeTree(bg(), "tparent", "a", "")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package gitops
 
 import (
+	"bytes"
+	"compress/zlib"
 	"errors"
 	"os"
 	"path/filepath"
@@ -19,7 +21,8 @@ import (
 
 // objectReader reads refs and objects of one repository in-process with
 // go-git's filesystem storage: loose and packed objects, loose and packed
-// refs, alternates. It never writes. Every answer is "found", "not found"
+// refs, alternates. It writes only loose objects (the in-process merges'
+// trees and commits, inmerge.go). Every answer is "found", "not found"
 // or "unknown" (ok=false), and callers ask git on "unknown". go-git's
 // storage is not safe for concurrent use, so every access holds mu.
 type objectReader struct {
@@ -27,6 +30,10 @@ type objectReader struct {
 	mu        sync.Mutex
 	st        *filesystem.Storage
 	walked    atomic.Int64 // commits visited by isAncestor (tests)
+	// written are objects this process wrote (see remember), under mu.
+	written map[plumbing.Hash]plumbing.EncodedObject
+	zbuf    bytes.Buffer // compressed object being written, under mu
+	zw      *zlib.Writer // reused compressor, under mu
 }
 
 // openObjects opens the common git dir with go-git, or returns nil when

@@ -244,8 +244,16 @@ func (c *Client) SwitchBranch(ctx context.Context, dir, branch, commit string) e
 }
 
 // CleanWorktree deletes every untracked and ignored file in the worktree
-// dir, nested repositories included (`git clean -ffdx`).
+// dir, nested repositories included (`git clean -ffdx`). git only runs when
+// an in-process look at the index and the directories finds something it
+// would delete (or cannot tell, see nothingToClean).
 func (c *Client) CleanWorktree(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("clean worktree %s: %w", dir, err)
+	}
+	if nothingToClean(dir) {
+		return nil
+	}
 	if _, err := c.run(ctx, dir, nil, nil, "clean", "-ffdxq"); err != nil {
 		return fmt.Errorf("clean worktree %s: %w", dir, err)
 	}

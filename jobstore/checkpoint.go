@@ -142,6 +142,7 @@ type Checkpoint struct {
 	MaxParallel     int       `json:"max_parallel"`
 	ClaudeCommand   string    `json:"claude_command,omitempty"`
 	ClaudeArgs      []string  `json:"claude_args,omitempty"`
+	Sparse          []string  `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
 	Status          JobStatus `json:"status"`
 	Phase           string    `json:"phase"`
 	SetupCompleted  bool      `json:"setup_completed"`

@@ -56,9 +56,17 @@ func (t *procTable) setup() {
 	go func() {
 		for range sigs {
 			t.reapAdopted()
+			// Every git process the job starts ends with a SIGCHLD, and a
+			// pass reads every thread's children list: at most one pass
+			// per reapPause (signals meanwhile collapse into one), so an
+			// adopted zombie lingers at most that long.
+			time.Sleep(reapPause)
 		}
 	}()
 }
+
+// reapPause is the least time between two passes of reapAdopted.
+const reapPause = 100 * time.Millisecond
 
 // start starts cmd (on the spawner thread) and registers its group.
 func (t *procTable) start(cmd *exec.Cmd, g *stepGroup) error {
@@ -301,11 +309,40 @@ type procStat struct {
 }
 
 func readProcStat(pid int) (procStat, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	data, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, err
 	}
 	return parseProcStat(data)
+}
+
+// readProcFile reads a /proc file with plain system calls: open, read
+// until end of file, close. (os.ReadFile also registers the file with the
+// poller, four more calls, and /proc is read on every step's end and
+// every SIGCHLD pass.)
+func readProcFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // parseProcStat parses "pid (comm) state ppid pgrp session … starttime …";
@@ -331,7 +368,7 @@ func parseProcStat(data []byte) (procStat, error) {
 // processTag returns the process tag in pid's environment ("" when it has
 // none or it cannot be read: another user's process, or a zombie).
 func processTag(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	data, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return ""
 	}
@@ -356,25 +393,27 @@ var haveChildrenFiles = sync.OnceValue(func() bool {
 	return err == nil
 })
 
-// childPIDs lists this process's children (all threads' children).
+// childPIDs lists the children this process adopted as a subreaper, and
+// more: the children of its main thread. The kernel hands an orphan to the
+// first live thread of the subreaper (find_alive_thread: the thread group
+// leader, which lives as long as a Go process does), so adopted processes
+// are always there; processes this process started itself are children of
+// the thread that started them, and os/exec waits for those (step leaders
+// are skipped by the callers). One file instead of one per thread: this
+// runs at every step's end and on SIGCHLD.
 func childPIDs() []int {
 	if !haveChildrenFiles() {
 		return childPIDsByScan()
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
+	pid := strconv.Itoa(os.Getpid())
+	data, err := readProcFile("/proc/" + pid + "/task/" + pid + "/children")
 	if err != nil {
-		return nil
+		return childPIDsByScan()
 	}
 	var out []int
-	for _, task := range tasks {
-		data, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		if err != nil {
-			continue // the thread exited meanwhile
-		}
-		for _, f := range strings.Fields(string(data)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
 		}
 	}
 	return out

@@ -114,6 +114,9 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if o.ClaudeArgs == nil {
 		o.ClaudeArgs = cp.ClaudeArgs
 	}
+	if len(o.Sparse) == 0 {
+		o.Sparse = cp.Sparse // the first run's --sparse, not the workflow's
+	}
 	maxPar := cp.MaxParallel
 	if o.MaxParallel > 0 {
 		maxPar = o.MaxParallel

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -167,5 +168,38 @@ map:
 	}
 	if _, err := os.Stat(parent); !os.IsNotExist(err) {
 		t.Errorf("parent worktree left behind: %v", err)
+	}
+}
+
+// TestResumeKeepsTheSparseOption: the first run's --sparse is in the
+// checkpoint, so the resumed agents check out the same directories, not
+// the workflow's worktree.sparse (they fail if they see a/ instead of b/).
+func TestResumeKeepsTheSparseOption(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, abcFiles(6))
+	wf := r.workflow(strings.Replace(sparseWorkflow("b", "a", "c", "worktree:\n  sparse: [a/]"), "max_parallel: 3", "max_parallel: 1", 1))
+	o, _, stderr, hooks := r.options(wf)
+	o.Sparse = []string{"b/"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hooks.onItem = func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	}
+	res, err := runner.Run(ctx, o)
+	if !errors.Is(err, runner.ErrInterrupted) || res.Pending == 0 {
+		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
+	}
+	o2, _, stderr2, _ := r.options(nil)
+	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	if err != nil || res2.Status != runner.StatusCompleted || res2.Successful != 6 {
+		t.Fatalf("resume: %v, %+v\n%s", err, res2, stderr2)
+	}
+	if !strings.Contains(stderr2.String(), "sparse checkout of b (plus files at the top level)") {
+		t.Errorf("the resumed run is not sparse on b/:\n%s", stderr2)
+	}
+	if files := r.files(res2.ResultsBranch); !slices.Contains(files, "b/out-5.txt") || !slices.Contains(files, "a/keep.txt") {
+		t.Errorf("results branch = %q", files)
 	}
 }

@@ -83,6 +83,9 @@ type worktrees struct {
 	j      *job
 	mode   Isolation
 	sparse []string // cone-mode directories; empty = full checkout
+	// flagSparse is sparse when it came from --sparse (checkpointed, so
+	// resume keeps it); nil when the workflow's worktree.sparse applies.
+	flagSparse []string
 
 	noticeOnce sync.Once
 
@@ -105,7 +108,7 @@ func newWorktrees(j *job, sparse []string) (*worktrees, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--sparse: %w", err)
 		}
-		w.sparse = clean
+		w.sparse, w.flagSparse = clean, clean
 	} else if j.wf != nil {
 		w.sparse = slices.Clone(j.wf.Worktree.Sparse)
 	}

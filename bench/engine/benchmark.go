@@ -46,10 +46,16 @@ type report struct {
 	// Checkout is the per-worktree cost (-checkout, -sparse).
 	Checkout *checkoutCost `json:"checkout,omitempty"`
 	// FirstAgentRatio is the engine's time to first agent / one full
-	// checkout (-checkout).
+	// checkout (-checkout; the mean of one before and one after the run).
 	FirstAgentRatio float64      `json:"time_to_first_agent_vs_full_checkout,omitempty"`
 	Sweep           []sweepRow   `json:"sweep,omitempty"`
 	Profile         []gitProfile `json:"profile,omitempty"`
+	// Split is where the CPU time went (-split).
+	Split []cpuSplit `json:"cpu_split,omitempty"`
+	// Sizes is the repository-size sweep (-sweep-files).
+	Sizes []sizeRow `json:"size_sweep,omitempty"`
+	// PProf is the CPU profile of an extra engine run (-pprof).
+	PProf string `json:"pprof,omitempty"`
 }
 
 // sweepRow is one point of the sweep: engine and baseline at (N, P).
@@ -75,6 +81,7 @@ type bench struct {
 	workflows map[int]string
 	runs      int
 	log       io.Writer
+	shim      string // cpushim binary, built on first use (-split)
 }
 
 // benchmark runs the whole benchmark described by cfg, logging progress to log.
@@ -108,6 +115,10 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 		return nil, err
 	}
 
+	if len(cfg.SweepFiles) > 0 {
+		rep.Sizes, err = b.sizeSweep(ctx)
+		return rep, err
+	}
 	if cfg.Checkout {
 		if rep.Checkout, err = b.measureCheckout(ctx); err != nil {
 			return nil, err
@@ -118,7 +129,12 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 			return nil, err
 		}
 		rep.MergedTree, rep.IdenticalTrees, rep.EngineItemMS = rep.Engine.Tree, true, rep.Engine.TimingsMS
-		b.firstAgent(rep)
+		if err := b.firstAgent(ctx, rep); err != nil {
+			return nil, err
+		}
+		if err := b.extras(ctx, rep); err != nil {
+			return nil, err
+		}
 		return rep, nil
 	}
 	var all []measurement
@@ -134,7 +150,9 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 	if rep.Engine, err = b.measure(ctx, kindEngine, cfg.N, cfg.MaxParallel); err != nil {
 		return nil, err
 	}
-	b.firstAgent(rep)
+	if err := b.firstAgent(ctx, rep); err != nil {
+		return nil, err
+	}
 	all = append(all, rep.Strong, rep.Engine)
 	if cfg.Before && cfg.Plain {
 		before, err := b.measure(ctx, kindBefore, cfg.N, cfg.MaxParallel)
@@ -175,18 +193,69 @@ func benchmark(ctx context.Context, cfg config, log io.Writer) (*report, error) 
 			rep.Profile = append(rep.Profile, p)
 		}
 	}
+	if err := b.extras(ctx, rep); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
-// firstAgent sets the time-to-first-agent ratio when the checkout cost
-// was measured, and logs it.
-func (b *bench) firstAgent(rep *report) {
-	if rep.Checkout == nil || rep.Checkout.FullCheckoutMS <= 0 || rep.Engine.FirstAgentMS <= 0 {
-		return
+// extras runs -split and -pprof.
+func (b *bench) extras(ctx context.Context, rep *report) error {
+	if b.cfg.Split {
+		kinds := []string{kindStrong, kindEngine}
+		if !b.cfg.Baselines {
+			kinds = []string{kindEngine}
+		}
+		for _, kind := range kinds {
+			s, err := b.split(ctx, kind, b.cfg.N, b.cfg.MaxParallel)
+			if err != nil {
+				return err
+			}
+			rep.Split = append(rep.Split, s)
+		}
 	}
-	rep.FirstAgentRatio = round2(rep.Engine.FirstAgentMS / rep.Checkout.FullCheckoutMS)
-	fmt.Fprintf(b.log, "engine: first agent after %.0f ms = %.2f× one full checkout (%.0f ms)\n",
-		rep.Engine.FirstAgentMS, rep.FirstAgentRatio, rep.Checkout.FullCheckoutMS)
+	if b.cfg.PProf != "" {
+		path, err := filepath.Abs(b.cfg.PProf)
+		if err != nil {
+			return err
+		}
+		bin := filepath.Join(b.work, "profaction")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/prodigy-action/prodigy-action/bench/engine/profaction")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("failed to build profaction: %w\n%s", err, out)
+		}
+		plain := b.action
+		b.action = bin
+		m, dir, err := b.start(ctx, kindEngine, b.cfg.N, b.cfg.MaxParallel, []string{"BENCH_CPUPROFILE=" + path})
+		b.action = plain
+		if err != nil {
+			return err
+		}
+		b.done(dir)
+		rep.PProf = path
+		fmt.Fprintf(b.log, "CPU profile of the engine (%.2f s CPU, %.2f s in the CLI itself): go tool pprof -top %s\n", m.CPUSeconds, m.SelfCPUSeconds, path)
+	}
+	return nil
+}
+
+// firstAgent sets the time-to-first-agent ratio when the checkout cost
+// was measured: against the mean of one full checkout before the engine
+// run and one after it (file creation speed drifts on a shared machine).
+func (b *bench) firstAgent(ctx context.Context, rep *report) error {
+	c := rep.Checkout
+	if c == nil || c.FullCheckoutMS <= 0 || rep.Engine.FirstAgentMS <= 0 {
+		return nil
+	}
+	after, err := b.fullCheckoutAgain(ctx)
+	if err != nil {
+		return err
+	}
+	c.FullCheckoutAfterMS = after
+	c.YardstickMS = round2((c.FullCheckoutMS + after) / 2)
+	rep.FirstAgentRatio = round2(rep.Engine.FirstAgentMS / c.YardstickMS)
+	fmt.Fprintf(b.log, "engine: first agent after %.0f ms = %.2f× one full checkout (%.0f ms before the run, %.0f ms after; mean %.0f ms)\n",
+		rep.Engine.FirstAgentMS, rep.FirstAgentRatio, c.FullCheckoutMS, after, c.YardstickMS)
+	return nil
 }
 
 // workDir returns cfg.Dir (created if needed) or a new temp dir.

@@ -183,3 +183,48 @@ func TestSparseEngineOnly(t *testing.T) {
 		t.Error("baselines ran with -baselines=false")
 	}
 }
+
+// TestSizeSweepAndSplitSmoke runs the size sweep on a tiny repository with
+// the CPU split and checks the report's shape: one row with one run per
+// kind, the ratios, and a split per kind that saw the git processes each
+// side starts (the script's merge-tree, the agent's commit in the engine).
+func TestSizeSweepAndSplitSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the harness; skipped with -short")
+	}
+	for _, tool := range []string{"git", "bash", "flock", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-files", "50", "-size-mb", "0.2", "-sweep-files", "40", "-sweep-n", "4", "-repeat", "1", "-split", "-json", "-dir", t.TempDir()}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sizes) != 1 {
+		t.Fatalf("size sweep rows = %+v", rep.Sizes)
+	}
+	r := rep.Sizes[0]
+	if r.Files != 40 || r.N != 4 || len(r.Strong) != 1 || len(r.Engine) != 1 || r.WallRatio <= 0 || r.CPURatio <= 0 || len(r.Split) != 2 {
+		t.Fatalf("row = %+v", r)
+	}
+	has := func(s cpuSplit, cmd string) bool {
+		for _, c := range s.Git {
+			if c.Command == cmd && c.ProcessesPerItem > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if s := r.Split[0]; s.Kind != kindStrong || !has(s, "script merge-tree") || s.GitProcessesPerItem < 8 {
+		t.Errorf("strong split = %+v", s)
+	}
+	if s := r.Split[1]; s.Kind != kindEngine || !has(s, "agent commit") || !has(s, "engine checkout") || s.BashProcessesPerItem < 1 {
+		t.Errorf("engine split = %+v", s)
+	}
+}

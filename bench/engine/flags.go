@@ -29,6 +29,10 @@ type config struct {
 	Baselines     bool     // run the plain-git and strong baselines
 	Plain         bool     // run the plain-git baseline (with Baselines)
 	Checkout      bool     // measure checkout, disk and per-item reset cost
+	Split         bool     // split CPU time by process (cpushim runs)
+	PProf         string   // write a CPU profile of one more engine run here
+	SweepFiles    []int    // repository sizes of the size sweep (replaces the main runs)
+	Repeat        int      // runs per kind and point of the size sweep
 }
 
 // errHelp reports that -h was asked for (usage already printed).
@@ -61,6 +65,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the plain-git and strong baselines (and -before); false measures the engine alone")
 	fs.BoolVar(&c.Plain, "plain", true, "run the plain-git baseline (a checkout per item: slow on big repositories); false keeps the strong one")
 	fs.BoolVar(&c.Checkout, "checkout", false, "measure one full checkout, disk per worktree and per-item reset (and time to first agent)")
+	fs.BoolVar(&c.Split, "split", false, "split the CPU time of engine and strong baseline by process: the CLI itself, git per subcommand, bash and the rest (extra runs with git/bash shims)")
+	fs.StringVar(&c.PProf, "pprof", "", "write a CPU profile (runtime/pprof) of one more engine run to this file")
+	fs.Func("sweep-files", "comma-separated repository sizes (files): run only the size sweep, strong baseline vs engine at every -sweep-n and -max-parallel, -repeat times (bytes per file as -files/-size-mb)", intList(&c.SweepFiles))
+	fs.IntVar(&c.Repeat, "repeat", 3, "runs per kind and point of the -sweep-files sweep (medians reported)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, errHelp
@@ -77,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-size-mb must be positive")
 	case c.N < 1:
 		return c, errors.New("-n must be at least 1")
+	case c.Repeat < 1:
+		return c, errors.New("-repeat must be at least 1")
 	case c.MaxParallel < 1:
 		return c, errors.New("-max-parallel must be at least 1")
 	}

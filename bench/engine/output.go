@@ -21,8 +21,11 @@ func writeJSON(w io.Writer, rep *report) error {
 func writeText(w io.Writer, rep *report) error {
 	fmt.Fprintf(w, "bench/engine: %d files, %.1f MiB in %d dirs; N=%d items, max_parallel=%d; git %s; %d CPUs\n\n",
 		rep.Repo.Files, float64(rep.Repo.Bytes)/(1<<20), rep.Repo.Dirs, rep.N, rep.MaxParallel, rep.GitVersion, rep.CPUs)
+	if len(rep.Sizes) > 0 {
+		return writeSizes(w, rep)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\twall s\tCPU s\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
+	fmt.Fprintln(tw, "run\twall s\tCPU s (self+children)\titems/s\tms/item\tpeak RSS\tvs baseline\tvs strong\t")
 	ratio := func(base, m float64) string {
 		if base <= 0 || m <= 0 {
 			return "-"
@@ -30,7 +33,7 @@ func writeText(w io.Writer, rep *report) error {
 		return fmt.Sprintf("%.2fx", base/m)
 	}
 	row := func(name string, m measurement) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.ItemsPerSec,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f (%.2f+%.2f)\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, m.WallMS/1000, m.CPUSeconds, m.SelfCPUSeconds, m.ChildCPUSeconds, m.ItemsPerSec,
 			m.WallMS/float64(m.N), mib(m.PeakRSSKB), ratio(rep.Baseline.WallMS, m.WallMS), ratio(rep.Strong.WallMS, m.WallMS))
 	}
 	if rep.Baseline.WallMS > 0 {
@@ -57,7 +60,8 @@ func writeText(w io.Writer, rep *report) error {
 			fmt.Fprintf(w, "sparse %v: checkout %.0f ms, %s on disk (%.1f%% of full); per-item reset %.1f ms\n",
 				c.Sparse, c.SparseCheckoutMS, mib(c.SparseDiskKB), 100*c.SparseDiskRatio, c.SparseResetMS)
 		}
-		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout\n", rep.Engine.FirstAgentMS, rep.FirstAgentRatio)
+		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout (%.0f ms before the engine run, %.0f ms after, mean %.0f ms)\n",
+			rep.Engine.FirstAgentMS, rep.FirstAgentRatio, c.FullCheckoutMS, c.FullCheckoutAfterMS, c.YardstickMS)
 	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
@@ -78,6 +82,18 @@ func writeText(w io.Writer, rep *report) error {
 			return err
 		}
 	}
+	for _, s := range rep.Split {
+		fmt.Fprintf(w, "\nCPU of %s (N=%d, P=%d, shimmed run: wall %.2f s, CPU %.2f s), ms per item: self %.1f, git %.1f (%.2f processes), other (bash, mkdir, …) %.1f [%.2f bash started], shims %.1f\n",
+			s.Kind, s.N, s.MaxParallel, s.WallMS/1000, s.TotalCPUSeconds, s.SelfMSPerItem, s.GitMSPerItem, s.GitProcessesPerItem, s.OtherMSPerItem, s.BashProcessesPerItem, s.ShimMSPerItem)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "git command\tper item\tCPU ms/item\t")
+		for _, c := range s.Git {
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\n", c.Command, c.ProcessesPerItem, c.CPUMSPerItem)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	for _, p := range rep.Profile {
 		fmt.Fprintf(w, "\ngit processes of %s (N=%d, P=%d, traced wall %.2f s): %.2f per item (%.2f top-level), %.1f ms of git per item\n",
 			p.Kind, p.N, p.MaxParallel, p.WallMS/1000, p.ProcessesPerItem, p.TopLevelPerItem, p.GitMSPerItem)
@@ -88,6 +104,38 @@ func writeText(w io.Writer, rep *report) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// writeSizes prints the repository-size sweep.
+func writeSizes(w io.Writer, rep *report) error {
+	fmt.Fprintln(w, "size sweep: strong baseline vs engine, medians; ratios are engine/strong (targets: wall ≤ 0.8, CPU ≤ 0.7)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "files\tN\tP\truns\tstrong wall s\tstrong CPU s\tengine wall s\tengine CPU s\t(engine itself)\twall ratio\tCPU ratio\tgit/item engine\tgit/item strong\t")
+	for _, r := range rep.Sizes {
+		gitE, gitS := "-", "-"
+		for _, s := range r.Split {
+			if s.Kind == kindEngine {
+				gitE = fmt.Sprintf("%.2f", s.GitProcessesPerItem)
+			} else {
+				gitS = fmt.Sprintf("%.2f", s.GitProcessesPerItem)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Files, r.N, r.MaxParallel, len(r.Engine),
+			r.StrongWallS, r.StrongCPUS, r.EngineWallS, r.EngineCPUS, r.EngineSelfS, r.WallRatio, r.CPURatio, gitE, gitS)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Sizes {
+		for _, s := range r.Split {
+			fmt.Fprintf(w, "\n%d files: CPU of %s (N=%d, shimmed run), ms per item: self %.1f, git %.1f (%.2f processes), other %.1f, shims %.1f\n",
+				r.Files, s.Kind, s.N, s.SelfMSPerItem, s.GitMSPerItem, s.GitProcessesPerItem, s.OtherMSPerItem, s.ShimMSPerItem)
+			for _, c := range s.Git {
+				fmt.Fprintf(w, "  %-28s %5.2f/item %8.2f ms/item\n", c.Command, c.ProcessesPerItem, c.CPUMSPerItem)
+			}
 		}
 	}
 	return nil

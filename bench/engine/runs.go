@@ -38,6 +38,13 @@ type measurement struct {
 	// CPUSeconds is user+sys time of the measured process and every
 	// descendant it (transitively) waited for, from wait4's rusage.
 	CPUSeconds float64 `json:"cpu_s"`
+	// SelfCPUSeconds is the measured process's own user+sys time (the
+	// engine CLI, or the script's top-level bash), ChildCPUSeconds that of
+	// the descendants it waited for (git, bash, …): CPUSeconds split, from
+	// /proc/<pid>/stat read before the process is reaped (Linux; 10 ms
+	// ticks). Both are 0 where unknown.
+	SelfCPUSeconds  float64 `json:"self_cpu_s"`
+	ChildCPUSeconds float64 `json:"children_cpu_s"`
 	// PeakRSSKB is ru_maxrss of the measured process tree (see maxRSSKB).
 	PeakRSSKB int64 `json:"peak_rss_kb"`
 	// Tree is `git rev-parse bench/results^{tree}` after the run.
@@ -51,6 +58,7 @@ type measurement struct {
 	FirstAgentMS float64 `json:"time_to_first_agent_ms,omitempty"`
 
 	repo string // the clone the run worked on
+	pid  int    // the measured process
 }
 
 // runSpec is what one run needs.
@@ -126,7 +134,14 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, logFile
 
 	start := time.Now()
-	runErr := cmd.Run()
+	runErr := cmd.Start()
+	if runErr == nil {
+		m.pid = cmd.Process.Pid
+		if self, children, err := ownCPU(cmd.Process.Pid); err == nil {
+			m.SelfCPUSeconds, m.ChildCPUSeconds = round3(self), round3(children)
+		}
+		runErr = cmd.Wait()
+	}
 	wall := time.Since(start)
 	if ps := cmd.ProcessState; ps != nil {
 		m.PeakRSSKB = maxRSSKB(ps)
