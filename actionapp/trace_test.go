@@ -1,61 +1,30 @@
 package actionapp
 
 import (
-	"encoding/hex"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
 
 func TestActionTracesWithTheWorkflowEnv(t *testing.T) {
 	t.Parallel()
-	var (
-		mu     sync.Mutex
-		traces = map[string]bool{}
-		keys   []string
-	)
-	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
-		var req collectortrace.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(raw, &req)
-		}
-		if err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		keys = append(keys, r.Header.Get("X-Api-Key"))
-		for _, rs := range req.GetResourceSpans() {
-			for _, ss := range rs.GetScopeSpans() {
-				for _, s := range ss.GetSpans() {
-					if s.GetName() == "job" {
-						traces[hex.EncodeToString(s.GetTraceId())] = true
-					}
-				}
-			}
-		}
-	}))
-	defer otlp.Close()
+	rcv, otlpURL := otlptest.NewHTTP(t)
 	const apiKey = "collector-key-5f4e3d2c1b"
 	gh := newFakeGitHub(t)
 	gh.runID = 555
 	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
 	// OTEL_* set in the workflow step's env: reach the Action's environment.
-	at := newActionTest(t, gh, repo, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=" + apiKey})
+	at := newActionTest(t, gh, repo, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlpURL, "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=" + apiKey})
 	if code := at.run(t); code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, at.out.String(), at.errb.String())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(traces) != 1 || len(keys) == 0 || keys[0] != apiKey {
+	traces := rcv.Named("job")
+	if h := rcv.Headers(); len(traces) != 1 || len(h) == 0 || h[0]["x-api-key"] != apiKey {
+		var keys []string
+		for _, m := range h {
+			keys = append(keys, m["x-api-key"])
+		}
 		t.Fatalf("traces received %v, api keys %q", traces, keys)
 	}
 	summary := at.file(t, "GITHUB_STEP_SUMMARY")

@@ -2,15 +2,10 @@ package telemetry_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,128 +13,16 @@ import (
 	"testing"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/telemetry"
+	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
 
-// receiver is a local OTLP trace receiver: it decodes every export request
-// with the official OTLP protobuf types and keeps the spans, the raw
-// request bytes and the request headers.
-type receiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	mu       sync.Mutex
-	requests int
-	raw      [][]byte
-	headers  []map[string]string
-	spans    []*tracepb.Span
-	resource []*commonpb.KeyValue
-}
-
-func (r *receiver) add(raw []byte, headers map[string]string, req *collectortrace.ExportTraceServiceRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.requests++
-	r.raw = append(r.raw, raw)
-	r.headers = append(r.headers, headers)
-	for _, rs := range req.GetResourceSpans() {
-		r.resource = rs.GetResource().GetAttributes()
-		for _, ss := range rs.GetScopeSpans() {
-			r.spans = append(r.spans, ss.GetSpans()...)
-		}
-	}
-}
-
-// ServeHTTP is the OTLP/HTTP endpoint (POST /v1/traces, protobuf body).
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "unexpected request "+req.Method+" "+req.URL.Path, http.StatusNotFound)
-		return
-	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var msg collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(raw, &msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	headers := map[string]string{}
-	for k := range req.Header {
-		headers[strings.ToLower(k)] = req.Header.Get(k)
-	}
-	r.add(raw, headers, &msg)
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// Export is the OTLP/gRPC TraceService.
-func (r *receiver) Export(ctx context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	raw, err := proto.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	headers := map[string]string{}
-	md, _ := metadata.FromIncomingContext(ctx)
-	for k, v := range md {
-		headers[k] = strings.Join(v, ",")
-	}
-	r.add(raw, headers, req)
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// httpReceiver starts an OTLP/HTTP receiver; its URL is the endpoint.
-func httpReceiver(t *testing.T) (*receiver, string) {
-	t.Helper()
-	r := &receiver{}
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	return r, srv.URL
-}
-
-// grpcReceiver starts an in-process OTLP/gRPC receiver on a local port.
-func grpcReceiver(t *testing.T) (*receiver, string) {
-	t.Helper()
-	r := &receiver{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, r)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return r, lis.Addr().String()
-}
-
-func (r *receiver) snapshot() (int, []*tracepb.Span, []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.requests, append([]*tracepb.Span(nil), r.spans...), bytes.Join(r.raw, nil)
-}
-
-// env is an injected environment.
 type env map[string]string
 
 func (e env) get(k string) string { return e[k] }
@@ -297,7 +180,7 @@ func (tr tree) String() string {
 	for _, s := range tr.spans {
 		fmt.Fprintf(&b, "\n  %s %s parent=%s", s.GetName(), tr.id(s.GetSpanId()), tr.id(s.GetParentSpanId()))
 		for _, kv := range s.GetAttributes() {
-			fmt.Fprintf(&b, " %s=%v", kv.GetKey(), value(kv.GetValue()))
+			fmt.Fprintf(&b, " %s=%v", kv.GetKey(), otlptest.Plain(kv.GetValue()))
 		}
 	}
 	return b.String()
@@ -305,28 +188,7 @@ func (tr tree) String() string {
 
 // attr is a span attribute's value (string, int64, float64, bool), nil
 // when absent.
-func attr(s *tracepb.Span, key string) any {
-	for _, kv := range s.GetAttributes() {
-		if kv.GetKey() == key {
-			return value(kv.GetValue())
-		}
-	}
-	return nil
-}
-
-func value(v *commonpb.AnyValue) any {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_IntValue:
-		return x.IntValue
-	case *commonpb.AnyValue_DoubleValue:
-		return x.DoubleValue
-	case *commonpb.AnyValue_BoolValue:
-		return x.BoolValue
-	}
-	return v.String()
-}
+func attr(s *tracepb.Span, key string) any { return otlptest.Attr(s, key) }
 
 // wantAttrs checks attributes of s.
 func wantAttrs(t *testing.T, s *tracepb.Span, want map[string]any) {

@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact/redacttest"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/telemetry"
+	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
 
 // secret is a token the failing item prints; it must never reach the collector.
@@ -54,7 +55,7 @@ reduce:
 
 func TestHTTPExportsTheSpanTree(t *testing.T) {
 	t.Parallel()
-	rcv, url := httpReceiver(t)
+	rcv, url := otlptest.NewHTTP(t)
 	claude := standInClaude(t, "0.25", "claude-sonnet-4-5", 1200, 340)
 	vars := env{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20abc,x-team=fleet", "OTEL_SERVICE_NAME": "fleet-test"}
 	j, res, err := runJob(t, map[string]string{"items.json": tracedItems}, tracedWorkflow, vars, env{"DEPLOY_TOKEN": secret}, claude, "--model", "claude-sonnet-4-5")
@@ -64,7 +65,7 @@ func TestHTTPExportsTheSpanTree(t *testing.T) {
 	if w := j.warnings.String(); w != "" {
 		t.Errorf("warnings: %s", w)
 	}
-	n, spans, raw := rcv.snapshot()
+	n, spans, raw := rcv.Snapshot()
 	if n == 0 {
 		t.Fatal("the receiver got no request")
 	}
@@ -181,15 +182,8 @@ func TestHTTPExportsTheSpanTree(t *testing.T) {
 
 	// The secret never reached the collector; headers and resource did.
 	redacttest.AssertNoSecrets(t, "OTLP requests", string(raw), secret)
-	rcv.mu.Lock()
-	h := rcv.headers[0]
-	var service any
-	for _, kv := range rcv.resource {
-		if kv.GetKey() == "service.name" {
-			service = value(kv.GetValue())
-		}
-	}
-	rcv.mu.Unlock()
+	h := rcv.Headers()[0]
+	service := otlptest.Value(rcv.Resource(), "service.name")
 	if h["authorization"] != "Bearer abc" || h["x-team"] != "fleet" {
 		t.Errorf("request headers = %v", h)
 	}
@@ -222,13 +216,13 @@ map:
 
 func TestGRPCExportsTheSpanTree(t *testing.T) {
 	t.Parallel()
-	rcv, addr := grpcReceiver(t)
+	rcv, addr := otlptest.NewGRPC(t)
 	vars := env{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-key=v1"}
 	j, res, err := runJob(t, map[string]string{"items.json": `[{"name": "a"}]`}, oneItemWorkflow, vars, env{}, "")
 	if err != nil || res.Successful != 1 {
 		t.Fatalf("run: %v\n%s", err, j.stderr)
 	}
-	n, spans, _ := rcv.snapshot()
+	n, spans, _ := rcv.Snapshot()
 	if n == 0 {
 		t.Fatalf("the gRPC receiver got nothing; warnings: %s", j.warnings)
 	}
@@ -249,15 +243,13 @@ func TestGRPCExportsTheSpanTree(t *testing.T) {
 	if res.TraceID != hex.EncodeToString(root.GetTraceId()) {
 		t.Errorf("trace id %q, root's %x", res.TraceID, root.GetTraceId())
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if rcv.headers[0]["x-key"] != "v1" {
-		t.Errorf("gRPC metadata = %v", rcv.headers[0])
+	if h := rcv.Headers()[0]; h["x-key"] != "v1" {
+		t.Errorf("gRPC metadata = %v", h)
 	}
 }
 
 func TestNothingExportedWithoutTheVariables(t *testing.T) {
-	rcv, url := httpReceiver(t)
+	rcv, url := otlptest.NewHTTP(t)
 	for _, vars := range []env{
 		{},
 		{"OTEL_SERVICE_NAME": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, // no endpoint
@@ -274,7 +266,7 @@ func TestNothingExportedWithoutTheVariables(t *testing.T) {
 	if err != nil || res.Successful != 1 {
 		t.Fatalf("run: %v\n%s", err, j.stderr)
 	}
-	if n, _, _ := rcv.snapshot(); n != 0 {
+	if n, _, _ := rcv.Snapshot(); n != 0 {
 		t.Errorf("the receiver got %d request(s) without OTEL_* variables", n)
 	}
 	if res.TraceID != "" {
@@ -303,7 +295,7 @@ func TestCollectorDownIsAWarning(t *testing.T) {
 
 func TestTelemetryRedactsEveryString(t *testing.T) {
 	t.Parallel()
-	rcv, url := httpReceiver(t)
+	rcv, url := otlptest.NewHTTP(t)
 	const token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 	red := redact.New(redact.Config{Environ: []string{"MY_API_KEY=hunter2-very-secret-value"}})
 	tr := telemetry.New(context.Background(), telemetry.Config{Getenv: env{"OTEL_EXPORTER_OTLP_ENDPOINT": url}.get})
@@ -317,7 +309,7 @@ func TestTelemetryRedactsEveryString(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	n, spans, raw := rcv.snapshot()
+	n, spans, raw := rcv.Snapshot()
 	if n == 0 || len(spans) != 3 {
 		t.Fatalf("%d request(s), %d span(s)", n, len(spans))
 	}
@@ -348,7 +340,7 @@ func closedPort(t *testing.T) string {
 
 func TestRateLimitedAttemptIsItsOwnSpan(t *testing.T) {
 	t.Parallel()
-	rcv, url := httpReceiver(t)
+	rcv, url := otlptest.NewHTTP(t)
 	dir := t.TempDir()
 	// The first call is rate-limited (api_retry 429, error result); the
 	// second succeeds.
@@ -378,7 +370,7 @@ map:
 	if err != nil || res.Successful != 1 {
 		t.Fatalf("run: %v\n%s", err, j.stderr)
 	}
-	_, spans, _ := rcv.snapshot()
+	_, spans, _ := rcv.Snapshot()
 	tr := tree{t: t, spans: spans}
 	item := tr.one("item", "", nil)
 	attempts := tr.children(item, "attempt")

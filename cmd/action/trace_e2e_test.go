@@ -3,80 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
-
-// otlpSink is a local OTLP/HTTP receiver keeping the decoded spans.
-type otlpSink struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	var req collectortrace.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(raw, &req)
-	}
-	if err != nil || r.URL.Path != "/v1/traces" {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			s.spans = append(s.spans, ss.GetSpans()...)
-		}
-	}
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-}
-
-// jobSpans returns the root spans by trace id.
-func (s *otlpSink) jobSpans() map[string]*tracepb.Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]*tracepb.Span{}
-	for _, sp := range s.spans {
-		if sp.GetName() == "job" {
-			out[hex.EncodeToString(sp.GetTraceId())] = sp
-		}
-	}
-	return out
-}
-
-// spanBool is a bool attribute of s (false when absent).
-func spanBool(s *tracepb.Span, key string) bool {
-	for _, kv := range s.GetAttributes() {
-		if kv.GetKey() == key {
-			return kv.GetValue().GetBoolValue()
-		}
-	}
-	return false
-}
 
 func TestTracedRunAndRedriveCLI(t *testing.T) {
 	t.Parallel()
-	sink := &otlpSink{}
-	srv := httptest.NewServer(sink)
-	defer srv.Close()
+	sink, otlpURL := otlptest.NewHTTP(t)
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n": "a"}, {"n": "b"}]`})
 	home := t.TempDir()
 	wf := filepath.Join(t.TempDir(), "wf.yml")
@@ -100,7 +41,7 @@ map:
 		code := execute(context.Background(), f, args)
 		return code, out.String(), errb.String()
 	}
-	otel := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}
+	otel := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlpURL}
 
 	code, out, stderr := cli(otel, "run", wf, "--repo", repo, "--job-id", "j1", "--json")
 	var res struct {
@@ -110,7 +51,7 @@ map:
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Failed != 1 {
 		t.Fatalf("run: exit %d, %v\n%s\n%s", code, err, out, stderr)
 	}
-	roots := sink.jobSpans()
+	roots := sink.Named("job")
 	if len(res.TraceID) != 32 || roots[res.TraceID] == nil {
 		t.Fatalf("--json trace_id %q; traces received: %v", res.TraceID, roots)
 	}
@@ -126,9 +67,9 @@ map:
 	if err := json.Unmarshal([]byte(out), &retry); err != nil || code != 0 {
 		t.Fatalf("dlq retry: exit %d, %v\n%s\n%s", code, err, out, stderr)
 	}
-	roots = sink.jobSpans()
+	roots = sink.Named("job")
 	redrive := roots[retry.TraceID]
-	if retry.TraceID == res.TraceID || redrive == nil || !spanBool(redrive, "prodigy.job.resumed") {
+	if retry.TraceID == res.TraceID || redrive == nil || otlptest.Attr(redrive, "prodigy.job.resumed") != true {
 		t.Fatalf("redrive trace %q (run's %q): %v", retry.TraceID, res.TraceID, redrive)
 	}
 
@@ -160,7 +101,7 @@ map:
 	if code != 0 || strings.Contains(out, "trace_id") {
 		t.Errorf("untraced run: exit %d\n%s", code, out)
 	}
-	if n := len(sink.jobSpans()); n != 2 {
+	if n := len(sink.Named("job")); n != 2 {
 		t.Errorf("%d traces received, want 2", n)
 	}
 }

@@ -16,7 +16,7 @@ require (
 	github.com/sethvargo/go-githubactions v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	golang.org/x/sys v0.46.0 // indirect
-	google.golang.org/protobuf v1.36.9 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 replace github.com/prodigy-action/prodigy-action => ../..
