@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
@@ -157,6 +158,7 @@ func loadJobWorkflow(cp *jobstore.Checkpoint, p Paths) (*config.Workflow, error)
 // worktree matches the results branch, stale agent worktrees and branches
 // are removed, and items already merged are marked so.
 func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
+	j.removeStaleLocks()
 	if err := j.recoverParent(ctx, cp); err != nil {
 		return err
 	}
@@ -204,6 +206,33 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		cp.Error = ""
 	}
 	return j.reconcileDLQ(cp, merged)
+}
+
+// removeStaleLocks removes the lock files the job's own git processes left
+// when a crash killed them mid-write (index.lock and HEAD.lock of the
+// job's worktrees, the lock of the results branch and of its agent
+// branches): git refuses to work while they exist. Resume calls it holding
+// the job lock after ending every process an earlier run left, so no git
+// process of the job can hold them; only files older than now are removed
+// (file times come from the system clock, so this reads time.Now, not the
+// injected clock). The user's checkout and other refs are never touched.
+func (j *job) removeStaleLocks() {
+	worktrees := []string{j.parentDir}
+	if entries, err := os.ReadDir(j.paths.WorktreeRoot()); err == nil {
+		for _, e := range entries {
+			if p := filepath.Join(j.paths.WorktreeRoot(), e.Name()); p != j.parentDir {
+				worktrees = append(worktrees, p)
+			}
+		}
+	}
+	removed, err := j.git.RemoveStaleLocks(worktrees, []string{"refs/heads/" + j.branch},
+		[]string{"refs/heads/prodigy-agent/" + j.id + "/"}, time.Now())
+	for _, p := range removed {
+		j.logf("removed stale git lock %s (left by a git process killed with the earlier run)", p)
+	}
+	if err != nil {
+		j.warn(err.Error())
+	}
 }
 
 // reconcileDLQ brings the DLQ in line with the checkpoint and the results
