@@ -163,18 +163,8 @@ func (r *actionRun) setup() error {
 // means nothing ran.
 func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	e := r.env
-	opts := runner.Options{
-		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: e.Stderr,
-		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
-		MaxCostUSD: r.in.MaxCostUSD,
-		Hooks:      &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
-		Tracer: r.tracing.Tracer(),
-		// Agents run git too: they get the same safe.directory.
-		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
-	}
-	// The engine's stderr carries step output and error text: no line of
-	// it may act as a workflow command.
-	opts.Stderr = ghaction.NeutralizeWriter(e.Stderr)
+	opts := r.engineOptions()
+	opts.MaxCostUSD = r.in.MaxCostUSD
 	if r.in.Command == "gather" {
 		res, err := r.gather(ctx, opts)
 		if res == nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
+	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -32,14 +33,21 @@ func (r *actionRun) inWorkspace(p, def string) string {
 	return filepath.Join(r.ws, p)
 }
 
-// shardOptions are the engine options of plan, shard and gather.
-func (r *actionRun) shardEngineOptions() runner.Options {
+// engineOptions are the engine options of every command the Action runs
+// (run, retry, plan, shard, gather).
+func (r *actionRun) engineOptions() runner.Options {
 	e := r.env
 	return runner.Options{
-		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Stderr: ghaction.NeutralizeWriter(e.Stderr),
+		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel,
+		// The engine's stderr carries step output and error text: no line
+		// of it may act as a workflow command.
+		Stderr: ghaction.NeutralizeWriter(e.Stderr),
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
-		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Environ: scrubEnv(e.Environ()), Redactor: r.redact,
+		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		Tracer: r.tracing.Tracer(),
+		// The engine's git and the agents' git both get safe.directory:
+		// the workspace belongs to the runner's user, not to this container's.
+		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}
 }
 
@@ -74,7 +82,7 @@ func (r *actionRun) plan(ctx context.Context) int {
 		}
 		shards = n
 	}
-	opts := r.shardEngineOptions()
+	opts := r.engineOptions()
 	var fromDLQ string
 	if r.in.RetryFromRun > 0 {
 		jobID, err := r.importRunDLQ(ctx, opts)
@@ -128,7 +136,7 @@ func (r *actionRun) shard(ctx context.Context) int {
 		return exitUsage
 	}
 	out := r.inWorkspace(e.gha.GetInput("shard-out"), defaultShardOut)
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: r.shardEngineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out})
+	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out})
 	if err != nil {
 		e.gha.Errorf("shard %d: %s", k, r.redact.String(oneLine(err)))
 	}

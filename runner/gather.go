@@ -59,7 +59,7 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	if o.Home == "" {
 		return nil, usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, gitops.Options{})
+	git, err := gitops.New(o.RepoDir, o.Git)
 	if err != nil {
 		return nil, usage(err)
 	}
