@@ -5,7 +5,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/proctest"
 )
 
 func bashPath(t *testing.T) string {
@@ -27,41 +27,6 @@ func bashPath(t *testing.T) string {
 		t.Skip("no bash")
 	}
 	return p
-}
-
-// processGone reports whether pid has exited (gone, or a zombie nobody
-// reaped yet).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	st, err := readProcStat(pid)
-	return err != nil || st.state == 'Z'
-}
-
-// waitGone polls until every pid has exited; it fails after a generous
-// bound (the processes are SIGKILLed, so this takes milliseconds).
-func waitGone(t *testing.T, what string, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var alive []int
-		for _, pid := range pids {
-			if !processGone(pid) {
-				alive = append(alive, pid)
-			}
-		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range alive {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("%s: processes %v still alive", what, alive)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func readPIDs(t *testing.T, path string) []int {
@@ -142,7 +107,7 @@ func TestProcessExitIsStepEndWithBackgroundChildHoldingOutput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stdout = %q", out)
 	}
-	waitGone(t, "the background child", pid)
+	proctest.WaitGone(t, "the background child", pid)
 }
 
 func TestOutputOfShortBackgroundJobIsKept(t *testing.T) {
@@ -199,7 +164,7 @@ exit 0
 	}
 	// runProcess returns once they are gone: check at once, no waiting.
 	for _, pid := range pids {
-		if !processGone(pid) {
+		if !proctest.Gone(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("process %d outlived its step", pid)
 		}
@@ -257,7 +222,7 @@ sleep 302`, pidfile))
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if processGone(pid) {
+		if proctest.Gone(pid) {
 			t.Fatalf("process %d of job-1 ended by job-2's resume", pid)
 		}
 	}
@@ -269,7 +234,7 @@ sleep 302`, pidfile))
 	}
 	<-waitErr
 	for _, pid := range pids {
-		if !processGone(pid) {
+		if !proctest.Gone(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("process %d survived endJobLeftovers", pid)
 		}

@@ -3,9 +3,7 @@
 package runner_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/internal/proctest"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -45,19 +44,6 @@ func TestRunnerProcessHelper(t *testing.T) {
 		Stderr: os.Stderr, Getenv: func(string) string { return "" },
 	})
 	t.Fatalf("the runner was meant to be killed, but it returned: %+v %v", res, err)
-}
-
-// exited reports whether pid is gone or a zombie.
-func exited(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(data, ')')
-	return i >= 0 && len(data) > i+2 && data[i+2] == 'Z'
 }
 
 func TestKillNineOfTheRunnerEndsItsAgents(t *testing.T) {
@@ -140,22 +126,7 @@ map:
 	}
 	_ = cmd.Wait()
 
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		var alive []int
-		for _, pid := range pids {
-			if !exited(pid) {
-				alive = append(alive, pid)
-			}
-		}
-		if len(alive) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the killed runner's agents still alive: %v (all: %v)", alive, pids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitGone(t, "processes of the killed runner's agents", pids...)
 
 	// The job resumes and finishes.
 	if err := os.WriteFile(resumed, nil, 0o644); err != nil {
@@ -208,7 +179,7 @@ map:
 			t.Fatalf("%s: %q", name, data)
 		}
 		// The step ends once its processes are gone: no waiting here.
-		if !exited(pid) {
+		if !proctest.Gone(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("the %s step's background child %d outlived it", name, pid)
 		}

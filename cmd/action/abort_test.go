@@ -15,20 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// exited reports whether pid is gone or a zombie.
-func exited(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(data, ')')
-	return i >= 0 && len(data) > i+2 && data[i+2] == 'Z'
-}
+	"github.com/prodigy-action/prodigy-action/internal/proctest"
+)
 
 func TestSecondInterruptEndsTheAgentsBeforeExiting(t *testing.T) {
 	if testing.Short() {
@@ -117,7 +106,7 @@ map:
 	}
 	// Ended before the CLI exited: no waiting here.
 	for _, pid := range pids {
-		if !exited(pid) {
+		if !proctest.Gone(pid) {
 			t.Errorf("process %d outlived the CLI", pid)
 		}
 	}
