@@ -29,7 +29,7 @@ type objectReader struct {
 	commonDir string
 	mu        sync.Mutex
 	st        *filesystem.Storage
-	walked    atomic.Int64 // commits visited by isAncestor (tests)
+	walked    atomic.Int64 // commits visited by the in-process history walks (tests)
 	// written are objects this process wrote (see remember), under mu.
 	written map[plumbing.Hash]plumbing.EncodedObject
 	zbuf    bytes.Buffer // compressed object being written, under mu
@@ -226,26 +226,11 @@ const maxWalk = 1000
 // reached (head's history is not bounded by base) or the walk grows past
 // maxWalk.
 func (o *objectReader) commitsSince(head, base string) (commits []string, ok bool) {
-	if head == base {
-		return nil, true
+	w := o.walkUnmerged(head, map[string]bool{base: true})
+	if !w.complete {
+		return nil, false
 	}
-	seen := map[string]bool{base: true}
-	queue := []string{head}
-	for len(queue) > 0 {
-		oid := queue[0]
-		queue = queue[1:]
-		if seen[oid] {
-			continue
-		}
-		seen[oid] = true
-		parents, ok := o.parents(oid)
-		if !ok || len(parents) == 0 || len(commits) >= maxWalk {
-			return nil, false
-		}
-		commits = append(commits, oid)
-		queue = append(queue, parents...)
-	}
-	return commits, true
+	return w.walked, true
 }
 
 // isAncestor reports whether anc is an ancestor of (or equal to) desc by
