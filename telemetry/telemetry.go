@@ -225,7 +225,9 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, t.timeout)
 		defer cancel()
 		if err = t.provider.Shutdown(ctx); err != nil {
-			err = fmt.Errorf("tracing: flush the spans: %w", err)
+			// E.g. a collector answering 429/502 with Retry-After: the
+			// exporter is still retrying when the bound ends.
+			err = fmt.Errorf("tracing: could not flush the spans to %s within %s (the job's result stands): %w", t.exporter.endpoint, t.timeout, err)
 			t.warn(err.Error())
 		}
 		if n := t.exporter.lost.Load(); n > 0 {

@@ -6,9 +6,13 @@ import (
 	"encoding/hex"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -383,5 +387,39 @@ map:
 	wantAttrs(t, item, map[string]any{"prodigy.outcome": "merged", "prodigy.attempts": int64(1)})
 	if c, _ := attr(item, "prodigy.cost_usd").(float64); math.Abs(c-0.21) > 1e-9 {
 		t.Errorf("item cost = %v, want 0.21 (both runs)", c)
+	}
+}
+
+// A collector that refuses (403) or is throttling or failing (429, 502,
+// with Retry-After) is a warning naming it, never a failure of the job;
+// the exporter did try it, and the exit waits at most the flush bound.
+func TestCollectorErrorsAreWarnings(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests, http.StatusBadGateway} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, http.StatusText(status), status)
+			}))
+			defer srv.Close()
+			vars := env{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_TIMEOUT": "300"}
+			j, res, err := runJob(t, map[string]string{"items.json": `[{"name": "a"}]`}, oneItemWorkflow, vars, env{}, "")
+			if err != nil || res.Successful != 1 || res.Status != runner.StatusCompleted {
+				t.Fatalf("run with a collector answering %d: %v %+v\n%s", status, err, res, j.stderr)
+			}
+			if calls.Load() == 0 {
+				t.Fatalf("the exporter never called the collector")
+			}
+			// Refused: the export fails at once. Throttled or failing: the
+			// exporter retries until the bounded flush at exit gives up.
+			w := j.warnings.String()
+			if !strings.Contains(w, "tracing: could not export spans to "+srv.URL+"/v1/traces (the job continues)") &&
+				!strings.Contains(w, "tracing: could not flush the spans to "+srv.URL+"/v1/traces within") {
+				t.Errorf("warnings = %q", w)
+			}
+		})
 	}
 }
