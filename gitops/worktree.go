@@ -243,6 +243,49 @@ func (c *Client) SwitchBranch(ctx context.Context, dir, branch, commit string) e
 	return nil
 }
 
+// AttachBranch puts the worktree dir on branch, created or reset at commit,
+// without reading its files when it can: if dir's HEAD is detached at
+// commit, `git switch --no-track -C branch` (no start point) writes only the
+// branch and HEAD — no index refresh, no file is looked at, so it costs the
+// same at 50,000 files as at 10. That is only right for a worktree known to
+// be clean, such as a pool slot just checked out at commit and not yet used:
+// unlike [Client.SwitchBranch] it discards nothing. When HEAD is elsewhere or
+// attached to a branch it is [Client.SwitchBranch]. Not serialised.
+func (c *Client) AttachBranch(ctx context.Context, dir, branch, commit string) error {
+	if !c.detachedAt(dir, commit) {
+		return c.SwitchBranch(ctx, dir, branch, commit)
+	}
+	if !validRefName(branchRef(branch)) {
+		return fmt.Errorf("switch worktree %s: invalid branch name %q", dir, branch)
+	}
+	if other, err := c.checkedOutElsewhere(dir, branchRef(branch)); err != nil {
+		return fmt.Errorf("switch worktree %s: %w", dir, err)
+	} else if other != "" {
+		return fmt.Errorf("switch worktree %s: branch %s is checked out in %s", dir, branch, other)
+	}
+	if _, err := c.run(ctx, dir, nil, nil, "switch", "--quiet", "--no-track", "-C", branch); err != nil {
+		return fmt.Errorf("switch worktree %s to %s on %s: %w", dir, commit, branch, err)
+	}
+	return nil
+}
+
+// detachedAt reports whether the worktree dir's HEAD is detached at commit,
+// read in-process; false when it cannot tell.
+func (c *Client) detachedAt(dir, commit string) bool {
+	if c.objects == nil {
+		return false
+	}
+	gitDir, ok := c.objects.ownGitDir(dir)
+	if !ok {
+		return false
+	}
+	if target, ok := c.objects.symbolicHEAD(gitDir); !ok || target != "" {
+		return false
+	}
+	oid, found, ok := c.objects.resolve(gitDir, "HEAD")
+	return ok && found && oid == commit
+}
+
 // CleanWorktree deletes every untracked and ignored file in the worktree
 // dir, nested repositories included (`git clean -ffdx`). git only runs when
 // an in-process look at the index and the directories finds something it

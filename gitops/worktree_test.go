@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWorktreeLifecycle(t *testing.T) {
@@ -380,5 +381,86 @@ func TestSyncWorktree(t *testing.T) {
 	}
 	if got := git(t, f.parent, "write-tree"); got != index {
 		t.Error("index changed by a refused sync")
+	}
+}
+
+func TestAttachBranchOnAFreshSlot(t *testing.T) {
+	t.Parallel()
+	repo, c := newRepo(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n", "top.txt": "t\n"}, true)
+	base := git(t, repo, "rev-parse", "HEAD")
+	next := commitFiles(t, repo, "parent moved on", map[string]string{"a/x.txt": "x2\n"})
+	slot := filepath.Join(t.TempDir(), "pool-0")
+	if err := c.WorktreeAddNoCheckout(bg(), slot, "", base); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WorktreePopulate(bg(), slot, CheckoutOptions{UntrackedCache: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Files older than the index, so no entry is racily clean (git would
+	// rewrite the index to smudge it, walk or no walk).
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{"a/x.txt", "b/y.txt", "top.txt"} {
+		if err := os.Chtimes(filepath.Join(slot, p), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, slot, "update-index", "-q", "--refresh")
+	index := filepath.Join(git(t, slot, "rev-parse", "--absolute-git-dir"), "index")
+	stamp := func() string {
+		fi, err := os.Stat(index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d %d", fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime().UnixNano())
+	}
+	before := stamp()
+	git(t, repo, "branch", "agent/a", next) // an existing branch is reset (-C)
+
+	if err := c.AttachBranch(bg(), slot, "agent/a", base); err != nil {
+		t.Fatal(err)
+	}
+	if br, _ := c.CurrentBranch(bg(), slot); br != "agent/a" {
+		t.Errorf("branch = %q, want agent/a", br)
+	}
+	if got := git(t, repo, "rev-parse", "agent/a"); got != base {
+		t.Errorf("agent/a = %s, want %s", got, base)
+	}
+	if s := git(t, slot, "status", "--porcelain", "--ignored", "--untracked-files=all"); s != "" {
+		t.Errorf("status after attach: %q", s)
+	}
+	if stamp() != before {
+		t.Error("the index was rewritten: the attach walked the worktree")
+	}
+
+	// HEAD now on a branch: AttachBranch is SwitchBranch, which discards.
+	writeFiles(t, slot, map[string]string{"top.txt": "dirty\n"})
+	if err := c.AttachBranch(bg(), slot, "agent/b", next); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := c.Head(bg(), slot); h != next {
+		t.Errorf("HEAD = %s, want %s", h, next)
+	}
+	if got := readFile(t, slot, "top.txt"); got != "t\n" {
+		t.Errorf("top.txt = %q, want the edit discarded", got)
+	}
+	if got := readFile(t, slot, "a/x.txt"); got != "x2\n" {
+		t.Errorf("a/x.txt = %q, want x2", got)
+	}
+
+	// Detached elsewhere than commit: also SwitchBranch.
+	git(t, slot, "checkout", "-q", "--detach", base)
+	if err := c.AttachBranch(bg(), slot, "agent/c", next); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, slot, "a/x.txt"); got != "x2\n" {
+		t.Errorf("a/x.txt = %q after attaching at %s", got, next)
+	}
+	// A branch checked out in another worktree is refused, as by SwitchBranch.
+	git(t, slot, "checkout", "-q", "--detach", base)
+	if err := c.AttachBranch(bg(), slot, "main", base); err == nil || !strings.Contains(err.Error(), "checked out in") {
+		t.Errorf("AttachBranch onto main = %v, want refused", err)
+	}
+	if err := c.AttachBranch(bg(), slot, "-bad", base); err == nil {
+		t.Error("invalid branch name accepted")
 	}
 }

@@ -113,7 +113,7 @@ func writeText(w io.Writer, rep *report) error {
 func writeSizes(w io.Writer, rep *report) error {
 	fmt.Fprintln(w, "size sweep: strong baseline vs engine, medians; ratios are engine/strong (targets: wall ≤ 0.8, CPU ≤ 0.7)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "files\tN\tP\truns\tstrong wall s\tstrong CPU s\tengine wall s\tengine CPU s\t(engine itself)\twall ratio\tCPU ratio\tgit/item engine\tgit/item strong\t")
+	fmt.Fprintln(tw, "files\tN\tP\truns\tstrong wall s\tstrong CPU s\tengine wall s\tengine CPU s\t(engine itself)\tengine merge ms/item\twall ratio\tCPU ratio\tgit/item engine\tgit/item strong\t")
 	for _, r := range rep.Sizes {
 		gitE, gitS := "-", "-"
 		for _, s := range r.Split {
@@ -123,11 +123,15 @@ func writeSizes(w io.Writer, rep *report) error {
 				gitS = fmt.Sprintf("%.2f", s.GitProcessesPerItem)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Files, r.N, r.MaxParallel, len(r.Engine),
-			r.StrongWallS, r.StrongCPUS, r.EngineWallS, r.EngineCPUS, r.EngineSelfS, r.WallRatio, r.CPURatio, gitE, gitS)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", r.Files, r.N, r.MaxParallel, len(r.Engine),
+			r.StrongWallS, r.StrongCPUS, r.EngineWallS, r.EngineCPUS, r.EngineSelfS, r.EngineMergeMS, r.WallRatio, r.CPURatio, gitE, gitS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, f := range mergeGrowth(rep.Sizes) {
+		fmt.Fprintf(w, "%d files: engine merge section per item at N=%d / N=%d: %.1f / %.1f ms = %.2f× (target ≤ 1.2)\n",
+			f.Files, f.MaxN, f.MinN, f.MaxMS, f.MinMS, f.Ratio)
 	}
 	for _, r := range rep.Sizes {
 		for _, s := range r.Split {
@@ -139,4 +143,41 @@ func writeSizes(w io.Writer, rep *report) error {
 		}
 	}
 	return nil
+}
+
+// mergeFlatness compares, for one repository size, the engine's merge
+// section per item at the sweep's largest N with its smallest.
+type mergeFlatness struct {
+	Files, MinN, MaxN int
+	MinMS, MaxMS      float64
+	Ratio             float64
+}
+
+// mergeGrowth returns one mergeFlatness per repository size swept at more
+// than one N.
+func mergeGrowth(rows []sizeRow) []mergeFlatness {
+	var out []mergeFlatness
+	for i, r := range rows {
+		if i > 0 && rows[i-1].Files == r.Files {
+			continue
+		}
+		f := mergeFlatness{Files: r.Files, MinN: r.N, MaxN: r.N, MinMS: r.EngineMergeMS, MaxMS: r.EngineMergeMS}
+		for _, o := range rows[i+1:] {
+			if o.Files != r.Files {
+				break
+			}
+			if o.N < f.MinN {
+				f.MinN, f.MinMS = o.N, o.EngineMergeMS
+			}
+			if o.N > f.MaxN {
+				f.MaxN, f.MaxMS = o.N, o.EngineMergeMS
+			}
+		}
+		if f.MaxN == f.MinN || f.MinMS <= 0 {
+			continue
+		}
+		f.Ratio = round2(f.MaxMS / f.MinMS)
+		out = append(out, f)
+	}
+	return out
 }

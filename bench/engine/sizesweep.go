@@ -24,6 +24,11 @@ type sizeRow struct {
 	EngineWallS float64 `json:"engine_wall_s"`
 	EngineCPUS  float64 `json:"engine_cpu_s"`
 	EngineSelfS float64 `json:"engine_self_cpu_s"`
+	// EngineMergeMS is the median of the engine runs' mean per-item merge
+	// time (timings_ms.merge: listing the agent's commits, waiting for the
+	// merge lock, the merge): the issue's "merge section per item", which
+	// must not grow with N.
+	EngineMergeMS float64 `json:"engine_merge_ms_per_item"`
 	// WallRatio and CPURatio are engine/strong medians (below 1: the
 	// engine is cheaper; the issue's targets are ≤ 0.8 and ≤ 0.7).
 	WallRatio float64 `json:"engine_vs_strong_wall"`
@@ -71,6 +76,12 @@ func (b *bench) sizeSweep(ctx context.Context) ([]sizeRow, error) {
 			row.EngineWallS = median(row.Engine, func(m measurement) float64 { return m.WallMS / 1000 })
 			row.EngineCPUS = median(row.Engine, func(m measurement) float64 { return m.CPUSeconds })
 			row.EngineSelfS = median(row.Engine, func(m measurement) float64 { return m.SelfCPUSeconds })
+			row.EngineMergeMS = median(row.Engine, func(m measurement) float64 {
+				if m.TimingsMS == nil {
+					return 0
+				}
+				return m.TimingsMS.Merge
+			})
 			row.WallRatio = round2(row.EngineWallS / row.StrongWallS)
 			row.CPURatio = round2(row.EngineCPUS / row.StrongCPUS)
 			if b.cfg.Split && i == 0 {
