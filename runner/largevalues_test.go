@@ -83,3 +83,63 @@ map:
 		}
 	}
 }
+
+// TestValueFilesLiveInOnePrivateJobDirectory: every step's PRODIGY_ITEM_FILE
+// is a 0600 file in one 0700 directory of the job, holds that step's item,
+// is gone when its step ends, and the directory is gone when the job ends.
+// Not parallel: it points TMPDIR at its own directory.
+func TestValueFilesLiveInOnePrivateJobDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
+	out := t.TempDir()
+	wf := r.workflow(fmt.Sprintf(`
+name: values
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        f="$PRODIGY_ITEM_FILE"
+        printf '%%s %%s %%s %%s\n' "$f" "$(stat -c %%a "$f")" "$(stat -c %%a "$(dirname "$f")")" "$(cat "$f")" >> %[1]s/seen
+    - shell: printf '%%s\n' "$PRODIGY_ITEM_FILE" >> %[1]s/second
+`, out))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	seen, _ := os.ReadFile(filepath.Join(out, "seen"))
+	lines := strings.Split(strings.TrimSpace(string(seen)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("seen:\n%s", seen)
+	}
+	dirs, items := map[string]bool{}, map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[1] != "600" || f[2] != "700" {
+			t.Errorf("value file %q: want a 0600 file in a 0700 directory", l)
+			continue
+		}
+		dirs[filepath.Dir(f[0])] = true
+		items[f[3]] = true
+		if _, err := os.Stat(f[0]); err == nil {
+			t.Errorf("%s outlived its step", f[0])
+		}
+	}
+	if len(dirs) != 1 || len(items) != 4 {
+		t.Errorf("directories %v, items %v: want one directory, four different items", dirs, items)
+	}
+	for d := range dirs {
+		if filepath.Dir(d) != tmp {
+			t.Errorf("value directory %s is not under TMPDIR %s", d, tmp)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in TMPDIR after the job: %v", left)
+	}
+	second, _ := os.ReadFile(filepath.Join(out, "second"))
+	if strings.Contains(string(seen), strings.SplitN(string(second), "\n", 2)[0]+" ") {
+		t.Errorf("a later step got the path of an earlier step's file")
+	}
+}

@@ -149,6 +149,7 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	j.trees.close(cctx)
+	j.steps.values.close()
 	_ = j.git.WorktreeRemove(cctx, j.parentDir)
 	_ = j.git.WorktreePrune(cctx)
 	if err := j.store.Close(); err != nil {

@@ -682,6 +682,7 @@ func (j *job) end(cause error) (*Result, error) {
 		status = StatusFailed
 	}
 	j.trees.close(ctx)
+	j.steps.values.close()
 	j.cool.finish()
 	j.deadMu.Lock()
 	dead := uniqueStrings(j.deadBranches)
@@ -765,6 +766,9 @@ func (j *job) rollback() {
 	}
 	if j.trees != nil {
 		j.trees.close(ctx)
+	}
+	if j.steps != nil {
+		j.steps.values.close()
 	}
 	_ = j.git.WorktreeRemove(ctx, j.parentDir)
 	_ = j.git.WorktreePrune(ctx)

@@ -23,9 +23,9 @@ import (
 )
 
 // stepRunner executes workflow steps (shell, claude, write_file) with
-// their own retries, timeouts, commit checks and output captures. It holds
-// no per-run state: the working directory, scope and logs come in a
-// stepContext.
+// their own retries, timeouts, commit checks and output captures. Its only
+// state is the job's directory for value files (closed when the job ends):
+// the working directory, scope and logs come in a stepContext.
 type stepRunner struct {
 	git        *gitops.Client
 	bash       string   // bash for shell steps
@@ -35,6 +35,7 @@ type stepRunner struct {
 	clock      retry.Clock
 	rand       func() float64
 	red        *redact.Redactor // claude transcripts are redacted as they are written
+	values     valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
 }
 
 // stepContext is what the steps of one phase or agent attempt share.
@@ -262,7 +263,7 @@ func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext)
 	}
 	env := withEnv(sc.env, stepEnv)
 	env = append(env, prep.Env...)
-	env, cleanup, f := passLargeValues(env, prep.Files)
+	env, cleanup, f := s.passLargeValues(env, prep.Files)
 	if f != nil {
 		return "", f
 	}
@@ -312,7 +313,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	env := withEnv(sc.env, stepEnv)
 	env = append(env, "PRODIGY_AUTOMATION=true")
-	env, cleanup, f := passLargeValues(env, nil)
+	env, cleanup, f := s.passLargeValues(env, nil)
 	if f != nil {
 		return "", f
 	}
@@ -485,13 +486,13 @@ func (c *captureBuffer) Write(p []byte) (int, error) {
 const maxArgLen = 128<<10 - 1
 
 // passLargeValues makes env fit the system's limits: every value file of
-// the shell script is written to a private temporary directory and its
-// variable set to the path; the item is always written there too, as
-// PRODIGY_ITEM_FILE, and PRODIGY_ITEM itself is dropped when it is larger
+// the shell script is written to the job's private directory (valueFiles)
+// and its variable set to the path; the item is always written there too,
+// as PRODIGY_ITEM_FILE, and PRODIGY_ITEM itself is dropped when it is larger
 // than interp.DefaultMaxEnvValue (read the file instead). A step env value
-// too large for the environment is a permanent failure. cleanup removes the
-// directory.
-func passLargeValues(env []string, files []interp.ValueFile) ([]string, func(), *stepFailure) {
+// too large for the environment is a permanent failure. cleanup removes
+// the step's files.
+func (s *stepRunner) passLargeValues(env []string, files []interp.ValueFile) ([]string, func(), *stepFailure) {
 	nothing := func() {}
 	for _, kv := range env {
 		if len(kv) > maxArgLen && !strings.HasPrefix(kv, "PRODIGY_ITEM=") {
@@ -510,17 +511,20 @@ func passLargeValues(env []string, files []interp.ValueFile) ([]string, func(), 
 	if item < 0 && len(files) == 0 {
 		return env, nothing, nil
 	}
-	dir, err := os.MkdirTemp("", "prodigy-values-")
-	if err != nil {
-		return nil, nothing, &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("create a directory for step values: %v", err)}
+	run := s.values.seq.Add(1)
+	var written []string
+	cleanup := func() {
+		for _, p := range written {
+			_ = os.Remove(p)
+		}
 	}
-	cleanup := func() { _ = os.RemoveAll(dir) }
 	write := func(name, content string) (string, *stepFailure) {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		path, err := s.values.write(run, name, content)
+		if err != nil {
 			cleanup()
 			return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("write a step value: %v", err)}
 		}
+		written = append(written, path)
 		return path, nil
 	}
 	out := make([]string, 0, len(env)+len(files)+1)

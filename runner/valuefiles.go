@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// valueFiles is where steps read the values that do not go through the
+// environment: PRODIGY_ITEM_FILE and shell values too large for it. It is
+// one private directory per job (0700, made on first use under the system's
+// temporary directory, like os.MkdirTemp), holding one 0600 file per value
+// per step run, each removed when its step ends; close removes the
+// directory when the job ends. One directory per job rather than per step
+// saves a mkdir and an rmdir for every step. The zero value is ready to use.
+type valueFiles struct {
+	mu  sync.Mutex
+	dir string
+	seq atomic.Uint64
+}
+
+// write creates a new file holding content for the step run numbered run
+// and returns its path.
+func (v *valueFiles) write(run uint64, name, content string) (string, error) {
+	dir, err := v.directory()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, strconv.FormatUint(run, 10)+"-"+name)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", err
+	}
+	return path, nil
+}
+
+// directory returns the job's directory, making it first (again, if a
+// step's cleanup or anything else removed it).
+func (v *valueFiles) directory() (string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.dir != "" {
+		if fi, err := os.Lstat(v.dir); err == nil && fi.IsDir() {
+			return v.dir, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "prodigy-values-")
+	if err != nil {
+		return "", fmt.Errorf("create a directory for step values: %w", err)
+	}
+	v.dir = dir
+	return dir, nil
+}
+
+// close removes the directory and anything left in it.
+func (v *valueFiles) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.dir != "" {
+		_ = os.RemoveAll(v.dir)
+		v.dir = ""
+	}
+}
