@@ -255,6 +255,10 @@ func (b *bench) firstAgent(ctx context.Context, rep *report) error {
 	rep.FirstAgentRatio = round2(rep.Engine.FirstAgentMS / c.YardstickMS)
 	fmt.Fprintf(b.log, "engine: first agent after %.0f ms = %.2f× one full checkout (%.0f ms before the run, %.0f ms after; mean %.0f ms)\n",
 		rep.Engine.FirstAgentMS, rep.FirstAgentRatio, c.FullCheckoutMS, after, c.YardstickMS)
+	if rep.Engine.FirstCheckoutMS > 0 {
+		fmt.Fprintf(b.log, "engine: first agent after %.2f× its own first slot checkout in the same run (%.0f ms)\n",
+			rep.Engine.FirstAgentVsOwnCheckout, rep.Engine.FirstCheckoutMS)
+	}
 	return nil
 }
 
@@ -315,7 +319,8 @@ func (b *bench) start(ctx context.Context, kind string, n, p int, env []string) 
 	dir := filepath.Join(b.work, "runs", fmt.Sprintf("%02d-%s-n%d-p%d", b.runs, kind, n, p))
 	fmt.Fprintf(b.log, "%-8s N=%-5d P=%-2d ... ", kind, n, p)
 	m, err := runOne(ctx, runSpec{kind: kind, n: n, maxParallel: p, template: b.template,
-		workflow: wf, action: b.action, dir: dir, env: env, sparse: b.sparseDirs()})
+		workflow: wf, action: b.action, dir: dir, env: env, sparse: b.sparseDirs(),
+		traceCheckout: b.cfg.Checkout && kind == kindEngine && len(env) == 0})
 	if err != nil {
 		fmt.Fprintln(b.log, "failed")
 		if !b.cfg.Keep {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,9 @@ func TestSparseEngineOnly(t *testing.T) {
 	if strings.Join(c.Sparse, ",") != "src/m000/p0,out" {
 		t.Errorf("sparse dirs = %q", c.Sparse)
 	}
+	if rep.Engine.FirstCheckoutMS <= 0 || rep.Engine.FirstAgentVsOwnCheckout <= 0 {
+		t.Errorf("the engine's own first slot checkout was not timed: %+v", rep.Engine)
+	}
 	if rep.Engine.FirstAgentMS <= 0 || rep.FirstAgentRatio <= 0 || rep.Engine.Tree == "" || !strings.Contains(rep.Engine.Description, "--sparse src/m000/p0") {
 		t.Errorf("engine = %+v, first-agent ratio %v", rep.Engine, rep.FirstAgentRatio)
 	}
@@ -210,7 +214,7 @@ func TestSizeSweepAndSplitSmoke(t *testing.T) {
 		t.Fatalf("size sweep rows = %+v", rep.Sizes)
 	}
 	r := rep.Sizes[0]
-	if r.Files != 40 || r.N != 4 || len(r.Strong) != 1 || len(r.Engine) != 1 || r.WallRatio <= 0 || r.CPURatio <= 0 || len(r.Split) != 2 {
+	if r.Files != 40 || r.N != 4 || len(r.Strong) != 1 || len(r.Engine) != 1 || r.WallRatio <= 0 || r.CPURatio <= 0 || len(r.Split) != 2 || r.EngineMergeMS <= 0 {
 		t.Fatalf("row = %+v", r)
 	}
 	has := func(s cpuSplit, cmd string) bool {
@@ -226,5 +230,21 @@ func TestSizeSweepAndSplitSmoke(t *testing.T) {
 	}
 	if s := r.Split[1]; s.Kind != kindEngine || !has(s, "agent commit") || !has(s, "engine checkout") || s.BashProcessesPerItem < 1 {
 		t.Errorf("engine split = %+v", s)
+	}
+}
+
+// TestMergeGrowth: the merge section's growth is taken per repository size,
+// from its smallest N to its largest, and sizes swept at one N are skipped.
+func TestMergeGrowth(t *testing.T) {
+	rows := []sizeRow{
+		{Files: 1000, N: 200, EngineMergeMS: 9},
+		{Files: 1000, N: 100, EngineMergeMS: 8},
+		{Files: 1000, N: 1000, EngineMergeMS: 10},
+		{Files: 10000, N: 100, EngineMergeMS: 5},
+	}
+	got := mergeGrowth(rows)
+	want := []mergeFlatness{{Files: 1000, MinN: 100, MaxN: 1000, MinMS: 8, MaxMS: 10, Ratio: 1.25}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mergeGrowth = %+v, want %+v", got, want)
 	}
 }

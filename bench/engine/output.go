@@ -62,6 +62,10 @@ func writeText(w io.Writer, rep *report) error {
 		}
 		fmt.Fprintf(w, "engine time to first agent: %.0f ms = %.2fx one full checkout (%.0f ms before the engine run, %.0f ms after, mean %.0f ms)\n",
 			rep.Engine.FirstAgentMS, rep.FirstAgentRatio, c.FullCheckoutMS, c.FullCheckoutAfterMS, c.YardstickMS)
+		if rep.Engine.FirstCheckoutMS > 0 {
+			fmt.Fprintf(w, "  = %.2fx the engine's own first slot checkout in the same run (%.0f ms)\n",
+				rep.Engine.FirstAgentVsOwnCheckout, rep.Engine.FirstCheckoutMS)
+		}
 	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping

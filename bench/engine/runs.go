@@ -56,6 +56,11 @@ type measurement struct {
 	// FirstAgentMS is the time from process start to the engine's first
 	// agent_started event (engine runs only): the job's fixed setup cost.
 	FirstAgentMS float64 `json:"time_to_first_agent_ms,omitempty"`
+	// FirstCheckoutMS is the engine's own checkout of its first pool slot
+	// in this run (-checkout only; from a GIT_TRACE2_EVENT file), and
+	// FirstAgentVsOwnCheckout is FirstAgentMS over it.
+	FirstCheckoutMS         float64 `json:"first_slot_checkout_ms,omitempty"`
+	FirstAgentVsOwnCheckout float64 `json:"time_to_first_agent_vs_own_checkout,omitempty"`
 
 	repo string // the clone the run worked on
 	pid  int    // the measured process
@@ -72,6 +77,9 @@ type runSpec struct {
 	dir         string   // a new directory for this run's clone, state and logs
 	env         []string // extra environment (profiling)
 	sparse      []string // engine --sparse directories
+	// traceCheckout traces the engine's git processes (GIT_TRACE2_EVENT)
+	// to time its first pool slot checkout (measurement.FirstCheckoutMS).
+	traceCheckout bool
 }
 
 // runOne clones the template into spec.dir and times one run on it.
@@ -122,6 +130,9 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		return m, fmt.Errorf("unknown run kind %q", s.kind)
 	}
 	cmd.Env = append(cmd.Env, s.env...)
+	if s.traceCheckout {
+		cmd.Env = append(cmd.Env, traceEnv(filepath.Join(s.dir, "trace2.json"))...)
+	}
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Minute
 	var stdout bytes.Buffer
@@ -158,6 +169,12 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		}
 		if m.FirstAgentMS, err = firstAgentMS(filepath.Join(s.dir, "step-starts"), start); err != nil {
 			return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
+		}
+		if s.traceCheckout {
+			if m.FirstCheckoutMS, err = firstCheckoutMS(filepath.Join(s.dir, "trace2.json")); err != nil {
+				return m, fmt.Errorf("%s run (N=%d, P=%d): %w", s.kind, s.n, s.maxParallel, err)
+			}
+			m.FirstAgentVsOwnCheckout = round2(m.FirstAgentMS / m.FirstCheckoutMS)
 		}
 	}
 	m.Tree, err = gitOut(ctx, m.repo, nil, "rev-parse", resultsBranch+"^{tree}")

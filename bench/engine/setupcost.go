@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -225,3 +228,43 @@ func (b *bench) sparseDirs() []string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// firstCheckoutMS reads the trace2 event file of an engine run and returns
+// the lifetime, in ms, of the first `git reset --quiet --hard HEAD` — the
+// engine's checkout of its first pool slot (gitops.WorktreePopulate): one
+// full checkout, taken in the same run, so time_to_first_agent can be set
+// against it without the drift between two runs minutes apart.
+func firstCheckoutMS(path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("failed to open trace: %w", err)
+	}
+	defer f.Close()
+	first := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
+	for sc.Scan() {
+		var ev struct {
+			Event string   `json:"event"`
+			SID   string   `json:"sid"`
+			Argv  []string `json:"argv"`
+			TAbs  float64  `json:"t_abs"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch {
+		case first == "" && ev.Event == "start" && slices.Equal(tail3(ev.Argv), []string{"--hard", "HEAD", "--"}) && slices.Contains(ev.Argv, "reset"):
+			first = ev.SID
+		case first != "" && ev.SID == first && ev.Event == "atexit":
+			return round2(ev.TAbs * 1000), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("failed to read trace: %w", err)
+	}
+	return 0, fmt.Errorf("no pool slot checkout (reset --hard HEAD) in %s", path)
+}
+
+// tail3 returns the last three elements of s (all of it if shorter).
+func tail3(s []string) []string { return s[max(0, len(s)-3):] }
