@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -758,6 +759,23 @@ func appendSync(path string, data []byte) error {
 func HasCheckpoint(p Paths) bool {
 	_, err := os.Stat(p.Checkpoint())
 	return err == nil
+}
+
+// CheckpointStamp identifies the checkpoint as it is on disk (size and
+// modification time of the snapshot and of the journal): every durable
+// write changes it. A reader that loaded the checkpoint before taking the
+// job's lock compares stamps to know whether to load it again.
+func CheckpointStamp(p Paths) string {
+	var b strings.Builder
+	for _, path := range []string{p.Checkpoint(), p.CheckpointJournal()} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.WriteString("-;")
+			continue
+		}
+		fmt.Fprintf(&b, "%d:%d;", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String()
 }
 
 // LoadCheckpoint reads a job's checkpoint: checkpoint.json with the

@@ -223,3 +223,56 @@ reduce:
 		t.Errorf("reduce did not re-run:\n%s", stderr3)
 	}
 }
+
+// TestResumeRereadsACheckpointWrittenBeforeItsLock: a resume reads the
+// checkpoint before it can lock the job; when another runner finishes the
+// job in between, the resume sees the finished job once it holds the lock
+// (it says so and runs nothing) instead of acting on what it read first.
+// Not parallel: it sets a package hook.
+func TestResumeRereadsACheckpointWrittenBeforeItsLock(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6)})
+	wf := r.workflow(`
+name: race
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+`)
+	o, _, stderr, hooks := r.options(wf)
+	ctx, cancel := context.WithCancel(context.Background())
+	hooks.onItem = func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	}
+	o.InterruptGrace = 20 * time.Second
+	if _, err := runner.Run(ctx, o); !errors.Is(err, runner.ErrInterrupted) {
+		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
+	}
+	var inner *runner.Result
+	restore := runner.SetBeforeLock(func() {
+		restoreInner := runner.SetBeforeLock(nil)
+		defer restoreInner()
+		oi, _, stderrI, _ := r.options(nil)
+		var err error
+		if inner, err = runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: oi}); err != nil {
+			t.Errorf("the other runner's resume: %v\n%s", err, stderrI)
+		}
+	})
+	defer restore()
+	o2, _, stderr2, _ := r.options(nil)
+	res, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr2)
+	}
+	if inner == nil || inner.Status != runner.StatusCompleted || inner.Successful != 6 {
+		t.Fatalf("the other runner's result = %+v", inner)
+	}
+	if res.Status != runner.StatusCompleted || res.Successful != 6 || !strings.Contains(stderr2.String(), "already completed") {
+		t.Errorf("resume after the other runner finished = %+v\n%s", res, stderr2)
+	}
+	if merges := r.git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "6" {
+		t.Errorf("%s merges, want 6", merges)
+	}
+}

@@ -86,12 +86,17 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	return j.executePaged(ctx, next)
 }
 
+// beforeLock, when set (tests), runs in reopen between reading the
+// checkpoint and locking the job.
+var beforeLock func()
+
 // reopen loads a job's checkpoint and workflow and locks the job.
 func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Checkpoint, func(), error) {
 	p, err := FindJob(o.Home, "", jobID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	stamp := jobstore.CheckpointStamp(p)
 	cp, err := jobstore.LoadCheckpoint(p)
 	if err != nil {
 		return nil, nil, nil, err
@@ -126,9 +131,22 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
+	if beforeLock != nil {
+		beforeLock()
+	}
 	unlock, err := j.lock()
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// The checkpoint was read before the lock (its settings are needed to
+	// open the job): a runner that held the lock until just now may have
+	// written since. Its items and status are read again if so; the
+	// settings above never change after the first run.
+	if jobstore.CheckpointStamp(p) != stamp {
+		if cp, err = jobstore.LoadCheckpoint(p); err != nil {
+			unlock()
+			return nil, nil, nil, err
+		}
 	}
 	if wfWarning != "" {
 		j.warn(wfWarning)
