@@ -165,6 +165,8 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	e := r.env
 	opts := r.engineOptions()
 	opts.MaxCostUSD = r.in.MaxCostUSD
+	// The pool's files are deleted once everything is published (finish).
+	opts.DeferTeardown = true
 	if r.in.Command == "gather" {
 		res, err := r.gather(ctx, opts)
 		if res == nil {
@@ -202,8 +204,16 @@ type published struct {
 }
 
 // finish publishes every job (DLQ artifact, comment, summary, push) and
-// returns the exit code: the worst of the jobs'.
+// returns the exit code: the worst of the jobs'. The jobs' pool worktrees
+// are deleted after that (runner.Options.DeferTeardown).
 func (r *actionRun) finish(ctx context.Context, outs []*jobOutcome) int {
+	defer func() {
+		for _, o := range outs {
+			if o.res != nil && o.res.Teardown != nil {
+				o.res.Teardown()
+			}
+		}
+	}()
 	e := r.env
 	code := exitOK
 	var pubs []published

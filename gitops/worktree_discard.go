@@ -77,3 +77,48 @@ func (c *Client) linkedAdminDir(abs string) (string, bool) {
 	}
 	return gd, true
 }
+
+// WorktreeDetach unlinks the linked worktree at path from the repository
+// without deleting its files yet: the directory is moved (one rename) to
+// to, which must not exist and must be on the same file system, and its
+// administrative entry is pruned, so `git worktree list` no longer shows it
+// and the branch it had checked out is free. The caller deletes to later,
+// with [RemoveDetached]. When [Client.WorktreeDiscard] would go through
+// git (a locked worktree, or one that is not this repository's), or the
+// rename fails, it is WorktreeDiscard and moved is false (nothing is left
+// to delete). A path that no longer exists is not an error.
+func (c *Client) WorktreeDetach(ctx context.Context, path, to string) (moved bool, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false, fmt.Errorf("detach worktree %s: %w", path, err)
+	}
+	admin, ok := c.linkedAdminDir(abs)
+	if !ok {
+		return false, c.WorktreeDiscard(ctx, abs)
+	}
+	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
+		return false, c.WorktreeDiscard(ctx, abs)
+	}
+	if err := c.checkDeletable(abs); err != nil {
+		return false, fmt.Errorf("detach worktree %s: %w", path, err)
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return false, fmt.Errorf("detach worktree %s: %s already exists", path, to)
+	}
+	if err := os.Rename(abs, to); err != nil {
+		return false, c.WorktreeDiscard(ctx, abs)
+	}
+	if err := c.WorktreePrune(ctx); err != nil {
+		return true, fmt.Errorf("detach worktree %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// RemoveDetached deletes a directory [Client.WorktreeDetach] moved aside,
+// read-only files and directories included.
+func RemoveDetached(dir string) error {
+	if err := removeAll(dir); err != nil {
+		return fmt.Errorf("remove detached worktree %s: %w", dir, err)
+	}
+	return nil
+}

@@ -277,3 +277,48 @@ func TestSyncWorktreeLeavesUncheckedOutWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWorktreeDetachMovesFilesAsideAndFreesTheBranch(t *testing.T) {
+	t.Parallel()
+	repo, c := abcRepo(t)
+	base := git(t, repo, "rev-parse", "HEAD")
+	dir := t.TempDir()
+	slot, aside := filepath.Join(dir, "pool-1"), filepath.Join(dir, ".discarded-pool-1")
+	if err := c.WorktreeCreate(bg(), slot, "agent/1", base, CheckoutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, slot, map[string]string{"untracked.txt": "u"})
+	moved, err := c.WorktreeDetach(bg(), slot, aside)
+	if err != nil || !moved {
+		t.Fatalf("detach = %v, %v", moved, err)
+	}
+	if _, err := os.Stat(slot); !os.IsNotExist(err) {
+		t.Errorf("the slot is still at its path: %v", err)
+	}
+	if got := readFile(t, aside, "untracked.txt"); got != "u" {
+		t.Errorf("files not moved aside: untracked.txt = %q", got)
+	}
+	if list, _ := c.Worktrees(bg()); len(list) != 1 {
+		t.Errorf("worktrees after detach: %+v", list)
+	}
+	// The branch is free: another worktree may check it out.
+	other := filepath.Join(dir, "other")
+	git(t, repo, "worktree", "add", "-q", other, "agent/1")
+	if err := RemoveDetached(aside); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(aside); !os.IsNotExist(err) {
+		t.Errorf("the detached files are still there: %v", err)
+	}
+	// Locked: discarded through git, nothing moved aside.
+	git(t, repo, "worktree", "lock", other)
+	if moved, err := c.WorktreeDetach(bg(), other, filepath.Join(dir, ".discarded-other")); err != nil || moved {
+		t.Errorf("detach of a locked worktree = %v, %v; want discarded in place", moved, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".discarded-other")); !os.IsNotExist(err) {
+		t.Errorf("a locked worktree was moved aside: %v", err)
+	}
+	if moved, err := c.WorktreeDetach(bg(), filepath.Join(dir, "gone"), filepath.Join(dir, ".discarded-gone")); err != nil || moved {
+		t.Errorf("detach of a missing path = %v, %v", moved, err)
+	}
+}

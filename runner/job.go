@@ -56,6 +56,7 @@ type settings struct {
 	noItems        bool    // the job has no map items by design (Options.NoItems)
 	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
 	tracer         Tracer  // Options.Tracer; nil traces nothing
+	deferTeardown  bool    // Options.DeferTeardown
 }
 
 // services are shared by the job's item runners; each is safe for

@@ -85,6 +85,14 @@ type Options struct {
 	// starts a job of the current checkout's workflow whose items then come
 	// from imported DLQ records (RetryDLQ).
 	NoItems bool
+	// DeferTeardown leaves the deletion of the pool worktrees' files to the
+	// caller: at the end of the job they are only moved aside (one rename
+	// each) and unregistered from git, and Result.Teardown deletes them, so
+	// a caller reports the result (prints it, uploads the DLQ, comments)
+	// before paying for deleting max_parallel checkouts. The caller must
+	// call Result.Teardown. Without it the files are deleted before Run
+	// returns.
+	DeferTeardown bool
 	// noTools skips looking up bash and the Claude command (dry runs).
 	noTools bool
 	// ProgressInterval is the period of non-terminal progress lines; 0 means 10s.

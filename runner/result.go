@@ -52,6 +52,10 @@ type Result struct {
 	// Canary is the plan of a `dlq retry --signature` redrive (which items
 	// were the sample, which the rest); nil otherwise.
 	Canary *CanaryPlan `json:"canary,omitempty"`
+	// Teardown deletes the pool worktrees this execution moved aside when
+	// Options.DeferTeardown was set; nil when there is nothing to delete.
+	// Safe to call more than once.
+	Teardown func() `json:"-"`
 }
 
 // ItemState is the final (or current) state of one work item.

@@ -134,7 +134,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			maxCost:   o.MaxCostUSD,
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
-			requireItems: o.RequireItems, noItems: o.NoItems, tracer: o.Tracer,
+			requireItems: o.RequireItems, noItems: o.NoItems, tracer: o.Tracer, deferTeardown: o.DeferTeardown,
 		},
 		services: services{
 			git:    git,
@@ -681,7 +681,7 @@ func (j *job) end(cause error) (*Result, error) {
 	default:
 		status = StatusFailed
 	}
-	j.trees.close(ctx)
+	purge := j.trees.detach(ctx, j.deferTeardown)
 	j.steps.values.close()
 	j.cool.finish()
 	j.deadMu.Lock()
@@ -738,6 +738,7 @@ func (j *job) end(cause error) (*Result, error) {
 		res.DLQCount = n
 	}
 	res.TraceID = j.traceID
+	res.Teardown = purge
 	j.endJobSpan(jobSpanEnd(res))
 	switch status {
 	case StatusCompleted:

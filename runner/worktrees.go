@@ -361,11 +361,24 @@ func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID str
 	w.j.orphan(s.path, s.branch, agentID, itemID, cause)
 }
 
-// close removes the pool's worktrees at the end of a job, concurrently:
-// their files are deleted outside git's administrative lock
-// (gitops.WorktreeDiscard), so teardown costs about one worktree's
-// deletion rather than P of them one after another.
-func (w *worktrees) close(ctx context.Context) {
+// close removes the pool's worktrees and deletes their files (detach
+// without deferring).
+func (w *worktrees) close(ctx context.Context) { w.detach(ctx, false) }
+
+// discardedPrefix names the directories of pool worktrees moved aside for
+// a deferred deletion, next to the slots.
+const discardedPrefix = ".discarded-"
+
+// detach removes the pool's worktrees from the repository at the end of a
+// job, concurrently. Without deferFiles their files are deleted here,
+// outside git's administrative lock (gitops.WorktreeDiscard), so teardown
+// costs about one worktree's deletion rather than P of them one after
+// another, and it returns nil. With deferFiles each slot directory is only
+// moved aside (gitops.WorktreeDetach: one rename, to .discarded-<name> next
+// to it) and unregistered from git, and the returned function deletes them
+// concurrently; it is nil when there is nothing to delete. Either way the
+// .discarded-* directories a crashed run left go too.
+func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 	w.mu.Lock()
 	if w.stopBg != nil {
 		w.stopBg() // checkouts no agent will use: stop them (their worktrees are removed)
@@ -380,12 +393,28 @@ func (w *worktrees) close(ctx context.Context) {
 	w.all = map[*poolSlot]bool{}
 	w.free = nil
 	w.mu.Unlock()
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		aside []string
+	)
 	for _, s := range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := w.j.cleanupRetry(ctx, func(ctx context.Context) error { return w.j.git.WorktreeDiscard(ctx, s.path) })
+			err := w.j.cleanupRetry(ctx, func(ctx context.Context) error {
+				if !deferFiles {
+					return w.j.git.WorktreeDiscard(ctx, s.path)
+				}
+				to := filepath.Join(filepath.Dir(s.path), discardedPrefix+filepath.Base(s.path))
+				moved, err := w.j.git.WorktreeDetach(ctx, s.path, to)
+				if moved {
+					mu.Lock()
+					aside = append(aside, to)
+					mu.Unlock()
+				}
+				return err
+			})
 			if err != nil {
 				w.j.orphan(s.path, s.branch, "", "", err)
 				return
@@ -394,6 +423,36 @@ func (w *worktrees) close(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	left, _ := filepath.Glob(filepath.Join(w.j.paths.WorktreeRoot(), discardedPrefix+"*"))
+	for _, d := range left {
+		if !slices.Contains(aside, d) {
+			aside = append(aside, d)
+		}
+	}
+	if len(aside) == 0 {
+		return nil
+	}
+	var once sync.Once
+	purge := func() {
+		once.Do(func() {
+			var wg sync.WaitGroup
+			for _, d := range aside {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := gitops.RemoveDetached(d); err != nil {
+						w.j.warn(fmt.Sprintf("could not delete the files of a finished pool worktree (%v); the next run of this job deletes them", err))
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+	if !deferFiles {
+		purge()
+		return nil
+	}
+	return purge
 }
 
 // cleanupRetry retries a cleanup action briefly (spec 136: transient

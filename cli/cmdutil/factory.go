@@ -116,6 +116,8 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	o.Stderr = f.ErrOut
 	o.Redactor = f.Redactor()
 	o.Tracer = f.Tracing().Tracer()
+	// The pool's files are deleted after the result is printed (FinishJob).
+	o.DeferTeardown = true
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)
@@ -131,8 +133,9 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	return o, nil
 }
 
-// FinishJob prints a job's result (one JSON object on stdout with asJSON)
-// and returns the job's error for ExitCode.
+// FinishJob prints a job's result (one JSON object on stdout with asJSON),
+// then deletes the pool worktrees the job moved aside (Result.Teardown,
+// off the result's path), and returns the job's error for ExitCode.
 func (f *Factory) FinishJob(res *runner.Result, err error, asJSON bool) error {
 	if asJSON && res != nil {
 		if res.OrphanedWorktrees == nil {
@@ -142,7 +145,15 @@ func (f *Factory) FinishJob(res *runner.Result, err error, asJSON bool) error {
 			err = werr
 		}
 	}
+	Teardown(res)
 	return err
+}
+
+// Teardown runs res.Teardown, if any (see runner.Options.DeferTeardown).
+func Teardown(res *runner.Result) {
+	if res != nil && res.Teardown != nil {
+		res.Teardown()
+	}
 }
 
 // WriteJSON writes v as indented JSON.

@@ -109,6 +109,7 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	}
 	res, err := runner.RetryDLQ(ctx, ropts)
 	if opts.dryRun && err == nil && !opts.json && res.Canary != nil {
+		cmdutil.Teardown(res)
 		c := res.Canary
 		fmt.Fprintf(f.ErrOut, "dry run: signature %q: %d sample item(s) first, then %d more unless all the sample fail again the same way\n",
 			c.Signature, len(c.Sample), len(c.Rest))

@@ -1,0 +1,73 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// TestDeferredTeardownDeletesPoolFilesAfterTheResult: with DeferTeardown the
+// job ends with its pool worktrees unregistered from git and their branches
+// gone, but their files only moved aside (.discarded-*); Result.Teardown
+// deletes them, and what a crashed run left moved aside too. Without it
+// nothing is left when Run returns, the crashed run's leftovers included.
+func TestDeferredTeardownDeletesPoolFilesAfterTheResult(t *testing.T) {
+	t.Parallel()
+	for _, deferred := range []bool{true, false} {
+		r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
+		wf := r.workflow(`
+name: teardown
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+`)
+		o, _, stderr, _ := r.options(wf)
+		o.DeferTeardown = deferred
+		root := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.WorktreeRoot()
+		crashed := filepath.Join(root, ".discarded-pool-crashed")
+		if err := os.MkdirAll(filepath.Join(crashed, "src"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, "src", "f.txt"), []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.run(o)
+		if err != nil || res.Successful != 4 {
+			t.Fatalf("deferred=%v: run: %v %+v\n%s", deferred, err, res, stderr)
+		}
+		if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+			t.Errorf("deferred=%v: worktrees still registered:\n%s", deferred, wt)
+		}
+		if b := r.git("branch", "--list", "prodigy-agent/*"); b != "" {
+			t.Errorf("deferred=%v: agent branches left: %s", deferred, b)
+		}
+		aside, _ := filepath.Glob(filepath.Join(root, ".discarded-*"))
+		if !deferred {
+			if res.Teardown != nil || len(aside) != 0 {
+				t.Errorf("without DeferTeardown: Teardown set %v, left %q", res.Teardown != nil, aside)
+			}
+			continue
+		}
+		if res.Teardown == nil || len(aside) != 3 {
+			t.Fatalf("with DeferTeardown: Teardown set %v, moved aside %q (want 2 slots + the crashed run's)", res.Teardown != nil, aside)
+		}
+		for _, d := range aside {
+			if d == crashed {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d, "items.json")); err != nil {
+				t.Errorf("%s: the slot's files were not moved aside with it: %v", d, err)
+			}
+		}
+		res.Teardown()
+		res.Teardown() // twice is fine
+		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
+			t.Errorf("left after Teardown: %q", left)
+		}
+	}
+}
