@@ -76,7 +76,8 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	o := so.Run
 	o.defaults()
 	o.Merge = MergeTree
-	o.DeferTeardown = false                                         // a shard deletes its worktrees before it writes its output, as before
+	// A shard deletes its worktrees before it writes its output, as before.
+	o.DeferTeardown = false
 	so.PlanDir, so.OutDir = absPath(so.PlanDir), absPath(so.OutDir) // git runs elsewhere: never relative
 	plan, err := LoadPlan(so.PlanDir)
 	if err != nil {
