@@ -67,6 +67,10 @@ func writeText(w io.Writer, rep *report) error {
 				rep.Engine.FirstAgentVsOwnCheckout, rep.Engine.FirstCheckoutMS)
 		}
 	}
+	if e := rep.Engine; e.ResultMS > 0 {
+		fmt.Fprintf(w, "engine printed its result after %.0f ms and exited after %.0f ms (%.0f ms of teardown after the result)\n",
+			e.ResultMS, e.WallMS, e.WallMS-e.ResultMS)
+	}
 	if t := rep.EngineItemMS; t != nil {
 		total := t.Prepare + t.Steps + t.Merge + t.Cleanup + t.Bookkeeping
 		fmt.Fprintf(w, "\nengine mean per-item time (ms, each item's own wall time; merge includes waiting for the merge lock):\n")

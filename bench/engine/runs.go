@@ -56,6 +56,10 @@ type measurement struct {
 	// FirstAgentMS is the time from process start to the engine's first
 	// agent_started event (engine runs only): the job's fixed setup cost.
 	FirstAgentMS float64 `json:"time_to_first_agent_ms,omitempty"`
+	// ResultMS is when the engine printed its --json result (process start
+	// to the first byte on stdout); WallMS - ResultMS is what it did after
+	// reporting (deleting the pool's worktrees, Options.DeferTeardown).
+	ResultMS float64 `json:"result_ms,omitempty"`
 	// FirstCheckoutMS is the engine's own checkout of its first pool slot
 	// in this run (-checkout only; from a GIT_TRACE2_EVENT file), and
 	// FirstAgentVsOwnCheckout is FirstAgentMS over it.
@@ -135,7 +139,7 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 	}
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Minute
-	var stdout bytes.Buffer
+	var stdout firstWrite
 	logPath := filepath.Join(s.dir, "stderr.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -162,6 +166,9 @@ func runOne(ctx context.Context, s runSpec) (measurement, error) {
 		return m, fmt.Errorf("%s run (N=%d, P=%d) failed: %w\n%s", s.kind, s.n, s.maxParallel, runErr, tail(logPath, 20))
 	}
 	m.WallMS = float64(wall.Microseconds()) / 1000
+	if (s.kind == kindEngine || s.kind == kindBefore) && !stdout.at.IsZero() {
+		m.ResultMS = ms(stdout.at.Sub(start))
+	}
 	m.ItemsPerSec = float64(s.n) / wall.Seconds()
 	if s.kind == kindEngine || s.kind == kindBefore {
 		if err := m.readEngineResult(stdout.Bytes()); err != nil {
@@ -357,3 +364,21 @@ func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 
 // round2 rounds to two decimals.
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// firstWrite is a buffer that notes when it was first written to. It
+// does not embed bytes.Buffer: io.Copy would use the buffer's ReadFrom and
+// bypass Write.
+type firstWrite struct {
+	buf bytes.Buffer
+	at  time.Time
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	if f.at.IsZero() {
+		f.at = time.Now()
+	}
+	return f.buf.Write(p)
+}
+
+// Bytes returns what was written.
+func (f *firstWrite) Bytes() []byte { return f.buf.Bytes() }
