@@ -177,6 +177,9 @@ func TestSparseEngineOnly(t *testing.T) {
 	if strings.Join(c.Sparse, ",") != "src/m000/p0,out" {
 		t.Errorf("sparse dirs = %q", c.Sparse)
 	}
+	if rep.Engine.ResultMS <= 0 || rep.Engine.ResultMS > rep.Engine.WallMS {
+		t.Errorf("result_ms %v (wall %v ms)", rep.Engine.ResultMS, rep.Engine.WallMS)
+	}
 	if rep.Engine.FirstCheckoutMS <= 0 || rep.Engine.FirstAgentVsOwnCheckout <= 0 {
 		t.Errorf("the engine's own first slot checkout was not timed: %+v", rep.Engine)
 	}
