@@ -227,15 +227,8 @@ func (c *Client) ResetWorktree(ctx context.Context, dir, branch, commit string) 
 // worktree: that is checked in-process before git runs, because git before
 // 2.44 would silently reset it. Not serialised.
 func (c *Client) SwitchBranch(ctx context.Context, dir, branch, commit string) error {
-	if !validRefName(branchRef(branch)) {
-		return fmt.Errorf("switch worktree %s: invalid branch name %q", dir, branch)
-	}
-	// git < 2.44 lets `checkout -B` reset a branch checked out in another
-	// worktree (the user's main branch, say); refuse that here.
-	if other, err := c.checkedOutElsewhere(dir, branchRef(branch)); err != nil {
-		return fmt.Errorf("switch worktree %s: %w", dir, err)
-	} else if other != "" {
-		return fmt.Errorf("switch worktree %s: branch %s is checked out in %s", dir, branch, other)
+	if err := c.checkSwitchTo(dir, branch); err != nil {
+		return err
 	}
 	if _, err := c.run(ctx, dir, nil, nil, "checkout", "--quiet", "--force", "--no-track", "-B", branch, commit, "--"); err != nil {
 		return fmt.Errorf("switch worktree %s to %s on %s: %w", dir, commit, branch, err)
@@ -255,6 +248,20 @@ func (c *Client) AttachBranch(ctx context.Context, dir, branch, commit string) e
 	if !c.detachedAt(dir, commit) {
 		return c.SwitchBranch(ctx, dir, branch, commit)
 	}
+	if err := c.checkSwitchTo(dir, branch); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, dir, nil, nil, "switch", "--quiet", "--no-track", "-C", branch); err != nil {
+		return fmt.Errorf("switch worktree %s to %s on %s: %w", dir, commit, branch, err)
+	}
+	return nil
+}
+
+// checkSwitchTo refuses a branch name git would not accept, or a branch
+// checked out in another worktree: git < 2.44 lets `checkout -B` and
+// `switch -C` reset a branch checked out elsewhere (the user's main branch,
+// say), so that is checked here, in-process, before git runs.
+func (c *Client) checkSwitchTo(dir, branch string) error {
 	if !validRefName(branchRef(branch)) {
 		return fmt.Errorf("switch worktree %s: invalid branch name %q", dir, branch)
 	}
@@ -262,9 +269,6 @@ func (c *Client) AttachBranch(ctx context.Context, dir, branch, commit string) e
 		return fmt.Errorf("switch worktree %s: %w", dir, err)
 	} else if other != "" {
 		return fmt.Errorf("switch worktree %s: branch %s is checked out in %s", dir, branch, other)
-	}
-	if _, err := c.run(ctx, dir, nil, nil, "switch", "--quiet", "--no-track", "-C", branch); err != nil {
-		return fmt.Errorf("switch worktree %s to %s on %s: %w", dir, commit, branch, err)
 	}
 	return nil
 }

@@ -44,14 +44,44 @@ func traceEnv(path string) []string {
 	return []string{"GIT_TRACE2_EVENT=" + path, "GIT_TRACE2_EVENT_BRIEF=true", "GIT_TRACE2_EVENT_NESTING=1"}
 }
 
+// traceEvent is the part of a trace2 event the benchmark reads.
+type traceEvent struct {
+	Event     string   `json:"event"`
+	SID       string   `json:"sid"`
+	Hierarchy string   `json:"hierarchy"`
+	Argv      []string `json:"argv"`
+	TAbs      float64  `json:"t_abs"`
+}
+
+// eachTraceEvent calls fn for every event of the trace2 event file at path,
+// in order, until fn returns false. Lines that do not parse (two processes'
+// writes interleaved) are skipped.
+func eachTraceEvent(path string, fn func(traceEvent) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("failed to open trace: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
+	for sc.Scan() {
+		var ev traceEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if !fn(ev) {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("failed to read trace: %w", err)
+	}
+	return nil
+}
+
 // readProfile aggregates the trace2 event file at path for a run of n items.
 func readProfile(path string, m measurement) (gitProfile, error) {
 	p := gitProfile{Kind: m.Kind, N: m.N, MaxParallel: m.MaxParallel, WallMS: m.WallMS}
-	f, err := os.Open(path)
-	if err != nil {
-		return p, fmt.Errorf("failed to open trace: %w", err)
-	}
-	defer f.Close()
 	type proc struct {
 		hierarchy string
 		seconds   float64
@@ -63,18 +93,7 @@ func readProfile(path string, m measurement) (gitProfile, error) {
 		}
 		return procs[sid]
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
-	for sc.Scan() {
-		var ev struct {
-			Event     string  `json:"event"`
-			SID       string  `json:"sid"`
-			Hierarchy string  `json:"hierarchy"`
-			TAbs      float64 `json:"t_abs"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			continue // an interleaved partial line; counts stay approximate
-		}
+	err := eachTraceEvent(path, func(ev traceEvent) bool {
 		switch ev.Event {
 		case "start":
 			get(ev.SID)
@@ -83,9 +102,10 @@ func readProfile(path string, m measurement) (gitProfile, error) {
 		case "atexit":
 			get(ev.SID).seconds = ev.TAbs
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return p, fmt.Errorf("failed to read trace: %w", err)
+		return true
+	})
+	if err != nil {
+		return p, err
 	}
 	n := float64(m.N)
 	by := map[string]*gitCommand{}

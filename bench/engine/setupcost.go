@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -235,35 +233,24 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // full checkout, taken in the same run, so time_to_first_agent can be set
 // against it without the drift between two runs minutes apart.
 func firstCheckoutMS(path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("failed to open trace: %w", err)
-	}
-	defer f.Close()
-	first := ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
-	for sc.Scan() {
-		var ev struct {
-			Event string   `json:"event"`
-			SID   string   `json:"sid"`
-			Argv  []string `json:"argv"`
-			TAbs  float64  `json:"t_abs"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	first, found := "", 0.0
+	err := eachTraceEvent(path, func(ev traceEvent) bool {
 		switch {
 		case first == "" && ev.Event == "start" && slices.Equal(tail3(ev.Argv), []string{"--hard", "HEAD", "--"}) && slices.Contains(ev.Argv, "reset"):
 			first = ev.SID
 		case first != "" && ev.SID == first && ev.Event == "atexit":
-			return round2(ev.TAbs * 1000), nil
+			found = round2(ev.TAbs * 1000)
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		return 0, err
 	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("failed to read trace: %w", err)
+	if found == 0 {
+		return 0, fmt.Errorf("no pool slot checkout (reset --hard HEAD) in %s", path)
 	}
-	return 0, fmt.Errorf("no pool slot checkout (reset --hard HEAD) in %s", path)
+	return found, nil
 }
 
 // tail3 returns the last three elements of s (all of it if shorter).
