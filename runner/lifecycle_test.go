@@ -231,14 +231,17 @@ reduce:
 // Not parallel: it sets a package hook.
 func TestResumeRereadsACheckpointWrittenBeforeItsLock(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6)})
-	wf := r.workflow(`
+	reduced := filepath.Join(t.TempDir(), "reduced")
+	wf := r.workflow(fmt.Sprintf(`
 name: race
 map:
   input: items.json
   max_parallel: 1
   agent_template:
     - shell: echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
-`)
+reduce:
+  - shell: echo reduce >> %s
+`, reduced))
 	o, _, stderr, hooks := r.options(wf)
 	ctx, cancel := context.WithCancel(context.Background())
 	hooks.onItem = func(n int) {
@@ -274,5 +277,8 @@ map:
 	}
 	if merges := r.git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "6" {
 		t.Errorf("%s merges, want 6", merges)
+	}
+	if b, _ := os.ReadFile(reduced); strings.Count(string(b), "reduce") != 1 {
+		t.Errorf("reduce ran %d times, want once", strings.Count(string(b), "reduce"))
 	}
 }
