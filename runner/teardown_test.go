@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 // gone, but their files only moved aside (.discarded-*); Result.Teardown
 // deletes them, and what a crashed run left moved aside too. Without it
 // nothing is left when Run returns, the crashed run's leftovers included.
+// A completed job's `resume` deletes what a killed run left moved aside.
 func TestDeferredTeardownDeletesPoolFilesAfterTheResult(t *testing.T) {
 	t.Parallel()
 	for _, deferred := range []bool{true, false} {
@@ -68,6 +70,18 @@ map:
 		res.Teardown() // twice is fine
 		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
 			t.Errorf("left after Teardown: %q", left)
+		}
+		// A run killed before its Teardown: `resume` of the completed job
+		// deletes what it moved aside.
+		if err := os.MkdirAll(filepath.Join(root, ".discarded-pool-killed", "d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		o2, _, stderr2, _ := r.options(nil)
+		if res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2}); err != nil || res2.Status != runner.StatusCompleted {
+			t.Fatalf("resume: %v\n%s", err, stderr2)
+		}
+		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
+			t.Errorf("left after resume of the completed job: %q", left)
 		}
 	}
 }

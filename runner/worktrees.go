@@ -441,7 +441,7 @@ func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 				go func() {
 					defer wg.Done()
 					if err := gitops.RemoveDetached(d); err != nil {
-						w.j.warn(fmt.Sprintf("could not delete the files of a finished pool worktree (%v); the next run of this job deletes them", err))
+						w.j.unremovable(d, err)
 					}
 				}()
 			}
@@ -472,6 +472,29 @@ func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
 		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", path, err))
 	}
 	j.events.emit(WorktreeCleanupFailed{AgentID: agentID, ItemID: itemID, Path: path, Error: cause.Error()})
+}
+
+// unremovable records a finished pool worktree's directory, already
+// unregistered from git, whose files could not be deleted: it goes to the
+// orphan registry (`worktree clean-orphaned` removes it) with a warning.
+// Unlike orphan it emits no event: it may run after the job has ended.
+func (j *job) unremovable(dir string, cause error) {
+	j.warn(fmt.Sprintf("could not delete the files of a finished pool worktree at %s: %v — remove them with `action worktree clean-orphaned %s`", dir, cause, j.id))
+	if err := j.orphans.Add(OrphanedWorktree{Path: dir, FailedAt: j.now().UTC(), Error: cause.Error()}); err != nil {
+		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", dir, err))
+	}
+}
+
+// removeDiscarded deletes the pool worktrees a run of the job moved aside
+// and did not get to delete (it was killed first): .discarded-* in the
+// job's worktree directory.
+func (j *job) removeDiscarded() {
+	left, _ := filepath.Glob(filepath.Join(j.paths.WorktreeRoot(), discardedPrefix+"*"))
+	for _, d := range left {
+		if err := gitops.RemoveDetached(d); err != nil {
+			j.unremovable(d, err)
+		}
+	}
 }
 
 // retireBranch schedules an agent branch for deletion when the job ends.
