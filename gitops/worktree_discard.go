@@ -2,7 +2,9 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,27 +20,44 @@ import (
 // worktree, goes through [Client.WorktreeRemove]. A path that no longer
 // exists is not an error.
 func (c *Client) WorktreeDiscard(ctx context.Context, path string) error {
+	_, err := c.dropWorktree(ctx, path, "")
+	return err
+}
+
+// dropWorktree is WorktreeDiscard when to is "", and WorktreeDetach
+// otherwise: the files are renamed to to instead of deleted (deleted in
+// place if the rename fails); moved says whether they were.
+func (c *Client) dropWorktree(ctx context.Context, path, to string) (moved bool, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("remove worktree %s: %w", path, err)
+		return false, fmt.Errorf("remove worktree %s: %w", path, err)
 	}
 	admin, ok := c.linkedAdminDir(abs)
 	if !ok {
-		return c.WorktreeRemove(ctx, abs)
+		return false, c.WorktreeRemove(ctx, abs)
 	}
 	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
-		return c.WorktreeRemove(ctx, abs)
+		return false, c.WorktreeRemove(ctx, abs)
 	}
 	if err := c.checkDeletable(abs); err != nil {
-		return fmt.Errorf("remove worktree %s: %w", path, err)
+		return false, fmt.Errorf("remove worktree %s: %w", path, err)
 	}
-	if err := removeAll(abs); err != nil {
-		return fmt.Errorf("remove worktree %s: %w", path, err)
+	if to != "" {
+		// Something already at to (planted, or left over) is never
+		// replaced or followed: the files are then deleted in place.
+		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+			moved = os.Rename(abs, to) == nil
+		}
+	}
+	if !moved {
+		if err := removeAll(abs); err != nil {
+			return false, fmt.Errorf("remove worktree %s: %w", path, err)
+		}
 	}
 	if err := c.WorktreePrune(ctx); err != nil {
-		return fmt.Errorf("remove worktree %s: %w", path, err)
+		return moved, fmt.Errorf("remove worktree %s: %w", path, err)
 	}
-	return nil
+	return moved, nil
 }
 
 // linkedAdminDir returns the administrative directory named by the .git
@@ -80,38 +99,17 @@ func (c *Client) linkedAdminDir(abs string) (string, bool) {
 
 // WorktreeDetach unlinks the linked worktree at path from the repository
 // without deleting its files yet: the directory is moved (one rename) to
-// to, which must not exist and must be on the same file system, and its
-// administrative entry is pruned, so `git worktree list` no longer shows it
-// and the branch it had checked out is free. The caller deletes to later,
-// with [RemoveDetached]. When [Client.WorktreeDiscard] would go through
-// git (a locked worktree, or one that is not this repository's), or the
-// rename fails, it is WorktreeDiscard and moved is false (nothing is left
-// to delete). A path that no longer exists is not an error.
+// to, on the same file system, and its administrative entry is pruned, so
+// `git worktree list` no longer shows it and the branch it had checked out
+// is free. The caller deletes to later, with [RemoveDetached]. When
+// [Client.WorktreeDiscard] would go through git (a locked worktree, or one
+// that is not this repository's), anything already exists at to (it is
+// never replaced or followed), or the rename fails, the files are deleted
+// in place as WorktreeDiscard does and
+// moved is false (nothing is left to delete). A path that no longer exists
+// is not an error.
 func (c *Client) WorktreeDetach(ctx context.Context, path, to string) (moved bool, err error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return false, fmt.Errorf("detach worktree %s: %w", path, err)
-	}
-	admin, ok := c.linkedAdminDir(abs)
-	if !ok {
-		return false, c.WorktreeDiscard(ctx, abs)
-	}
-	if _, err := os.Stat(filepath.Join(admin, "locked")); err == nil {
-		return false, c.WorktreeDiscard(ctx, abs)
-	}
-	if err := c.checkDeletable(abs); err != nil {
-		return false, fmt.Errorf("detach worktree %s: %w", path, err)
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return false, fmt.Errorf("detach worktree %s: %s already exists", path, to)
-	}
-	if err := os.Rename(abs, to); err != nil {
-		return false, c.WorktreeDiscard(ctx, abs)
-	}
-	if err := c.WorktreePrune(ctx); err != nil {
-		return true, fmt.Errorf("detach worktree %s: %w", path, err)
-	}
-	return true, nil
+	return c.dropWorktree(ctx, path, to)
 }
 
 // RemoveDetached deletes a directory [Client.WorktreeDetach] moved aside,

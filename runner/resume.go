@@ -42,7 +42,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	defer unlock()
 	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
-		j.removeDiscarded()
+		j.removeDiscarded(j.discarded())
 		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
 		res := resultOf(cp)
 		res.OrphanedWorktrees = orEmpty(nil)

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,53 @@ map:
 		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
 			t.Errorf("left after resume of the completed job: %q", left)
 		}
+	}
+}
+
+// TestDeferredTeardownIgnoresPlantedDiscardedPaths: an agent that plants
+// symbolic links named like moved-aside worktrees next to its own (one at
+// the exact name its slot would be moved to) cannot make teardown follow
+// them: the slot is deleted in place, the links are removed, and what
+// they point at is untouched.
+func TestDeferredTeardownIgnoresPlantedDiscardedPaths(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	sentinel := filepath.Join(outside, "keep.txt")
+	if err := os.WriteFile(sentinel, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
+	wf := r.workflow(fmt.Sprintf(`
+name: planted
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        ln -sfn %[1]q "../.discarded-$(basename "$PWD")"
+        ln -sfn %[1]q ../.discarded-evil
+        echo "${item.n}" > "out-${item.n}.txt" && git add "out-${item.n}.txt" && git commit -qm "item ${item.n}"
+`, outside))
+	o, _, stderr, _ := r.options(wf)
+	o.DeferTeardown = true
+	res, err := r.run(o)
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	if res.Teardown != nil {
+		res.Teardown()
+	}
+	if b, err := os.ReadFile(sentinel); err != nil || string(b) != "mine" {
+		t.Fatalf("the planted link's target was touched: %q, %v", b, err)
+	}
+	root := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.WorktreeRoot()
+	if left, _ := filepath.Glob(filepath.Join(root, "*")); len(left) != 0 {
+		t.Errorf("left in the job's worktree directory: %q", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
+		t.Errorf("moved-aside paths left: %q", left)
+	}
+	if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees still registered:\n%s", wt)
 	}
 }

@@ -393,11 +393,7 @@ func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 	w.all = map[*poolSlot]bool{}
 	w.free = nil
 	w.mu.Unlock()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		aside []string
-	)
+	var wg sync.WaitGroup
 	for _, s := range slots {
 		wg.Add(1)
 		go func() {
@@ -406,13 +402,7 @@ func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 				if !deferFiles {
 					return w.j.git.WorktreeDiscard(ctx, s.path)
 				}
-				to := filepath.Join(filepath.Dir(s.path), discardedPrefix+filepath.Base(s.path))
-				moved, err := w.j.git.WorktreeDetach(ctx, s.path, to)
-				if moved {
-					mu.Lock()
-					aside = append(aside, to)
-					mu.Unlock()
-				}
+				_, err := w.j.git.WorktreeDetach(ctx, s.path, filepath.Join(filepath.Dir(s.path), discardedPrefix+filepath.Base(s.path)))
 				return err
 			})
 			if err != nil {
@@ -423,36 +413,15 @@ func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 		}()
 	}
 	wg.Wait()
-	left, _ := filepath.Glob(filepath.Join(w.j.paths.WorktreeRoot(), discardedPrefix+"*"))
-	for _, d := range left {
-		if !slices.Contains(aside, d) {
-			aside = append(aside, d)
-		}
-	}
+	aside := w.j.discarded()
 	if len(aside) == 0 {
 		return nil
 	}
-	var once sync.Once
-	purge := func() {
-		once.Do(func() {
-			var wg sync.WaitGroup
-			for _, d := range aside {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := gitops.RemoveDetached(d); err != nil {
-						w.j.unremovable(d, err)
-					}
-				}()
-			}
-			wg.Wait()
-		})
-	}
 	if !deferFiles {
-		purge()
+		w.j.removeDiscarded(aside)
 		return nil
 	}
-	return purge
+	return sync.OnceFunc(func() { w.j.removeDiscarded(aside) })
 }
 
 // cleanupRetry retries a cleanup action briefly (spec 136: transient
@@ -485,16 +454,28 @@ func (j *job) unremovable(dir string, cause error) {
 	}
 }
 
-// removeDiscarded deletes the pool worktrees a run of the job moved aside
-// and did not get to delete (it was killed first): .discarded-* in the
-// job's worktree directory.
-func (j *job) removeDiscarded() {
-	left, _ := filepath.Glob(filepath.Join(j.paths.WorktreeRoot(), discardedPrefix+"*"))
-	for _, d := range left {
-		if err := gitops.RemoveDetached(d); err != nil {
-			j.unremovable(d, err)
-		}
+// discarded lists the pool worktrees moved aside in the job's worktree
+// directory (.discarded-*): by this run's detach, or by a run killed before
+// it deleted them.
+func (j *job) discarded() []string {
+	dirs, _ := filepath.Glob(filepath.Join(j.paths.WorktreeRoot(), discardedPrefix+"*"))
+	return dirs
+}
+
+// removeDiscarded deletes dirs (see discarded) concurrently; what cannot be
+// deleted goes to the orphan registry.
+func (j *job) removeDiscarded(dirs []string) {
+	var wg sync.WaitGroup
+	for _, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := gitops.RemoveDetached(d); err != nil {
+				j.unremovable(d, err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // retireBranch schedules an agent branch for deletion when the job ends.
