@@ -143,3 +143,45 @@ map:
 		t.Errorf("a later step got the path of an earlier step's file")
 	}
 }
+
+// TestStepCannotPlantALaterStepsValueFile: a step that fills the job's
+// value directory with files and links named like the value files of the
+// steps after it (run numbers 1 to 200) changes nothing for them: every
+// item still gets its own item in PRODIGY_ITEM_FILE, and the link's target
+// is untouched.
+func TestStepCannotPlantALaterStepsValueFile(t *testing.T) {
+	t.Parallel()
+	outside := filepath.Join(t.TempDir(), "victim.json")
+	if err := os.WriteFile(outside, []byte("victim"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
+	out := t.TempDir()
+	wf := r.workflow(fmt.Sprintf(`
+name: plant
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        d=$(dirname "$PRODIGY_ITEM_FILE")
+        if [ "${item.n}" = 0 ]; then
+          for k in $(seq 1 200); do ln -s %[2]q "$d/$k-item.json"; echo planted > "$d/$k-x-item.json"; done
+        fi
+        cat "$PRODIGY_ITEM_FILE" >> %[1]s/seen; echo >> %[1]s/seen
+`, out, outside))
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Successful != 4 {
+		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
+	}
+	seen, _ := os.ReadFile(filepath.Join(out, "seen"))
+	for n := range 4 {
+		if !strings.Contains(string(seen), fmt.Sprintf(`"n":%d`, n)) && !strings.Contains(string(seen), fmt.Sprintf(`"n": %d`, n)) {
+			t.Errorf("item %d did not read its own item:\n%s", n, seen)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "victim" {
+		t.Errorf("the planted link's target was written: %q", b)
+	}
+}

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,14 +22,14 @@ type valueFiles struct {
 }
 
 // write creates a new file holding content for the step run numbered run
-// and returns its path.
+// and returns its path. Names get a random part (os.CreateTemp): a step
+// cannot plant a file where a later step's value will go.
 func (v *valueFiles) write(run uint64, name, content string) (string, error) {
 	dir, err := v.directory()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, strconv.FormatUint(run, 10)+"-"+name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(dir, strconv.FormatUint(run, 10)+"-*-"+name)
 	if err != nil {
 		return "", err
 	}
@@ -39,10 +38,10 @@ func (v *valueFiles) write(run uint64, name, content string) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(path)
+		_ = os.Remove(f.Name())
 		return "", err
 	}
-	return path, nil
+	return f.Name(), nil
 }
 
 // directory returns the job's directory, making it first (again, if a
