@@ -45,6 +45,8 @@ func (r *actionRun) engineOptions() runner.Options {
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		Tracer: r.tracing.Tracer(),
+		// GitHub's cancel sequence: the agents stop at the first signal.
+		InterruptGrace: stopAgentsNow, KillGrace: e.Cancel.KillGrace,
 		// The engine's git and the agents' git both get safe.directory:
 		// the workspace belongs to the runner's user, not to this container's.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
