@@ -316,7 +316,7 @@ func (r *actionRun) publish(ctx context.Context, o *jobOutcome) (published, erro
 		rep.Artifact = art
 	}
 	history := r.renderHistory(meta.History)
-	r.comment(ctx, res, rep, pr, meta.CommentKey, history)
+	r.comment(ctx, res, rep, pr, meta.CommentKey, r.legacyCommentKeys(o, meta.CommentKey), history)
 	rep.Notices = append(rep.Notices, r.notices...)
 	r.notices = nil
 
