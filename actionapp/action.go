@@ -372,7 +372,9 @@ func (r *actionRun) setOutputs(pubs []published, summaryPath string) {
 	}
 	var ids, branches, artNames, artIDs []string
 	var total, ok, failed, dlqCount int
+	var cost float64
 	for _, p := range pubs {
+		cost += p.res.CostUSD
 		ids, branches = append(ids, p.res.JobID), append(branches, p.res.ResultsBranch)
 		total, ok, failed, dlqCount = total+p.res.Total, ok+p.res.Successful, failed+p.res.Failed, dlqCount+p.dlqCount
 		if p.art != nil {
@@ -384,6 +386,7 @@ func (r *actionRun) setOutputs(pubs []published, summaryPath string) {
 		"failed": strconv.Itoa(failed), "dlq-count": strconv.Itoa(dlqCount),
 		"results-branch": strings.Join(branches, " "), "dlq-artifact-name": strings.Join(artNames, " "),
 		"dlq-artifact-id": strings.Join(artIDs, " "), "summary-path": summaryPath,
+		"cost-usd": strconv.FormatFloat(cost, 'f', 4, 64),
 	}
 	defer func() {
 		if p := recover(); p != nil { // go-githubactions panics on a write error
