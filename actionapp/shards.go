@@ -181,30 +181,7 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 			}
 		}
 	}
-	outs = newestAttempts(outs)
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: outs})
-	if res != nil {
-		// The gatherer's checkpoint holds the items' outcomes, not what
-		// the shards paid for them: the cost-usd output and the summary
-		// add the shards' own cost_usd (from their result.json).
-		res.CostUSD += shardsCost(outs)
-	}
-	return res, err
-}
-
-// shardsCost sums cost_usd of the shard outputs' result.json (unreadable
-// ones count 0: gather reports them).
-func shardsCost(dirs []string) float64 {
-	var sum float64
-	for _, d := range dirs {
-		var sr struct {
-			Cost float64 `json:"cost_usd"`
-		}
-		if data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile)); err == nil && json.Unmarshal(data, &sr) == nil && sr.Cost > 0 {
-			sum += sr.Cost
-		}
-	}
-	return sum
+	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
 }
 
 // newestAttempts keeps one output per shard: a re-run of failed jobs adds

@@ -47,14 +47,15 @@ func TestActionModeShardedFanOut(t *testing.T) {
 			t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
 		}
 	}
-	// What the shards paid (their claude steps) reaches gather's cost-usd.
+	// What the shards' items cost (their claude steps; item outcomes carry
+	// cost_usd) reaches gather's cost-usd output.
 	for k, cost := range []float64{0.25, 0.5} {
 		p := filepath.Join(outs, fmt.Sprintf("prodigy-shard-555-1-%d", k), "result.json")
 		var res map[string]any
 		if data, err := os.ReadFile(p); err != nil || json.Unmarshal(data, &res) != nil {
 			t.Fatalf("read %s: %v", p, err)
 		}
-		res["cost_usd"] = cost
+		res["items"].([]any)[0].(map[string]any)["cost_usd"] = cost
 		data, _ := json.Marshal(res)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
