@@ -23,6 +23,13 @@ type ShardOptions struct {
 	Shard int
 	// OutDir receives shard.bundle, dlq/, events.jsonl and result.json.
 	OutDir string
+	// Continue is an earlier attempt's output directory of this shard
+	// (e.g. the artifact a cancelled or timed-out attempt uploaded). When
+	// the shard has no state here it starts from that output: its shard
+	// branch from the output's head, its merged, failed and skipped items
+	// not run again (their DLQ records imported). An output of another
+	// shard, job or base is ignored with a warning. "" starts from the base.
+	Continue string
 }
 
 // ShardResult is OUTDIR/result.json: the per-item outcomes `run --json`
@@ -126,7 +133,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
 	live := startShardLive(wctx, j, so.Shard, plan.BaseCommit, so.OutDir)
-	res, runErr := j.runShard(ctx, plan, so.Shard)
+	res, runErr := j.runShard(ctx, plan, so.Shard, so.Continue)
 	live.stop()
 	if res == nil {
 		return nil, runErr
@@ -139,7 +146,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 }
 
 // runShard creates (or resumes) the shard's job and runs its items.
-func (j *job) runShard(ctx context.Context, plan *Plan, k int) (*Result, error) {
+func (j *job) runShard(ctx context.Context, plan *Plan, k int, cont string) (*Result, error) {
 	if jobstore.HasCheckpoint(j.paths) {
 		cp, err := jobstore.LoadCheckpoint(j.paths)
 		if err != nil {
@@ -171,16 +178,37 @@ func (j *job) runShard(ctx context.Context, plan *Plan, k int) (*Result, error) 
 	} else if ok {
 		return nil, usage(fmt.Errorf("branch %s already exists but this shard has no state here; delete the branch to run the shard again", j.branch))
 	}
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, plan.BaseCommit); err != nil {
+	start, prev := plan.BaseCommit, (*previousShard)(nil)
+	if cont != "" {
+		var err error
+		if prev, err = readPreviousShard(plan, k, cont); err == nil {
+			start, err = prev.start(ctx, j, plan, k)
+		}
+		if err != nil {
+			j.warn(fmt.Sprintf("shard %d: not continuing from %s: %v; starting from the base", k, cont, err))
+			start, prev = plan.BaseCommit, nil
+		}
+	}
+	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, start); err != nil {
 		return nil, fmt.Errorf("create the shard's parent worktree: %w", err)
 	}
 	cp := planCheckpoint(j, plan, plan.Shards[k].Items)
+	adopted := 0
+	if prev != nil {
+		adopted = prev.adopt(cp)
+	}
 	if err := j.open(ctx, cp, false); err != nil {
 		j.rollback()
 		return nil, err
 	}
 	defer j.events.close()
-	j.logf("shard %d of job %s: %d item(s) from %s", k, j.id, len(cp.Items), short(plan.BaseCommit))
+	if prev != nil {
+		if err := prev.importRecords(j); err != nil {
+			j.warn(fmt.Sprintf("shard %d: DLQ records of %s not imported: %v", k, cont, err))
+		}
+		j.logf("shard %d of job %s: continuing from %s: %d of %d item(s) already final", k, j.id, cont, adopted, len(cp.Items))
+	}
+	j.logf("shard %d of job %s: %d item(s) from %s", k, j.id, len(cp.Items), short(start))
 	return j.execute(ctx, nil)
 }
 

@@ -100,7 +100,7 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 }
 
 type shardOptions struct {
-	dir, out, repo string
+	dir, out, repo, cont string
 	k, maxParallel int
 	json           bool
 }
@@ -116,7 +116,10 @@ backoff, on_item_failure, DLQ, events, checkpoint), merging into
 prodigy/<job_id>/shard-K from the plan's base (fetched from base.bundle when
 this clone lacks it). Reduce never runs here. Writes OUTDIR/shard.bundle,
 OUTDIR/dlq/, OUTDIR/events.jsonl and OUTDIR/result.json, also when the shard
-fails or is interrupted. Running it again resumes the shard.
+fails or is interrupted, and after every finished item while it runs. Running
+it again resumes the shard; in another clone (a re-run on a new runner),
+--continue PREVOUT starts from an earlier attempt's output instead of the
+base, so its finished items do not run again.
 
 Exit codes: 0 shard completed (DLQ items do not fail it), 1 shard failed
 (stop policy, thresholds), 2 usage error, 130 interrupted.`,
@@ -134,6 +137,7 @@ Exit codes: 0 shard completed (DLQ items do not fail it), 1 shard failed
 	fs.StringVar(&opts.out, "out", "", "output directory to write (required)")
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the plan's max_parallel)")
+	fs.StringVar(&opts.cont, "continue", "", "an earlier attempt's output of this shard to continue from (when the shard has no state here)")
 	fs.BoolVar(&opts.json, "json", false, "print result.json on stdout")
 	return cmd
 }
@@ -150,7 +154,7 @@ func runShard(ctx context.Context, f *cmdutil.Factory, opts *shardOptions) error
 		return err
 	}
 	ro.RepoDir, ro.MaxParallel = opts.repo, opts.maxParallel
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: ro, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out})
+	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: ro, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out, Continue: opts.cont})
 	if opts.json && sr != nil {
 		if sr.OrphanedWorktrees == nil {
 			sr.OrphanedWorktrees = []runner.OrphanedWorktree{}

@@ -17,14 +17,17 @@ import (
 // A shard killed outright (SIGKILL: a runner past GitHub's cancel
 // sequence, an OOM kill) leaves an output holding every item finished
 // before the kill, because the output is rewritten after each item: gather
-// merges those, imports their DLQ records and leaves only the item that was
-// running pending. Before, a killed shard left no output at all.
+// merges those, imports their DLQ records and leaves the rest pending.
+// Before, a killed shard left no output at all. A re-run on another clone
+// continues from that output (--continue): only the unfinished items run,
+// and a second gather completes the job.
 func TestKilledShardLeavesWhatFinished(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a shard and kills it")
 	}
 	t.Parallel()
-	wf := `
+	pidDir := t.TempDir()
+	wf := strings.ReplaceAll(`
 name: live
 mode: mapreduce
 map:
@@ -33,15 +36,17 @@ map:
   agent_template:
     - shell: |
         case "${item.kind}" in
-          ok) echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX" ;;
-          fail) echo "permanent failure" >&2; exit 3 ;;
-          long) echo $$ > "$PIDDIR/long.pid"; sleep 300 ;;
+          ok) ;;
+          fail) echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"; echo "permanent failure" >&2; exit 3 ;;
+          long) if [ ! -e "$PIDDIR/go" ]; then echo $$ > "$PIDDIR/long.pid"; sleep 300; fi ;;
         esac
+        echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"
+        echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
 error_policy:
   on_item_failure: dlq
   retry_config:
     attempts: 1
-`
+`, "$PIDDIR", pidDir)
 	origin := cliRepo(t, map[string]string{"wf.yml": wf,
 		"items.json": `[{"kind":"ok"},{"kind":"fail"},{"kind":"ok"},{"kind":"long"},{"kind":"ok"}]`})
 	planDir := filepath.Join(t.TempDir(), "plan")
@@ -51,8 +56,7 @@ error_policy:
 	shardRepo := cloneRepo(t, origin, "shard")
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "shard", planDir, "0", "--out", out, "--repo", shardRepo)
-	pidDir := t.TempDir()
-	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+t.TempDir(), "PIDDIR="+pidDir)
+	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+t.TempDir())
 	var stderr syncedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -96,8 +100,8 @@ error_policy:
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	gatherRepo := cloneRepo(t, origin, "gather")
-	code, stdout, gerr := runCLI(t, t.TempDir(), "gather", planDir, out, "--repo", gatherRepo, "--json")
+	gatherRepo, gatherHome := cloneRepo(t, origin, "gather"), t.TempDir()
+	code, stdout, gerr := runCLI(t, gatherHome, "gather", planDir, out, "--repo", gatherRepo, "--json")
 	if code != 1 || !strings.Contains(gerr, "pending") {
 		t.Fatalf("gather: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
 	}
@@ -114,5 +118,31 @@ error_policy:
 	files := gitOut(t, gatherRepo, "ls-tree", "--name-only", res.ResultsBranch)
 	if !strings.Contains(files, "out-0.txt") || !strings.Contains(files, "out-2.txt") || strings.Contains(files, "out-4.txt") {
 		t.Errorf("results branch files:\n%s", files)
+	}
+
+	// The re-run, on a fresh clone and state, continues from the output.
+	if err := os.WriteFile(filepath.Join(pidDir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(t.TempDir(), "out2")
+	if code, _, serr := runCLI(t, t.TempDir(), "shard", planDir, "0", "--out", out2, "--repo", cloneRepo(t, origin, "rerun"), "--continue", out); code != 0 {
+		t.Fatalf("re-run: exit %d\n%s", code, serr)
+	}
+	runs, _ := os.ReadFile(filepath.Join(pidDir, "runs"))
+	if got := strings.Fields(string(runs)); strings.Join(got, " ") != "0 1 2 3 4" {
+		t.Errorf("items run (in order, over both attempts) = %v, want each once: 0 1 2 3 4", got)
+	}
+	code, stdout, gerr = runCLI(t, gatherHome, "gather", planDir, out2, "--repo", gatherRepo, "--json")
+	if code != 0 {
+		t.Fatalf("second gather: exit %d\n%s\n%s", code, stdout, gerr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Successful != 4 || res.Failed != 1 || res.Pending != 0 {
+		t.Errorf("second gather: %+v (%v), want 4 merged, 1 failed", res, err)
+	}
+	files = gitOut(t, gatherRepo, "ls-tree", "--name-only", res.ResultsBranch)
+	for _, f := range []string{"out-0.txt", "out-2.txt", "out-3.txt", "out-4.txt"} {
+		if !strings.Contains(files, f) {
+			t.Errorf("results branch lacks %s:\n%s", f, files)
+		}
 	}
 }

@@ -180,7 +180,8 @@ func TestReleaseWorkflowPinsAndMovesTheMajorTag(t *testing.T) {
 }
 
 // goreleaser check on the repository's configuration, with the binary
-// .ci/release-check builds (PRODIGY_GORELEASER); it fails on deprecated keys.
+// .ci/release-check builds (PRODIGY_GORELEASER) in the clone it makes
+// (PRODIGY_GORELEASER_REPO); it fails on deprecated keys.
 func TestGoReleaserCheck(t *testing.T) {
 	bin := os.Getenv("PRODIGY_GORELEASER")
 	if bin == "" {
@@ -188,6 +189,9 @@ func TestGoReleaserCheck(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "check")
 	cmd.Dir = root
+	if repo := os.Getenv("PRODIGY_GORELEASER_REPO"); repo != "" {
+		cmd.Dir = repo // a clone with a GitHub remote (GoReleaser reads the owner from it)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.Contains(strings.ToLower(string(out)), "deprecat") {
 		t.Fatalf("goreleaser check: %v\n%s", err, out)
