@@ -101,8 +101,8 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 
 type shardOptions struct {
 	dir, out, repo, cont string
-	k, maxParallel int
-	json           bool
+	k, maxParallel       int
+	json                 bool
 }
 
 // NewShardCmd is `action shard`.
