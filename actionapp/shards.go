@@ -138,7 +138,11 @@ func (r *actionRun) shard(ctx context.Context) int {
 		return exitUsage
 	}
 	out := r.inWorkspace(e.gha.GetInput("shard-out"), defaultShardOut)
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out})
+	var cont string
+	if in := e.gha.GetInput("shard-continue"); in != "" {
+		cont = previousShardOutput(r.inWorkspace(in, ""), k)
+	}
+	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont})
 	if err != nil {
 		e.gha.Errorf("shard %d: %s", k, r.redact.String(oneLine(err)))
 	}
@@ -182,6 +186,36 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 		}
 	}
 	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
+}
+
+// previousShardOutput is the shard-continue input resolved for shard k:
+// dir itself when it holds a result.json, else the newest attempt of shard
+// k among its subdirectories (as actions/download-artifact lays out the
+// earlier attempts' artifacts); "" when there is none (a first attempt).
+func previousShardOutput(dir string, k int) string {
+	if _, err := os.Stat(filepath.Join(dir, runner.ShardResultFile)); err == nil {
+		return dir
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var subs []string
+	for _, en := range entries {
+		if en.IsDir() {
+			subs = append(subs, filepath.Join(dir, en.Name()))
+		}
+	}
+	for _, d := range newestAttempts(subs) {
+		var sr struct {
+			Shard *int `json:"shard"`
+		}
+		data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile))
+		if err == nil && json.Unmarshal(data, &sr) == nil && sr.Shard != nil && *sr.Shard == k {
+			return d
+		}
+	}
+	return ""
 }
 
 // newestAttempts keeps one output per shard: a re-run of failed jobs adds

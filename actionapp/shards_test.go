@@ -110,3 +110,45 @@ func TestNewestAttemptsKeepsOneOutputPerShard(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// A re-run of a shard job on a new runner (fresh clone, fresh state)
+// continues from the earlier attempt's downloaded output: its finished
+// items are adopted, not run again.
+func TestActionShardRerunContinuesFromTheEarlierAttempt(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
+	clone := func(name string) string {
+		dir := filepath.Join(t.TempDir(), name)
+		if out, err := exec.Command("git", "clone", "-q", "--no-local", repo, dir).CombinedOutput(); err != nil {
+			t.Fatalf("clone: %v %s", err, out)
+		}
+		return dir
+	}
+	planDir := filepath.Join(t.TempDir(), "plan")
+	if code := newActionTest(t, gh, repo, map[string]string{"INPUT_COMMAND": "plan", "INPUT_SHARDS": "1", "INPUT_PLAN-DIR": planDir}).run(t); code != exitOK {
+		t.Fatalf("plan: exit %d", code)
+	}
+	previous := filepath.Join(t.TempDir(), "previous")
+	first := newActionTest(t, gh, clone("attempt1"), map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": "0", "INPUT_PLAN-DIR": planDir,
+		"INPUT_SHARD-OUT": filepath.Join(previous, "prodigy-shard-j-1-0")})
+	if code := first.run(t); code != exitOK {
+		t.Fatalf("attempt 1: exit %d\n%s", code, first.errb.String())
+	}
+	second := newActionTest(t, gh, clone("attempt2"), map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": "0", "INPUT_PLAN-DIR": planDir,
+		"INPUT_SHARD-OUT": filepath.Join(t.TempDir(), "out"), "INPUT_SHARD-CONTINUE": previous})
+	if code := second.run(t); code != exitOK {
+		t.Fatalf("attempt 2: exit %d\n%s", code, second.errb.String())
+	}
+	if log := second.errb.String(); !strings.Contains(log, "3 of 3 item(s) already final") || strings.Contains(log, "succeeded (") {
+		t.Errorf("attempt 2 did not continue from attempt 1's output:\n%s", log)
+	}
+	if out := second.outputs(t); out["successful"] != "2" || out["dlq-count"] != "1" {
+		t.Errorf("attempt 2 outputs = %v", out)
+	}
+	// A first attempt has nothing to continue from.
+	if got := previousShardOutput(filepath.Join(t.TempDir(), "none"), 0); got != "" {
+		t.Errorf("previousShardOutput of a missing directory = %q", got)
+	}
+}

@@ -202,8 +202,8 @@ func TestFanoutArtifactNamesArePerPlan(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 2 || len(patterns) != 1 {
-		t.Errorf("uploads %v, download patterns %v; want the plan and shard uploads and one pattern", names, patterns)
+	if len(names) != 2 || len(patterns) != 2 {
+		t.Errorf("uploads %v, download patterns %v; want the plan and shard uploads and two patterns (gather's, a re-run shard's)", names, patterns)
 	}
 	shard := jobs["shard"].(map[string]any)
 	if mp := fmt.Sprint(shard["strategy"].(map[string]any)["max-parallel"]); !strings.Contains(mp, "inputs.shard-max-parallel") {
