@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,7 @@ type fakeGitHub struct {
 	runID    int64                     // run whose artifacts the current token addresses
 	runs     map[string]map[string]any // run objects by id; missing ids get a same-repository run
 	zipGets  int                       // artifact zip downloads
+	hang     atomic.Bool               // artifact-service calls hang until the client gives up
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -177,6 +179,13 @@ func (f *fakeGitHub) artifactZip(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeGitHub) twirp(w http.ResponseWriter, r *http.Request) {
+	if f.hang.Load() {
+		// The body is read first: only then does the server notice the
+		// client going away (and end r.Context()).
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var req map[string]any
