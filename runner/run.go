@@ -371,7 +371,11 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 			return
 		case <-ctx.Done():
 		}
-		j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace)
+		if j.interruptGrace < time.Millisecond { // the Action: stop at once
+			j.logf("interrupt received: no new items start; running agents are stopped (SIGTERM, SIGKILL %s later)", j.steps.grace)
+		} else {
+			j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace)
+		}
 		t := time.NewTimer(j.interruptGrace)
 		defer t.Stop()
 		select {

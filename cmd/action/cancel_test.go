@@ -280,6 +280,9 @@ func TestActionCancelFitsGitHubsSignalSequence(t *testing.T) {
 		t.Errorf("still running when GitHub sends SIGTERM (%s after SIGINT)", githubSigtermAfter)
 	}
 	t.Logf("SIGINT to exit: %s", time.Since(start))
+	if !strings.Contains(c.stderr.String(), "running agents are stopped (SIGTERM, SIGKILL 2s later)") {
+		t.Errorf("the log does not say the agents are stopped at once:\n%s", c.stderr.String())
+	}
 	c.check(t, err, pids)
 }
 
