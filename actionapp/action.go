@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 	"github.com/sethvargo/go-githubactions"
@@ -69,6 +70,10 @@ type actionRun struct {
 	sig interrupt
 	// wsReturned is set once the workspace went back to its owner.
 	wsReturned bool
+	// jobHome is set when the state directory is the job's own
+	// ($RUNNER_TEMP/prodigy, discarded with the job): an interrupted job
+	// cannot be resumed from it later.
+	jobHome bool
 }
 
 // run is the Action entrypoint: inputs → job(s) → DLQ artifact → comment →
@@ -112,6 +117,35 @@ func (e *actionEnv) run(ctx context.Context) int {
 	pctx, stop := publishContext(ctx, &r.sig, e.Cancel.Publish)
 	defer stop()
 	return r.finish(pctx, outs)
+}
+
+// releaseWorktrees unregisters from the workspace's repository the
+// worktrees an interrupted job left under a state directory of the job's
+// own (its parent worktree, kept for a resume that cannot happen once the
+// job's RUNNER_TEMP is gone): otherwise git in later steps sees the results
+// branch checked out at a container path and refuses to delete it. Each is
+// moved aside (one rename) for RUNNER_TEMP's cleanup. Failures are warnings.
+func (r *actionRun) releaseWorktrees() {
+	if !r.jobHome {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	git, err := gitops.New(r.ws, r.gitOptions())
+	if err == nil {
+		var wts []gitops.Worktree
+		if wts, err = git.Worktrees(ctx); err == nil {
+			for _, wt := range wts {
+				if rel, rerr := filepath.Rel(r.home, wt.Path); rerr == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+					_, derr := git.WorktreeDetach(ctx, wt.Path, wt.Path+".released")
+					err = errors.Join(err, derr)
+				}
+			}
+		}
+	}
+	if err != nil {
+		r.env.gha.Warningf("release the interrupted job's worktrees: %s", oneLine(err))
+	}
 }
 
 // handBack gives the workspace (unless done already) and RUNNER_TEMP back
@@ -170,6 +204,7 @@ func (r *actionRun) setup() error {
 	case e.Getenv("RUNNER_TEMP") != "":
 		// Outside the workspace: no root-owned state lands in the checkout.
 		r.home = filepath.Join(e.Getenv("RUNNER_TEMP"), "prodigy")
+		r.jobHome = true
 	default:
 		h, err := defaultHome(e.Getenv)
 		if err != nil {
@@ -234,6 +269,7 @@ type published struct {
 func (r *actionRun) finish(ctx context.Context, outs []*jobOutcome) int {
 	defer func() {
 		if _, ok := r.sig.when(); ok {
+			r.releaseWorktrees()
 			r.returnWorkspace()
 			if ctx.Err() != nil {
 				r.env.gha.Warningf("cancelled: the pool worktrees under RUNNER_TEMP are left for the runner's cleanup")

@@ -242,6 +242,20 @@ func (c *cancelRun) check(t *testing.T, err error, pids []int) {
 			t.Errorf("%d path(s) not handed back to uid 1001, e.g. %s", len(rootOwned), rootOwned[0])
 		}
 	}
+	// The results branch is not left checked out in a worktree of the
+	// job's discarded state: a later step can delete it (checked last: this
+	// git runs as root).
+	branch := ""
+	if _, rest, ok := strings.Cut(out, "results-branch<<"); ok {
+		if lines := strings.SplitN(rest, "\n", 3); len(lines) >= 2 {
+			branch = lines[1]
+		}
+	}
+	if branch == "" {
+		t.Errorf("no results-branch output:\n%s", out)
+	} else {
+		gitOut(t, c.ws, "-c", "safe.directory=*", "branch", "-D", branch)
+	}
 }
 
 // TestActionCancelFitsGitHubsSignalSequence cancels a running Action as
