@@ -219,3 +219,43 @@ func TestFanoutArtifactNamesArePerPlan(t *testing.T) {
 		t.Error("fanout.yml has no cost-usd output")
 	}
 }
+
+// The `uses:` lines users copy (README, docs, examples, workflows) name the
+// repository and ref .ci/action-e2e maps to the checkout under test with
+// act's --local-repository (prodigy-action/prodigy-action@v1), so the ones
+// the e2e runs resolve there, and none names a placeholder owner.
+func TestUsesLinesNameTheRepositoryTheE2EMaps(t *testing.T) {
+	e2e, err := os.ReadFile(filepath.Join(root, ".ci", "action-e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(e2e), "owner_repo=prodigy-action/prodigy-action\n") || !strings.Contains(string(e2e), `--local-repository "$owner_repo@v1=`) {
+		t.Fatal(".ci/action-e2e no longer maps prodigy-action/prodigy-action@v1 to the checkout")
+	}
+	files := []string{"README.md"}
+	for _, g := range []string{"docs/*.md", "examples/*.yml", ".github/workflows/*.yml", ".ci/e2e/*.yml"} {
+		m, _ := filepath.Glob(filepath.Join(root, g))
+		for _, f := range m {
+			rel, _ := filepath.Rel(root, f)
+			files = append(files, rel)
+		}
+	}
+	uses := regexp.MustCompile(`uses:\s*([^\s` + "`" + `]*prodigy-action[^\s` + "`" + `]*)`)
+	ok := regexp.MustCompile(`^(prodigy-action/prodigy-action(/\.github/workflows/fanout\.yml)?@v1(\.\d+\.\d+)?|docker://ghcr\.io/prodigy-action/prodigy-action:v1\.\d+\.\d+|<owner>/prodigy-action@v(1|X\.Y\.Z))$`)
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(data), -1) {
+			n++
+			if !ok.MatchString(m[1]) {
+				t.Errorf("%s: uses: %s does not resolve to this repository's release", f, m[1])
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("found only %d uses: lines of the Action", n)
+	}
+}
