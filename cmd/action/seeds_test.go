@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/dlq"
+)
+
+// seedDifference is one intentional difference from the seeds: the suite
+// applies or checks it by name, and README.md's "Differences from
+// Prodigy" table lists every one (TestSeedDifferencesAreInTheREADME).
+type seedDifference struct {
+	Name     string
+	Seed     string // what the seed says
+	Here     string // what prodigy-action does
+	Decision string // who decided and why
+}
+
+// seedDifferences is the explicit list of intentional differences.
+var seedDifferences = []seedDifference{
+	{"binary-name", "`prodigy …`", "`prodigy-action …`", "the product's name (brief); commands run as written with that one word read so"},
+	{"item-ids", "ids such as item-123 come from the input", "an item's id is `item_<index>` unless `map.id_field` names a field; the suite's job adds `id_field: id` to the guide's workflow", "DESIGN.md: ids stay stable when the input changes only when the user names the field"},
+	{"job-ids", "`<workflow_id>`, `<job_id>`, `my-workflow`", "job ids (`run --job-id`, `latest`); the suite runs jobs named mapreduce-1234567890 and my-workflow", "DESIGN.md command line: dlq commands take JOB_ID"},
+	{"claude-log", "json_log_location: ~/.local/state/claude/logs/session-*.json, one JSON document with .messages", "the step's stream-json transcript (JSON lines) under ~/.prodigy/logs/<repo>/<job>/<item>/; the seeds' placeholder paths are read as the record's json_log_location", "DESIGN.md state on disk: claude step transcripts are saved by the engine"},
+	{"stats-temporal", "`dlq stats` output includes a temporal distribution", "`dlq stats` shows the oldest and newest item (the storage seed's statistics shape); the per-hour distribution is `dlq analyze`'s temporal_distribution", "session-and-dlq-storage.md's statistics JSON has no temporal field"},
+	{"dlq-show", "`dlq show <job_id>`: statistics (storage seed) or the failed items (spec 138)", "`dlq show [JOB_ID]` prints both: the statistics, then the items; --json is the statistics object", "the two seeds disagree; showing both satisfies each"},
+	{"error-signature", "spec 138: a 16-hex SHA-256 of the message", "`<ErrorType>::<normalised message>` (numbers, paths, file names, hex ids removed)", "DESIGN.md DLQ records: signatures must group similar failures, which a hash of the raw message cannot"},
+	{"error-types", "spec 138's sketch: PermissionError, CommandFailed{command, exit_code: None}", "the storage seed's eight variants; a permission failure is CommandFailed/Unknown with manual_review_required", "DESIGN.md: records follow the seeds' JSON exactly (session-and-dlq-storage.md's enum)"},
+	{"resume-include-dlq", "`prodigy resume <job_id>  # include_dlq_items: true by default`", "resume re-runs DLQ items only with --include-dlq; `dlq retry` is the redrive", "DESIGN.md command line: resume JOB_ID [--include-dlq]"},
+	{"dlq-root", "session-and-dlq-storage.md: ~/.prodigy/state/{base}/mapreduce/dlq/{job_id}/", "~/.prodigy/dlq/{repo}/{job_id}/mapreduce/dlq/{job_id}/ (the guide's layout)", "DESIGN.md state on disk"},
+	{"cleanup-recipe", "spec 136 manual test: chmod 000 an untracked file in the agent worktree", "as root chmod 000 stops no deletion; the suite makes the file immutable (chattr +i) instead", "the test runs as root in CI containers"},
+	{"confirmations", "`dlq clear my-workflow` prompts for confirmation", "it prompts on stderr and reads stdin; the suite answers y (no answer is exit 2, nothing deleted)", "DESIGN.md: exit 2 when nothing ran"},
+	{"empty-answers", "(not stated)", "an empty store, a job without records, a --filter or --signature that selects nothing: exit 0 and \"no records\"; usage errors exit 2", "issue 29: answer like a listing"},
+}
+
+func seedDiff(t *testing.T, name string) seedDifference {
+	t.Helper()
+	for _, d := range seedDifferences {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no intentional difference named %q", name)
+	return seedDifference{}
+}
+
+// TestSeedDifferencesAreInTheREADME: every intentional difference is a row
+// of README.md's "Differences from Prodigy" table, by name.
+func TestSeedDifferencesAreInTheREADME(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "## Differences from Prodigy")
+	if i < 0 {
+		t.Fatal(`README.md has no "## Differences from Prodigy" section`)
+	}
+	section := readme[i:]
+	if j := strings.Index(section[3:], "\n## "); j >= 0 {
+		section = section[:j+3]
+	}
+	for _, d := range seedDifferences {
+		if !strings.Contains(section, "| `"+d.Name+"` |") {
+			t.Errorf("README's differences table has no row | `%s` |", d.Name)
+		}
+	}
+}
+
+// seedEnv is a real-binary environment for the seeds' commands: HOME is a
+// temp directory (so ~/.prodigy is the default state directory the guide
+// names), `prodigy-action` and `prodigy` on PATH run this test binary as
+// the CLI, and a Claude stand-in decides per item.
+type seedEnv struct {
+	t               *testing.T
+	home, repo, bin string
+	claude, calls   string
+	env             []string
+}
+
+// seedClaude is the Claude stand-in of the guide's job: item-123 fails
+// like the guide's example (cargo test, exit 101), item-456 fails with a
+// permission error (manual review, not eligible), every other item
+// commits a file and succeeds. Every prompt is appended to $SEED_CALLS.
+const seedClaude = `prompt="${@: -1}"
+echo "$prompt" >> "$SEED_CALLS"
+case "$prompt" in
+  *item-123*)
+    echo '{"type":"assistant","message":{"content":[{"type":"text","text":"running cargo test"}]}}'
+    echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"cargo test failed with exit code 101"}'
+    exit 101 ;;
+  *item-456*)
+    echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"permission denied writing src/lib.rs"}'
+    exit 1 ;;
+  *fix-validation-error*)
+    echo '{"type":"result","subtype":"success","is_error":false,"result":"fixed"}' ;;
+  *)
+    echo "$prompt" > "out-$(date +%s%N).txt" && git add -A && git commit -qm processed
+    echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}' ;;
+esac
+`
+
+func newSeedEnv(t *testing.T, files map[string]string) *seedEnv {
+	t.Helper()
+	e := &seedEnv{t: t, home: t.TempDir(), bin: t.TempDir()}
+	// The repository is named "prodigy", as in the guide's paths.
+	r := cliRepo(t, files)
+	e.repo = filepath.Join(filepath.Dir(r), "prodigy")
+	if err := os.Rename(r, e.repo); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"prodigy-action", "prodigy"} {
+		wrapper := fmt.Sprintf("#!/bin/sh\nPRODIGY_ACTION_TEST_MAIN=1 exec %q \"$@\"\n", exe)
+		if err := os.WriteFile(filepath.Join(e.bin, name), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.claude = filepath.Join(e.bin, "claude-stand-in")
+	if err := os.WriteFile(e.claude, []byte("#!/usr/bin/env bash\n"+seedClaude), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.calls = filepath.Join(t.TempDir(), "calls")
+	gitconfig := "[user]\n\tname = seed\n\temail = seed@example.invalid\n"
+	if err := os.WriteFile(filepath.Join(e.home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "HOME" || k == "PATH" || strings.HasPrefix(k, "PRODIGY_") || strings.HasPrefix(k, "GIT_"):
+			continue
+		}
+		e.env = append(e.env, kv)
+	}
+	e.env = append(e.env, "HOME="+e.home, "PATH="+e.bin+":"+os.Getenv("PATH"),
+		"PRODIGY_CLAUDE_COMMAND="+e.claude, "SEED_CALLS="+e.calls)
+	return e
+}
+
+// sh runs one command line in a real bash in the repository, with stdin;
+// it returns the exit code, stdout and stderr.
+func (e *seedEnv) sh(stdin, line string) (int, string, string) {
+	e.t.Helper()
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
+	cmd.Dir, cmd.Env = e.repo, e.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("%s: %v", line, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// record reads one DLQ record of the guide's layout.
+func (e *seedEnv) record(job, item string) dlq.DeadLetteredItem {
+	e.t.Helper()
+	p := filepath.Join(e.home, ".prodigy", "dlq", "prodigy", job, "mapreduce", "dlq", job, "items", item+".json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var d dlq.DeadLetteredItem
+	if err := json.Unmarshal(b, &d); err != nil {
+		e.t.Fatalf("%s: %v", p, err)
+	}
+	return d
+}
+
+// checkHistory: every record's failure_count is the length of its
+// failure_history, whose attempt numbers are 1, 2, … in order.
+func (e *seedEnv) checkHistory(job string) {
+	e.t.Helper()
+	dir := filepath.Join(e.home, ".prodigy", "dlq", "prodigy", job, "mapreduce", "dlq", job, "items")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, f := range files {
+		d := e.record(job, strings.TrimSuffix(filepath.Base(f), ".json"))
+		if int(d.FailureCount) != len(d.FailureHistory) {
+			e.t.Errorf("%s: failure_count %d, %d history entries", d.ItemID, d.FailureCount, len(d.FailureHistory))
+		}
+		for i, h := range d.FailureHistory {
+			if int(h.AttemptNumber) != i+1 {
+				e.t.Errorf("%s: history entry %d has attempt_number %d", d.ItemID, i, h.AttemptNumber)
+			}
+		}
+	}
+}
+
+// guideWorkflow is the dlq-guide's "Integration with MapReduce" example,
+// read from the seed, with map.id_field added (difference item-ids).
+func guideWorkflow(t *testing.T) (asWritten, withIDs string) {
+	t.Helper()
+	blocks := plainYAMLBlocks(readSeed(t, "dlq-guide.md"))
+	if len(blocks) != 1 || !strings.Contains(blocks[0].Body, "name: my-workflow") {
+		t.Fatalf("dlq-guide.md: want its one workflow example (name: my-workflow), found %d YAML blocks", len(blocks))
+	}
+	asWritten = blocks[0].Body + "\n"
+	const anchor = "  json_path: \"$.items[*]\"\n"
+	if !strings.Contains(asWritten, anchor) {
+		t.Fatalf("the guide's workflow has no %q line to add id_field after:\n%s", anchor, asWritten)
+	}
+	withIDs = strings.Replace(asWritten, anchor, anchor+"  id_field: id # "+seedDiff(t, "item-ids").Name+"\n", 1)
+	return asWritten, withIDs
+}
+
+const guideItems = `{"items": [
+  {"id": "item-123", "file": "src/main.rs", "priority": 5},
+  {"id": "item-456", "file": "src/lib.rs", "priority": 2},
+  {"id": "item-789", "file": "src/util.rs", "priority": 7}
+]}`
+
+// seedCheck is what the suite expects of one seed command: its exit code,
+// text its output (stdout then stderr) must and must not contain, and an
+// optional check of files it wrote. A command found in the seed without a
+// check, or a check whose command is no longer in the seed, fails the
+// suite: the seed is the list.
+type seedCheck struct {
+	code  int
+	stdin string
+	has   []string
+	not   []string
+	after func(t *testing.T, e *seedEnv, out string)
+}
+
+// readSeedCommand substitutes the named differences into a seed command:
+// binary-name, job-ids, claude-log.
+func readSeedCommand(line, job, logPath string) string {
+	line = regexp.MustCompile(`(^|\$\(|\|\s*)prodigy `).ReplaceAllString(line, "${1}prodigy-action ")
+	line = strings.NewReplacer("<workflow_id>", job, "<job_id>", job).Replace(line)
+	for _, placeholder := range []string{"/path/to/claude-session.json", "/path/to/session.json", "~/.local/state/claude/logs/session-xyz.json"} {
+		line = strings.ReplaceAll(line, placeholder, logPath)
+	}
+	return line
+}
+
+// TestSeedDLQGuideCommandsRunAsWritten runs every command example of
+// dlq-guide.md, session-and-dlq-storage.md and spec-138-dlq-integration.md
+// in document order, through the real binary in a real bash, against jobs
+// of the guide's own workflow that put item-123 and item-456 in the DLQ,
+// and checks that each shows what the guide says it shows.
+func TestSeedDLQGuideCommandsRunAsWritten(t *testing.T) {
+	t.Parallel()
+	const job = "mapreduce-1234567890"
+	e := newSeedEnv(t, map[string]string{"items.json": guideItems})
+	asWritten, withIDs := guideWorkflow(t)
+	wfDir := t.TempDir()
+	seedWF, jobWF := filepath.Join(wfDir, "seed.yml"), filepath.Join(wfDir, "workflow.yml")
+	if err := os.WriteFile(seedWF, []byte(asWritten), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jobWF, []byte(withIDs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The guide's workflow validates as written.
+	if code, out, errOut := e.sh("", "prodigy-action validate "+seedWF); code != 0 {
+		t.Fatalf("validate the guide's workflow: exit %d\n%s%s", code, out, errOut)
+	}
+	// Two jobs (difference job-ids); the second is the newest.
+	for _, id := range []string{"my-workflow", job} {
+		code, out, errOut := e.sh("", "prodigy-action run "+jobWF+" --job-id "+id+" --json")
+		if code != 0 {
+			t.Fatalf("run %s: exit %d\n%s%s", id, code, out, errOut)
+		}
+		var res struct {
+			Successful int `json:"successful"`
+			DLQCount   int `json:"dlq_count"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Successful != 1 || res.DLQCount != 2 {
+			t.Fatalf("run %s: %v %s\n%s", id, err, out, errOut)
+		}
+	}
+	rec := e.record(job, "item-123")
+	if rec.FailureHistory[0].JSONLogLocation == nil {
+		t.Fatalf("item-123 has no json_log_location: %+v", rec.FailureHistory[0])
+	}
+	logPath := *rec.FailureHistory[0].JSONLogLocation
+	if !strings.HasPrefix(logPath, filepath.Join(e.home, ".prodigy", "logs", "prodigy", job)) {
+		t.Errorf("json_log_location %s is not under ~/.prodigy/logs/prodigy/%s (difference %s)", logPath, job, seedDiff(t, "claude-log").Name)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(rec.ItemData, &data); err != nil || data["file"] != "src/main.rs" || data["priority"] != 5.0 || rec.ErrorSignature == "" ||
+		rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.WorktreePath == "" || !rec.ReprocessEligible {
+		t.Errorf("item-123 record lacks what spec 138 requires (item data, signature, worktree path, eligible): %+v", rec)
+	}
+	if et := rec.FailureHistory[0].ErrorType; et.Kind != dlq.CommandFailed || et.ExitCode != 101 {
+		t.Errorf("item-123 error_type = %+v, want the guide's CommandFailed{exit_code: 101}", et)
+	}
+	if d := e.record(job, "item-456"); d.ReprocessEligible || !d.ManualReviewRequired {
+		t.Errorf("item-456 (permission denied) eligible=%v manual=%v, want a manual-review record", d.ReprocessEligible, d.ManualReviewRequired)
+	}
+
+	inspected := []string{`"item_id": "item-123"`, `"item_data"`, `"failure_history"`, `"error_message"`, `"stack_trace"`, `"json_log_location"`, `"worktree_artifacts"`, `"CommandFailed"`}
+	fileHas := func(name string, parts ...string) func(*testing.T, *seedEnv, string) {
+		return func(t *testing.T, e *seedEnv, _ string) {
+			b, err := os.ReadFile(filepath.Join(e.repo, name))
+			if err != nil {
+				t.Errorf("%s not written: %v", name, err)
+				return
+			}
+			for _, p := range parts {
+				if !strings.Contains(string(b), p) {
+					t.Errorf("%s lacks %q:\n%s", name, p, b)
+				}
+			}
+		}
+	}
+	historyExact := func(t *testing.T, e *seedEnv, _ string) { e.checkHistory(job) }
+	checks := map[string]seedCheck{
+		// dlq-guide.md: List
+		"prodigy dlq list": {has: []string{"item-123", "item-456", "job " + job + " (repo prodigy): the newest", "`latest`"}, not: []string{"item-789"}},
+		"prodigy dlq list --job-id mapreduce-1234567890":             {has: []string{"item-123", "item-456"}, not: []string{"item-789"}},
+		"prodigy dlq list --eligible":                                {has: []string{"item-123"}, not: []string{"item-456"}},
+		"prodigy dlq list --limit 10":                                {has: []string{"item-123", "item-456"}},
+		"prodigy dlq inspect item-123":                               {has: inspected},
+		"prodigy dlq inspect item-123 --job-id mapreduce-1234567890": {has: inspected},
+		// Analyze: pattern groups, error distribution, temporal distribution.
+		"prodigy dlq analyze":                               {has: []string{"Pattern groups", "Error distribution", "Temporal distribution", "item-123"}},
+		"prodigy dlq analyze --job-id mapreduce-1234567890": {has: []string{"Pattern groups", "Error distribution", "Temporal distribution"}},
+		"prodigy dlq analyze --export analysis.json":        {has: []string{"analysis.json"}, after: fileHas("analysis.json", `"pattern_groups"`, `"error_distribution"`, `"temporal_distribution"`)},
+		// Retry: eligible only unless --force; successes leave, failures stay with history extended.
+		"prodigy dlq retry <workflow_id>":                               {has: []string{"redriving 1 DLQ item(s)"}, after: historyExact},
+		"prodigy dlq retry <workflow_id> --parallel 10":                 {has: []string{"10 in parallel"}},
+		"prodigy dlq retry <workflow_id> --filter 'item.priority >= 5'": {has: []string{"redriving 1 DLQ item(s)"}},
+		"prodigy dlq retry <workflow_id> --max-retries 2":               {has: []string{"2 attempt(s) each"}},
+		"prodigy dlq retry <workflow_id> --force":                       {has: []string{"redriving 2 DLQ item(s)"}, after: historyExact},
+		// Export
+		"prodigy dlq export dlq-items.json":                            {has: []string{"exported 2 items"}, after: fileHas("dlq-items.json", `"item_id": "item-123"`, `"item_id": "item-456"`)},
+		"prodigy dlq export dlq-items.csv --format csv":                {has: []string{"exported 2 items"}, after: fileHas("dlq-items.csv", "item_id,", "item-123", "item-456")},
+		"prodigy dlq export output.json --job-id mapreduce-1234567890": {has: []string{"exported 2 items"}, after: fileHas("output.json", "item-123")},
+		// Stats: total, by error type, average retry count, eligible vs manual review (difference stats-temporal).
+		"prodigy dlq stats":                           {has: []string{"Total items:", "By error type", "Average failure count", "Eligible for reprocess:", "Requiring manual review:", "Oldest item"}},
+		"prodigy dlq stats --workflow-id my-workflow": {has: []string{"Job:", "my-workflow", "Total items:"}},
+		// Clear (difference confirmations) and purge.
+		"prodigy dlq clear my-workflow":                                        {stdin: "y\n", has: []string{"Delete all 2 items", "cleared 2 items of job my-workflow"}},
+		"prodigy dlq clear my-workflow --yes":                                  {has: []string{"nothing to clear"}},
+		"prodigy dlq purge --older-than-days 30":                               {has: []string{"nothing to purge"}},
+		"prodigy dlq purge --older-than-days 30 --job-id mapreduce-1234567890": {has: []string{"nothing to purge"}},
+		"prodigy dlq purge --older-than-days 30 --yes":                         {has: []string{"nothing to purge"}},
+		// Debugging: the Claude log of the first attempt (difference claude-log).
+		"cat $(prodigy dlq inspect item-123 | jq -r '.failure_history[0].json_log_location')": {has: []string{`"type":"result"`, "cargo test failed"}},
+		"cat /path/to/session.json | jq '.'":                                                  {has: []string{`"type": "result"`}},
+		"cat /path/to/claude-session.json | jq '.messages[-3:]'":                              {has: []string{"null"}},
+		"prodigy dlq retry mapreduce-1234567890":                                              {has: []string{"redriving 1 DLQ item(s)"}, after: historyExact},
+		// Direct file access: the guide's layout under ~/.prodigy.
+		"ls ~/.prodigy/dlq/prodigy/mapreduce-1234567890/mapreduce/dlq/mapreduce-1234567890/items/":                    {has: []string{"item-123.json", "item-456.json"}, not: []string{"item-789"}},
+		"cat ~/.prodigy/dlq/prodigy/mapreduce-1234567890/mapreduce/dlq/mapreduce-1234567890/items/item-123.json | jq": {has: []string{`"item_id": "item-123"`}},
+		"jq '.item_count' ~/.prodigy/dlq/prodigy/mapreduce-1234567890/mapreduce/dlq/mapreduce-1234567890/index.json":  {has: []string{"2"}},
+		// session-and-dlq-storage.md (difference dlq-show).
+		"prodigy dlq show <job_id>":                                             {has: []string{"Total items:", "Eligible for reprocess:", "Requiring manual review:", "Error categories", "Items (newest last attempt first):", "item-123", "item-456"}},
+		"prodigy dlq retry <job_id>":                                            {has: []string{"redriving 1 DLQ item(s)"}},
+		"prodigy dlq retry <job_id> --max-parallel 5 --dry-run":                 {has: []string{"item-123", "dry run: 1 item(s) would be retried"}, not: []string{"item-456"}},
+		"cat ~/.local/state/claude/logs/session-xyz.json | jq '.messages[-3:]'": {has: []string{"null"}},
+		// spec-138-dlq-integration.md (difference resume-include-dlq).
+		"prodigy resume <job_id>  # include_dlq_items: true by default": {has: []string{job, "nothing to resume", "--include-dlq"}, after: resumeIncludeDLQ},
+	}
+	used := map[string]bool{}
+	_ = seedDiff(t, "resume-include-dlq")
+	for _, doc := range []string{"dlq-guide.md", "session-and-dlq-storage.md", "spec-138-dlq-integration.md"} {
+		cmds := seedCommands(readSeed(t, doc))
+		if len(cmds) == 0 {
+			t.Fatalf("%s: no command examples found", doc)
+		}
+		for _, c := range cmds {
+			ck, ok := checks[c]
+			if !ok {
+				t.Errorf("%s: command %q has no expectation in this suite", doc, c)
+				continue
+			}
+			used[c] = true
+			line := readSeedCommand(c, job, logPath)
+			code, out, errOut := e.sh(ck.stdin, line)
+			all := out + errOut
+			if code != ck.code {
+				t.Errorf("%s: %s\n  ran %s: exit %d, want %d\n%s", doc, c, line, code, ck.code, all)
+				continue
+			}
+			for _, h := range ck.has {
+				if !strings.Contains(all, h) {
+					t.Errorf("%s: %s: output lacks %q:\n%s", doc, c, h, all)
+				}
+			}
+			for _, n := range ck.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%s: %s: stdout has %q:\n%s", doc, c, n, out)
+				}
+			}
+			if ck.after != nil {
+				ck.after(t, e, out)
+			}
+		}
+	}
+	var stale []string
+	for c := range checks {
+		if !used[c] {
+			stale = append(stale, c)
+		}
+	}
+	sort.Strings(stale)
+	if len(stale) > 0 {
+		t.Errorf("expectations for commands no seed has any more: %q", stale)
+	}
+	e.checkHistory(job)
+}
+
+// resumeIncludeDLQ: with --include-dlq (difference resume-include-dlq) a
+// resume of the completed job runs its eligible DLQ items again: item-123
+// is attempted again and its history grows by exactly those attempts.
+func resumeIncludeDLQ(t *testing.T, e *seedEnv, _ string) {
+	const job = "mapreduce-1234567890"
+	calls := func() int {
+		b, _ := os.ReadFile(e.calls)
+		return strings.Count(string(b), "item-123")
+	}
+	before, hist := calls(), len(e.record(job, "item-123").FailureHistory)
+	ineligible := strings.Count(mustRead(t, e.calls), "item-456")
+	code, out, errOut := e.sh("", "prodigy-action resume "+job+" --include-dlq")
+	if code != 0 {
+		t.Fatalf("resume --include-dlq: exit %d\n%s%s", code, out, errOut)
+	}
+	ran := calls() - before
+	if ran == 0 {
+		t.Fatalf("resume --include-dlq did not run item-123:\n%s", errOut)
+	}
+	if got := len(e.record(job, "item-123").FailureHistory); got != hist+ran {
+		t.Errorf("item-123 history %d → %d after %d attempts", hist, got, ran)
+	}
+	if n := strings.Count(mustRead(t, e.calls), "item-456"); n != ineligible {
+		t.Errorf("resume --include-dlq ran item-456 (not eligible): %d → %d calls", ineligible, n)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
