@@ -9,10 +9,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // seedDifference is one intentional difference from the seeds: the suite
@@ -38,6 +42,7 @@ var seedDifferences = []seedDifference{
 	{"resume-include-dlq", "`prodigy resume <job_id>  # include_dlq_items: true by default`", "resume re-runs DLQ items only with --include-dlq; `dlq retry` is the redrive", "DESIGN.md command line: resume JOB_ID [--include-dlq]"},
 	{"dlq-root", "session-and-dlq-storage.md: ~/.prodigy/state/{base}/mapreduce/dlq/{job_id}/", "~/.prodigy/dlq/{repo}/{job_id}/mapreduce/dlq/{job_id}/ (the guide's layout)", "DESIGN.md state on disk"},
 	{"cleanup-recipe", "spec 136 manual test: chmod 000 an untracked file in the agent worktree", "as root chmod 000 stops no deletion; the suite makes the file immutable (chattr +i) instead", "the test runs as root in CI containers"},
+	{"backoff-cap", "backoff-strategies.md's timeout example: 10s + 10s + 20s + 30s + 50s = 120s with the 30s max_delay default", "every wait is capped at max_delay: 10s + 10s + 20s + 30s + 30s = 100s (120s with max_delay ≥ 50s)", "DESIGN.md attempts and backoff: the cap always holds (the seed's own rule)"},
 	{"confirmations", "`dlq clear my-workflow` prompts for confirmation", "it prompts on stderr and reads stdin; the suite answers y (no answer is exit 2, nothing deleted)", "DESIGN.md: exit 2 when nothing ran"},
 	{"empty-answers", "(not stated)", "an empty store, a job without records, a --filter or --signature that selects nothing: exit 0 and \"no records\"; usage errors exit 2", "issue 29: answer like a listing"},
 }
@@ -453,4 +458,200 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// seedFragmentWorkflow embeds a seed's `retry_config:` fragment in a
+// minimal workflow under map (where the seed's complete example puts its
+// error_policy).
+func seedFragmentWorkflow(fragment string) string {
+	var b strings.Builder
+	b.WriteString("name: seed-fragment\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
+	for _, l := range strings.Split(strings.TrimRight(fragment, "\n"), "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+var (
+	behaviorRe = regexp.MustCompile(`Retry (\d+)(\+?): (max_delay|\d+(?:ms|s|m|h))`)
+	formatsRe  = regexp.MustCompile(`Valid formats: (.*) Invalid formats: (.*)`)
+	timeoutRe  = regexp.MustCompile(`Fibonacci backoff with initial_delay: (\S+)\s+Total delay could be: ([^=]+)= (\S+) of retries`)
+)
+
+// TestSeedBackoffExamples validates every YAML example of
+// backoff-strategies.md and checks the schedule each one produces against
+// the seed's own "Behavior:" lines (the first such list after the block),
+// the jitter and cap rule of "How fields interact", the humantime format
+// list, and runs the complete MapReduce example through the real binary.
+func TestSeedBackoffExamples(t *testing.T) {
+	t.Parallel()
+	text := readSeed(t, "backoff-strategies.md")
+	blocks := plainYAMLBlocks(text)
+	if len(blocks) != 11 {
+		t.Fatalf("backoff-strategies.md: %d YAML examples, want the 11 this suite checks (a change to the seed must reach the suite)", len(blocks))
+	}
+	lines := strings.Split(text, "\n")
+	var complete, fields string
+	for _, b := range blocks {
+		if strings.HasPrefix(b.Body, "name: ") {
+			complete = b.Body
+			continue
+		}
+		if strings.Contains(b.Body, "# Maximum retry attempts") {
+			fields = b.Body
+			continue
+		}
+		wf, err := config.Parse(fmt.Sprintf("backoff-strategies.md:%d", b.Line), []byte(seedFragmentWorkflow(b.Body)))
+		if err != nil {
+			t.Errorf("example at line %d does not validate: %v\n%s", b.Line, err, b.Body)
+			continue
+		}
+		pol, err := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+		if err != nil {
+			t.Errorf("example at line %d: %v", b.Line, err)
+			continue
+		}
+		// The behaviour list that follows the block (for a pair of
+		// forms, the one after the second).
+		rest := strings.Join(lines[b.Line:], "\n")
+		j := strings.Index(rest, "Behavior")
+		if j < 0 {
+			t.Fatalf("no behaviour list after the example at line %d", b.Line)
+		}
+		para := rest[j:]
+		if k := strings.Index(para, "\n\n"); k >= 0 {
+			para = para[:k]
+		}
+		want := behaviorRe.FindAllStringSubmatch(para, -1)
+		if len(want) < 3 {
+			t.Fatalf("behaviour list after line %d has %d retries: %q", b.Line, len(want), para)
+		}
+		// The fixed section's list is the simple form's (2s); its explicit
+		// form says `delay: 5s`, which is what that example must do.
+		explicitFixed := strings.Contains(b.Body, "delay: 5s")
+		for _, m := range want {
+			k, _ := strconv.Atoi(m[1])
+			var d time.Duration
+			switch {
+			case m[3] == "max_delay":
+				d = pol.MaxDelay
+			case explicitFixed:
+				d = 5 * time.Second
+			default:
+				d, _ = time.ParseDuration(m[3])
+			}
+			ks := []int{k}
+			if m[2] == "+" {
+				ks = append(ks, k+1, k+5)
+			}
+			for _, k := range ks {
+				if got := pol.Wait(k, 0.5); got != d {
+					t.Errorf("example at line %d: retry %d waits %s, the seed says %s\n%s", b.Line, k, got, d, b.Body)
+				}
+			}
+		}
+	}
+
+	// RetryConfig fields: defaults and how they interact (cap, then ± jitter, cap holds).
+	if fields == "" || complete == "" {
+		t.Fatal("backoff-strategies.md lost its RetryConfig fields example or its complete MapReduce example")
+	}
+	wf, err := config.Parse("fields", []byte(seedFragmentWorkflow(fields)))
+	if err != nil {
+		t.Fatalf("RetryConfig fields example: %v", err)
+	}
+	pol, err := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Attempts != 3 || pol.MaxDelay != 30*time.Second || !pol.Jitter || pol.JitterFactor != 0.3 {
+		t.Errorf("fields example policy = %+v", pol)
+	}
+	for k := 1; k <= 8; k++ {
+		base := min(time.Second<<(k-1), 30*time.Second)
+		lo, hi := pol.Wait(k, 0), pol.Wait(k, 0.999999)
+		if lo != time.Duration(float64(base)*0.7) || hi > 30*time.Second || hi < min(time.Duration(float64(base)*1.29), 30*time.Second) {
+			t.Errorf("retry %d: jitter range [%s, %s] around %s (±30%%, capped at 30s)", k, lo, hi, base)
+		}
+	}
+	// Defaults: exponential base 2 from 1s, capped at 30s, no jitter.
+	wf, err = config.Parse("defaults", []byte(seedFragmentWorkflow("retry_config:\n  attempts: 8\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ = runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	if got := fmt.Sprint(pol.Schedule()); got != "[1s 2s 4s 8s 16s 30s 30s]" || pol.Jitter {
+		t.Errorf("default schedule %s jitter %v", got, pol.Jitter)
+	}
+	// Custom edge case: an empty delays array waits max_delay every time.
+	wf, err = config.Parse("custom-empty", []byte(seedFragmentWorkflow("retry_config:\n  attempts: 3\n  max_delay: 20s\n  backoff:\n    custom:\n      delays: []\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ = runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	if got := fmt.Sprint(pol.Schedule()); got != "[20s 20s]" {
+		t.Errorf("custom with no delays: %s, want max_delay each time", got)
+	}
+
+	// Humantime formats: the valid ones parse, the invalid ones are config errors that say why.
+	m := formatsRe.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("backoff-strategies.md lost its humantime format list")
+	}
+	for _, v := range strings.Split(m[1], ", ") {
+		if _, err := config.Parse("valid", []byte(seedFragmentWorkflow("retry_config:\n  initial_delay: "+v+"\n"))); err != nil {
+			t.Errorf("valid format %q rejected: %v", v, err)
+		}
+	}
+	for _, v := range strings.Split(m[2], ", ") {
+		_, err := config.Parse("invalid", []byte(seedFragmentWorkflow("retry_config:\n  initial_delay: "+v+"\n")))
+		if err == nil || !strings.Contains(err.Error(), "initial_delay") {
+			t.Errorf("invalid format %q: %v, want an error naming initial_delay", v, err)
+		}
+	}
+
+	// Timeout interaction: the seed sums 10s+10s+20s+30s+50s = 120s, past
+	// its own 30s max_delay default; the cap holds (difference backoff-cap).
+	m = timeoutRe.FindStringSubmatch(strings.Join(strings.Fields(text), " "))
+	if m == nil {
+		t.Fatal("backoff-strategies.md lost its timeout-interaction example")
+	}
+	_ = seedDiff(t, "backoff-cap")
+	for _, tc := range []struct{ maxDelay, want string }{{"", "100s"}, {"max_delay: 60s\n  ", m[3]}} {
+		wf, err := config.Parse("timeout", []byte(seedFragmentWorkflow("retry_config:\n  "+tc.maxDelay+"attempts: 6\n  initial_delay: "+m[1]+"\n  backoff: fibonacci\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, _ := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+		var sum time.Duration
+		for _, d := range pol.Schedule() {
+			sum += d
+		}
+		if want, _ := time.ParseDuration(tc.want); sum != want {
+			t.Errorf("fibonacci from %s over 5 retries (%q): total %s, want %s (%s)", m[1], tc.maxDelay, sum, want, m[2])
+		}
+	}
+
+	// The complete MapReduce example validates and runs as written: its
+	// `validate` command does not exist here, so the step fails and its
+	// on_failure Claude handler fixes it; every item succeeds.
+	e := newSeedEnv(t, map[string]string{"items.json": `{"items": [{"id": "a", "output": "x"}, {"id": "b", "output": "y"}]}`})
+	wfPath := filepath.Join(t.TempDir(), "complete.yml")
+	if err := os.WriteFile(wfPath, []byte(complete+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := e.sh("", "prodigy-action validate "+wfPath); code != 0 {
+		t.Fatalf("validate the complete example: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := e.sh("", "prodigy-action run "+wfPath+" --json")
+	var res struct {
+		Successful, Failed int
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Successful != 2 || res.Failed != 0 {
+		t.Fatalf("run the complete example: exit %d\n%s%s", code, out, errOut)
+	}
+	calls := mustRead(t, e.calls)
+	if strings.Count(calls, "/fix-validation-error") != 2 || strings.Count(calls, "/process-item 'a'") != 1 || strings.Count(calls, "/process-item 'b'") != 1 {
+		t.Errorf("claude calls:\n%s", calls)
+	}
 }
