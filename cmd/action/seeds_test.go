@@ -472,6 +472,8 @@ func seedFragmentWorkflow(fragment string) string {
 	return b.String()
 }
 
+var freeForm = map[string]bool{".item_data": true, ".error_categories": true}
+
 var (
 	behaviorRe = regexp.MustCompile(`Retry (\d+)(\+?): (max_delay|\d+(?:ms|s|m|h))`)
 	formatsRe  = regexp.MustCompile(`Valid formats: (.*) Invalid formats: (.*)`)
@@ -654,4 +656,210 @@ func TestSeedBackoffExamples(t *testing.T) {
 	if strings.Count(calls, "/fix-validation-error") != 2 || strings.Count(calls, "/process-item 'a'") != 1 || strings.Count(calls, "/process-item 'b'") != 1 {
 		t.Errorf("claude calls:\n%s", calls)
 	}
+}
+
+// jsonKind names the JSON type of v for shape comparisons.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// shapeDiff lists where ours lacks a field of seed or gives it another
+// JSON type. A seed null accepts any value; optional (Option<…>) fields
+// may be null in ours; arrays compare their first elements; the fields in
+// freeForm (item data, maps keyed by signature) compare their type only.
+func shapeDiff(seed, ours any, path string, optional map[string]bool) []string {
+	if seed == nil {
+		return nil
+	}
+	if ours == nil && optional[path] {
+		return nil
+	}
+	if jsonKind(seed) != jsonKind(ours) {
+		return []string{fmt.Sprintf("%s: seed %s, ours %s", path, jsonKind(seed), jsonKind(ours))}
+	}
+	if freeForm[path] {
+		return nil // user data or counts by dynamic key: the type is the shape
+	}
+	var out []string
+	switch s := seed.(type) {
+	case map[string]any:
+		o := ours.(map[string]any)
+		for k, sv := range s {
+			ov, ok := o[k]
+			if !ok {
+				out = append(out, path+"."+k+": missing")
+				continue
+			}
+			out = append(out, shapeDiff(sv, ov, path+"."+k, optional)...)
+		}
+	case []any:
+		o := ours.([]any)
+		if len(s) > 0 && len(o) > 0 {
+			out = append(out, shapeDiff(s[0], o[0], path+"[]", optional)...)
+		}
+	}
+	return out
+}
+
+func decodeJSON(t *testing.T, what, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, s)
+	}
+	return v
+}
+
+// TestSeedStorageShapes: every field and error type of
+// session-and-dlq-storage.md (and the record, failure detail and index
+// examples of dlq-guide.md) appears in the files a real job writes, with
+// the seed's names and JSON types.
+func TestSeedStorageShapes(t *testing.T) {
+	t.Parallel()
+	storage := readSeed(t, "session-and-dlq-storage.md")
+	guide := readSeed(t, "dlq-guide.md")
+	sj, gj := seedJSONBlocks(storage), seedJSONBlocks(guide)
+	if len(sj) != 4 || len(gj) != 3 {
+		t.Fatalf("JSON examples: %d in the storage seed (want 4: session, mapreduce_data, item, statistics), %d in the guide (want 3: item, failure detail, index)", len(sj), len(gj))
+	}
+	// A real job: a timeout, a failed command (exit 101), a missing commit.
+	repo := cliRepo(t, map[string]string{"items.json": `[{"id": "t"}, {"id": "c"}, {"id": "n"}, {"id": "ok"}]`})
+	wf := writeWorkflow(t, `name: shapes
+map:
+  input: items.json
+  id_field: id
+  agent_template:
+    - shell: |
+        case "${item.id}" in
+          t) sleep 10 ;;
+          c) echo "cargo test failed with exit code 101" >&2; exit 101 ;;
+          ok) echo ok > ok.txt && git add ok.txt && git commit -qm ok ;;
+        esac
+      timeout: 1
+      commit_required: true
+`)
+	home := t.TempDir()
+	if code, out, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "shapes", "--json"); code != 0 || !strings.Contains(out, `"dlq_count": 3`) {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	itemFile := func(id string) any {
+		b, err := os.ReadFile(filepath.Join(home, "dlq", "repo", "shapes", "mapreduce", "dlq", "shapes", "items", id+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decodeJSON(t, id, string(b))
+	}
+	optional := map[string]bool{
+		".failure_history[].stack_trace": true, ".failure_history[].json_log_location": true, // Option<String> in the seed's struct
+		".worktree_artifacts.uncommitted_changes": true, ".worktree_artifacts.error_logs": true,
+		".stack_trace": true, ".json_log_location": true,
+	}
+	check := func(what string, seed, ours any) {
+		t.Helper()
+		for _, d := range shapeDiff(seed, ours, "", optional) {
+			t.Errorf("%s: %s", what, d)
+		}
+	}
+	timeout, failed := itemFile("t"), itemFile("c")
+	// The storage seed's item has a Timeout; the guide's a CommandFailed.
+	check("storage seed DLQ item vs the Timeout record", decodeJSON(t, "storage item", sj[2].Body), timeout)
+	check("guide DLQ item vs the CommandFailed record", decodeJSON(t, "guide item", gj[0].Body), failed)
+	check("guide FailureDetail vs a failure_history entry", decodeJSON(t, "guide detail", gj[1].Body), failed.(map[string]any)["failure_history"].([]any)[0])
+	if et := timeout.(map[string]any)["failure_history"].([]any)[0].(map[string]any)["error_type"]; et != "Timeout" {
+		t.Errorf(`Timeout record error_type = %v, want "Timeout"`, et)
+	}
+	if et := failed.(map[string]any)["failure_history"].([]any)[0].(map[string]any)["error_type"]; fmt.Sprint(et) != "map[CommandFailed:map[exit_code:101]]" {
+		t.Errorf(`CommandFailed record error_type = %v, want {"CommandFailed":{"exit_code":101}}`, et)
+	}
+	idx, err := os.ReadFile(filepath.Join(home, "dlq", "repo", "shapes", "mapreduce", "dlq", "shapes", "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("guide index.json", decodeJSON(t, "guide index", gj[2].Body), decodeJSON(t, "index.json", string(idx)))
+
+	// Statistics: `dlq show --json` (the storage seed's command) carries every field.
+	code, out, errOut := runCLI(t, home, "dlq", "show", "shapes", "--json")
+	if code != 0 {
+		t.Fatalf("dlq show --json: exit %d %s", code, errOut)
+	}
+	stats := decodeJSON(t, "stats", out)
+	check("storage seed statistics vs dlq show --json", decodeJSON(t, "seed stats", sj[3].Body), stats)
+	if s := stats.(map[string]any); s["total_items"] != 3.0 || s["eligible_for_reprocess"] == nil {
+		t.Errorf("stats = %v", s)
+	}
+
+	// Session file: the seed's fields; a MapReduce session fills mapreduce_data.
+	sessions, _ := filepath.Glob(filepath.Join(home, "sessions", "*.json"))
+	if len(sessions) != 1 {
+		t.Fatalf("session files: %v", sessions)
+	}
+	sess := decodeJSON(t, "session", mustRead(t, sessions[0])).(map[string]any)
+	seedSess := decodeJSON(t, "seed session", sj[0].Body).(map[string]any)
+	delete(seedSess, "workflow_data") // the seed's example is a Workflow session; ours are MapReduce sessions
+	check("storage seed session file", seedSess, sess)
+	check("storage seed mapreduce_data", decodeJSON(t, "seed mapreduce_data", sj[1].Body), sess["mapreduce_data"])
+	statuses := regexp.MustCompile("(?m)^\\| `(\\w+)` \\| ").FindAllStringSubmatch(storage, -1)
+	var known []string
+	for _, m := range statuses {
+		known = append(known, m[1])
+	}
+	if !strings.Contains(strings.Join(known, " "), "Completed") || !slicesContains(known, fmt.Sprint(sess["status"])) {
+		t.Errorf("session status %v is not one of the seed's %v", sess["status"], known)
+	}
+
+	// Error types: the seed's enum, in its order, is dlq.Kinds; each
+	// encodes as the seed's JSON (unit variants as strings).
+	var enum string
+	for _, b := range fencedBlocks(storage) {
+		if b.Lang == "rust" && strings.Contains(b.Body, "pub enum ErrorType") {
+			enum = b.Body
+		}
+	}
+	variants := regexp.MustCompile(`(?m)^\s+(\w+)(?: \{ (\w+): i32 \})?,$`).FindAllStringSubmatch(enum, -1)
+	if len(variants) != len(dlq.Kinds) {
+		t.Fatalf("the seed's ErrorType has %d variants, dlq.Kinds %d", len(variants), len(dlq.Kinds))
+	}
+	for i, v := range variants {
+		if string(dlq.Kinds[i]) != v[1] {
+			t.Errorf("variant %d: seed %s, ours %s", i, v[1], dlq.Kinds[i])
+		}
+		et := dlq.ErrorType{Kind: dlq.Kinds[i], ExitCode: 7}
+		b, err := json.Marshal(et)
+		want := `"` + v[1] + `"`
+		if v[2] != "" {
+			want = `{"` + v[1] + `":{"` + v[2] + `":7}}`
+		}
+		if err != nil || string(b) != want {
+			t.Errorf("%s encodes as %s (%v), want %s", v[1], b, err, want)
+		}
+		if !strings.Contains(storage, "| `"+v[1]+"` |") {
+			t.Errorf("the seed's error type table lacks %s", v[1])
+		}
+	}
+	if d := itemFile("n").(map[string]any)["failure_history"].([]any)[0].(map[string]any)["error_type"]; d != "CommitValidationFailed" {
+		t.Errorf("no-commit item error_type = %v, want CommitValidationFailed", d)
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
