@@ -863,3 +863,109 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestSeedSpec136CleanupFailure runs spec 136's scenario through the real
+// binary: an agent whose work and merge succeed but whose worktree cannot
+// be removed (the seed's manual test, with chattr +i for root: difference
+// cleanup-recipe) stays successful, the workflow completes, the cleanup
+// failure is a warning, the agent_completed event carries cleanup_status,
+// the DLQ has no record of it, the orphan registry has the path, and the
+// seed's `prodigy worktree clean-orphaned` removes it once the cause is gone.
+func TestSeedSpec136CleanupFailure(t *testing.T) {
+	t.Parallel()
+	spec := readSeed(t, "spec-136-cleanup-failure-handling.md")
+	var recipe string
+	for _, b := range fencedBlocks(spec) {
+		if b.Lang == "bash" && strings.Contains(b.Body, "chmod 000") {
+			recipe = b.Body
+		}
+	}
+	if recipe == "" || !slicesContains(seedCommands(spec), "prodigy worktree clean-orphaned") {
+		t.Fatal("spec 136 lost its manual-test recipe (chmod 000) or its `prodigy worktree clean-orphaned` command")
+	}
+	if out, err := exec.Command("chattr", "--help").CombinedOutput(); err != nil && !strings.Contains(string(out), "Usage") {
+		t.Fatalf("chattr is needed for the %s difference: %v %s", seedDiff(t, "cleanup-recipe").Name, err, out)
+	}
+	e := newSeedEnv(t, map[string]string{"items.json": `[{"id": "item_9"}, {"id": "item_1"}]`})
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	// The seed's recipe, in the agent's own worktree: an untracked file
+	// nobody may delete (chmod 000 does not stop root; chattr +i does).
+	body := `name: spec-136
+mode: mapreduce
+map:
+  input: items.json
+  id_field: id
+  agent_template:
+    - shell: |
+        echo "${item.id}" > "done-${item.id}.txt" && git add . && git commit -qm "${item.id}"
+        if [ "${item.id}" = item_9 ]; then
+          touch untracked-file.txt && chmod 000 untracked-file.txt && chattr +i untracked-file.txt
+        fi
+`
+	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m, _ := filepath.Glob(filepath.Join(e.home, ".prodigy", "worktrees", "*", "*", "*", "untracked-file.txt"))
+		m2, _ := filepath.Glob(filepath.Join(e.home, ".prodigy", "worktrees", "*", "*", ".discarded-*", "untracked-file.txt"))
+		for _, p := range append(m, m2...) {
+			_ = exec.Command("chattr", "-i", p).Run()
+		}
+	})
+	code, out, errOut := e.sh("", "prodigy-action run "+wf+" --job-id s136 --json")
+	var res struct {
+		Status            string `json:"status"`
+		Successful        int    `json:"successful"`
+		Failed            int    `json:"failed"`
+		DLQCount          int    `json:"dlq_count"`
+		OrphanedWorktrees []struct {
+			Path   string `json:"path"`
+			ItemID string `json:"item_id"`
+			Error  string `json:"error"`
+		} `json:"orphaned_worktrees"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	if res.Status != "completed" || res.Successful != 2 || res.Failed != 0 || res.DLQCount != 0 {
+		t.Errorf("spec 136: success is decided by work and merge only: %s", out)
+	}
+	if len(res.OrphanedWorktrees) != 1 || res.OrphanedWorktrees[0].Error == "" {
+		t.Fatalf("orphaned worktrees: %+v", res.OrphanedWorktrees)
+	}
+	orphan := res.OrphanedWorktrees[0].Path
+	if !strings.Contains(errOut, "WARN cleanup failed for agent") {
+		t.Errorf("no WARN for the cleanup failure:\n%s", errOut)
+	}
+	events := mustRead(t, filepath.Join(e.home, ".prodigy", "events", "prodigy", "s136", "events.jsonl"))
+	if !strings.Contains(events, `"cleanup_status":{"Failed":`) {
+		t.Errorf("agent_completed lacks cleanup_status Failed:\n%s", events)
+	}
+	if files := gitOut(t, e.repo, "ls-tree", "-r", "--name-only", "prodigy/s136"); !strings.Contains(files, "done-item_9.txt") || !strings.Contains(files, "done-item_1.txt") {
+		t.Errorf("work not merged despite the cleanup failure:\n%s", files)
+	}
+	// While the cause persists, the seed's command reports it and keeps
+	// the registry entry (exit 1).
+	code, out, errOut = e.sh("y\n", "prodigy worktree clean-orphaned")
+	if code != 1 || !strings.Contains(out+errOut, orphan) || !strings.Contains(errOut, "could not remove") {
+		t.Errorf("clean-orphaned with the cause present: exit %d\n%s%s", code, out, errOut)
+	}
+	m, _ := filepath.Glob(filepath.Join(orphan, "untracked-file.txt"))
+	for _, p := range m {
+		if err := exec.Command("chattr", "-i", p).Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, line := range []string{"prodigy-action worktree clean-orphaned --dry-run", "prodigy-action worktree clean-orphaned --yes"} {
+		code, out, errOut = e.sh("", line)
+		if code != 0 || !strings.Contains(out+errOut, orphan) {
+			t.Errorf("%s: exit %d\n%s%s", line, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan %s still there after clean-orphaned --yes: %v", orphan, err)
+	}
+	if code, _, errOut := e.sh("", "prodigy-action worktree clean-orphaned --force"); code != 0 || !strings.Contains(errOut, "no orphaned worktrees") {
+		t.Errorf("clean-orphaned --force (alias of --yes) after cleaning: exit %d %s", code, errOut)
+	}
+}
