@@ -969,3 +969,188 @@ map:
 		t.Errorf("clean-orphaned --force (alias of --yes) after cleaning: exit %d %s", code, errOut)
 	}
 }
+
+// customEnv is the job of the on_item_failure custom / step retry tests:
+// "flaky" fails its step twice then succeeds (step retry), "handled"
+// always fails and its custom handler succeeds, "unhandled" always fails
+// and its handler fails too. Counters outside the repository count the
+// step attempts; the handler appends what it sees to handled.log.
+type customEnv struct {
+	*seedEnv
+	wf, counters, handled string
+}
+
+func newCustomEnv(t *testing.T, killAt string) *customEnv {
+	t.Helper()
+	c := &customEnv{seedEnv: newSeedEnv(t, map[string]string{"items.json": `[
+  {"id": "flaky", "handler": "ok"},
+  {"id": "handled", "handler": "ok"},
+  {"id": "unhandled", "handler": "fail"}
+]`})}
+	dir := t.TempDir()
+	c.counters, c.handled = filepath.Join(dir, "counters"), filepath.Join(dir, "handled.log")
+	if err := os.Mkdir(c.counters, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// killAt "step:<item>:<n>" kills the engine (kill -9 of the real
+	// binary, the step's parent) at the item's n-th step attempt;
+	// "handler:<item>" in that item's custom handler; each once.
+	c.wf = filepath.Join(dir, "wf.yml")
+	body := fmt.Sprintf(`name: custom-handler
+mode: mapreduce
+map:
+  input: items.json
+  id_field: id
+  agent_template:
+    - shell: |
+        f=%[1]s/${item.id}; n=$(( $(cat "$f" 2>/dev/null || echo 0) + 1 )); echo $n > "$f"
+        if [ "%[3]s" = "step:${item.id}:$n" ] && [ ! -e %[1]s/killed ]; then touch %[1]s/killed; kill -9 $PPID; sleep 1; fi
+        case "${item.id}" in
+          flaky) [ $n -ge 3 ] || { echo "flaky failure $n" >&2; exit 3; } ;;
+          *) echo "broken for good" >&2; exit 4 ;;
+        esac
+        echo ok > "out-${item.id}.txt" && git add . && git commit -qm "${item.id}"
+      retry:
+        attempts: 3
+        backoff: fixed
+        initial_delay: 10ms
+  on_item_failure:
+    custom:
+      - shell: |
+          echo "${item.id}|${error.type}|${attempt}|$PRODIGY_ITEM_ID|${error.message}|${error.step}" >> %[2]s
+          if [ "%[3]s" = "handler:${item.id}" ] && [ ! -e %[1]s/killed ]; then touch %[1]s/killed; kill -9 $PPID; sleep 1; fi
+          [ "${item.handler}" = ok ]
+`, c.counters, c.handled, killAt)
+	if err := os.WriteFile(c.wf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *customEnv) count(item string) int {
+	b, _ := os.ReadFile(filepath.Join(c.counters, item))
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// customOutcome checks the final state of the custom-handler job cu: flaky
+// merged (its step retried until it passed), handled skipped by its
+// handler (no DLQ record), unhandled in the DLQ with one failure_history
+// entry for its one failed attempt (the step's own retries are inside
+// that attempt), and what each handler run saw.
+func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int) {
+	t.Helper()
+	code, out, errOut := c.sh("", "prodigy-action status cu --json")
+	var st struct {
+		Status string `json:"status"`
+		Items  []struct {
+			ItemID   string `json:"item_id"`
+			State    string `json:"state"`
+			Attempts int    `json:"attempts"`
+		} `json:"items"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Status != "completed" {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	want := map[string]string{"flaky": "merged", "handled": "skipped", "unhandled": "dlq"}
+	for _, it := range st.Items {
+		if it.State != want[it.ItemID] || it.Attempts != 1 {
+			t.Errorf("%s: state %s after %d attempt(s), want %s after 1", it.ItemID, it.State, it.Attempts, want[it.ItemID])
+		}
+	}
+	if files := gitOut(t, c.repo, "ls-tree", "-r", "--name-only", "prodigy/cu"); !strings.Contains(files, "out-flaky.txt") {
+		t.Errorf("flaky's commit is not on the results branch:\n%s", files)
+	}
+	code, out, _ = c.sh("", "prodigy-action dlq list --job-id cu --json")
+	if code != 0 || !strings.Contains(out, `"total":1`) || !strings.Contains(out, `"item_id":"unhandled"`) {
+		t.Errorf("DLQ: exit %d %s", code, out)
+	}
+	if code, _, _ := c.sh("", "prodigy-action dlq inspect handled --job-id cu"); code != 2 {
+		t.Errorf("a handled item has a DLQ record (inspect exit %d)", code)
+	}
+	d := c.record("cu", "unhandled")
+	if d.FailureCount != 1 || len(d.FailureHistory) != 1 || d.FailureHistory[0].AttemptNumber != 1 ||
+		d.FailureHistory[0].ErrorType != dlq.CommandFailedWith(4) || !strings.Contains(d.FailureHistory[0].ErrorMessage, "broken for good") {
+		t.Errorf("unhandled record: %+v", d)
+	}
+	// What the handler saw: the item, the error's type, step and message,
+	// the attempt, the item env var.
+	lines := strings.Split(strings.TrimSpace(mustRead(t, c.handled)), "\n")
+	got := map[string]int{}
+	for _, l := range lines {
+		f := strings.SplitN(l, "|", 6)
+		if len(f) != 6 || f[1] != "CommandFailed" || f[2] != "1" || f[3] != f[0] ||
+			f[4] != "broken for good [shell step 1 exited with code 4]" || !strings.HasPrefix(f[5], "shell: f=") {
+			t.Errorf("handler saw %q", l)
+		}
+		got[f[0]]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(handlerRuns) {
+		t.Errorf("handler runs per item = %v, want %v", got, handlerRuns)
+	}
+}
+
+// TestOnItemFailureCustomAndStepRetry: on_item_failure {custom: [...]} and
+// a step-level retry: end to end through the real binary.
+func TestOnItemFailureCustomAndStepRetry(t *testing.T) {
+	t.Parallel()
+	c := newCustomEnv(t, "")
+	code, out, errOut := c.sh("", "prodigy-action run "+c.wf+" --job-id cu --json")
+	if code != 0 || !strings.Contains(out, `"successful": 1`) || !strings.Contains(out, `"skipped": 1`) || !strings.Contains(out, `"dlq_count": 1`) {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	// Each step ran 3 times: flaky passed on its 3rd, the others used the step's 3 tries.
+	for _, item := range []string{"flaky", "handled", "unhandled"} {
+		if n := c.count(item); n != 3 {
+			t.Errorf("%s's step ran %d times, want 3 (step retry: attempts 3)", item, n)
+		}
+	}
+	for _, want := range []string{"WARN custom failure handler for unhandled failed", "handled skipped after 1 attempt(s)", "unhandled failed after 1 attempt(s) → DLQ"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	c.customOutcome(t, map[string]int{"handled": 1, "unhandled": 1})
+}
+
+// TestOnItemFailureCustomAndStepRetryAfterKill9 kills the real binary
+// (kill -9 from inside the step or the handler) between a step's retries
+// and inside the custom handler, resumes, and checks the same outcome: a
+// handler killed mid-run runs again on resume (at least once), the item's
+// failed attempt is not run again and stays one failure_history entry.
+func TestOnItemFailureCustomAndStepRetryAfterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		kill     string
+		handlers map[string]int
+	}{
+		{"step:flaky:2", map[string]int{"handled": 1, "unhandled": 1}},
+		{"step:unhandled:2", map[string]int{"handled": 1, "unhandled": 1}},
+		{"handler:handled", map[string]int{"handled": 2, "unhandled": 1}},
+		{"handler:unhandled", map[string]int{"handled": 1, "unhandled": 2}},
+	} {
+		t.Run(tc.kill, func(t *testing.T) {
+			c := newCustomEnv(t, tc.kill)
+			code, out, errOut := c.sh("", "prodigy-action run "+c.wf+" --job-id cu --json")
+			if code == 0 || !fileExists(filepath.Join(c.counters, "killed")) {
+				t.Fatalf("run was not killed: exit %d\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = c.sh("", "prodigy-action resume cu --json")
+			if code != 0 {
+				t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+			}
+			if strings.Contains(errOut, "after 0 attempt(s)") {
+				t.Errorf("resume reports 0 attempts for an item whose attempt ran before the kill:\n%s", errOut)
+			}
+			c.customOutcome(t, tc.handlers)
+		})
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
