@@ -422,6 +422,20 @@ func TestSeedDLQGuideCommandsRunAsWritten(t *testing.T) {
 		t.Errorf("expectations for commands no seed has any more: %q", stale)
 	}
 	e.checkHistory(job)
+
+	// Issue 27: the largest cluster `dlq analyze` shows may hold only
+	// records that are not eligible; --signature says so, lists every
+	// signature with eligible/total and says to add --force.
+	perm := e.record(job, "item-456").ErrorSignature
+	code, out, errOut := e.sh("", "prodigy-action dlq retry "+job+" --signature '"+perm+"'")
+	if code != 0 || !strings.Contains(errOut, "none of them reprocess_eligible") || !strings.Contains(errOut, "add --force") ||
+		!strings.Contains(errOut, fmt.Sprintf("%q 0/1", perm)) || !strings.Contains(errOut, fmt.Sprintf("%q 1/1", e.record(job, "item-123").ErrorSignature)) {
+		t.Errorf("--signature of an ineligible cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = e.sh("", "prodigy-action dlq retry "+job+" --signature '"+perm+"' --force --dry-run")
+	if code != 0 || out != "rest\titem-456\n" {
+		t.Errorf("--signature --force --dry-run: exit %d\n%q\n%s", code, out, errOut)
+	}
 }
 
 // resumeIncludeDLQ: with --include-dlq (difference resume-include-dlq) a
