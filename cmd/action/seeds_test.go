@@ -902,6 +902,7 @@ func TestSeedSpec136CleanupFailure(t *testing.T) {
 	}
 	e := newSeedEnv(t, map[string]string{"items.json": `[{"id": "item_9"}, {"id": "item_1"}]`})
 	wf := filepath.Join(t.TempDir(), "wf.yml")
+	reduceOut := filepath.Join(t.TempDir(), "reduce.txt")
 	// The seed's recipe, in the agent's own worktree: an untracked file
 	// nobody may delete (chmod 000 does not stop root; chattr +i does).
 	body := `name: spec-136
@@ -915,6 +916,8 @@ map:
         if [ "${item.id}" = item_9 ]; then
           touch untracked-file.txt && chmod 000 untracked-file.txt && chattr +i untracked-file.txt
         fi
+reduce:
+  - shell: echo "${map.successful}/${map.failed}" > ` + reduceOut + `
 `
 	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -948,6 +951,9 @@ map:
 		t.Fatalf("orphaned worktrees: %+v", res.OrphanedWorktrees)
 	}
 	orphan := res.OrphanedWorktrees[0].Path
+	if got := strings.TrimSpace(mustRead(t, reduceOut)); got != "2/0" {
+		t.Errorf("reduce saw successful/failed = %s, want 2/0 (spec 136: reduce receives the correct agent results)", got)
+	}
 	if !strings.Contains(errOut, "WARN cleanup failed for agent") {
 		t.Errorf("no WARN for the cleanup failure:\n%s", errOut)
 	}
