@@ -217,6 +217,17 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
+	// InFlight is the number of the attempt that started and has no
+	// outcome yet (0: none), with the agent that runs it and when it
+	// started. A resume that finds one (the process running the job died
+	// during the attempt) records that attempt as a failure, so every
+	// attempt that ran is one failure_history entry, and counts it in
+	// Lost: a lost attempt is not the item's fault and does not spend its
+	// budget (Attempts-BudgetBase-Lost attempts of it are spent).
+	InFlight      int        `json:"attempt_in_flight,omitempty"`
+	InFlightAgent string     `json:"agent_in_flight,omitempty"`
+	InFlightSince *time.Time `json:"attempt_in_flight_since,omitempty"`
+	Lost          int        `json:"attempts_lost,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int

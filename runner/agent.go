@@ -80,7 +80,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	// runs of the job count against it.
 	pol := j.itemPolicy
 	var spent int
-	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase })
+	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase - it.Lost })
 	left := max(pol.Attempts, 1) - spent
 	var err error
 	if left <= 0 && len(ir.failures) > 0 {
@@ -98,6 +98,10 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
+			if attempt > 1 {
+				// The first attempt was marked by announce.
+				ir.markInFlight(ir.base + attempt)
+			}
 			began := j.now()
 			f := ir.attemptWithWaits(ctx, runCtx, attempt)
 			if f == nil {
@@ -124,7 +128,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending; clearInFlight(it) })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
@@ -139,6 +143,12 @@ func (ir *itemRunner) announce() {
 	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+		// The item's first attempt of this run starts now (run makes one
+		// unless every attempt of its budget already ran): one journal
+		// write marks both.
+		if max(j.itemPolicy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
+			ir.setInFlight(ir.base + 1)
+		}
 	})
 	j.prog.started()
 	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
@@ -160,6 +170,7 @@ func (ir *itemRunner) recordFailure(f dlq.Failure) {
 	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.Attempts = max(it.Attempts, f.Attempt)
 		it.Failures = append(it.Failures, enc)
+		clearInFlight(it)
 	}); err != nil {
 		j.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
 	}
@@ -179,16 +190,76 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 	}
 	ir.raw, ir.dataErr = j.state.ItemData(it)
 	ir.data = ir.raw
+	var lost *dlq.Failure
 	j.state.Read(func(*jobstore.Checkpoint) {
-		ir.base = it.Attempts
 		for _, raw := range it.Failures {
 			var f dlq.Failure
 			if err := json.Unmarshal(raw, &f); err == nil {
 				ir.failures = append(ir.failures, f)
 			}
 		}
+		if it.InFlight > 0 {
+			lost = ir.lostAttempt()
+		}
 	})
+	if lost != nil {
+		// The process running the job died during this attempt: it ran,
+		// so it is one failure_history entry; the crash is not the item's
+		// fault, so it does not spend the item's attempt budget.
+		ir.failures = append(ir.failures, *lost)
+		enc, err := json.Marshal(*lost)
+		if err != nil {
+			j.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+		}
+		if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+			it.Attempts = max(it.Attempts, lost.Attempt)
+			it.Lost++
+			if enc != nil {
+				it.Failures = append(it.Failures, enc)
+			}
+			clearInFlight(it)
+		}); err != nil {
+			j.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+		}
+		j.logf("%s: attempt %d was running when the process running the job died; it is recorded as failed and does not count against the item's attempts", j.itemName(it), lost.Attempt)
+	}
+	j.state.Read(func(*jobstore.Checkpoint) { ir.base = it.Attempts })
 	return ir
+}
+
+// lostAttempt is the failure of the item's in-flight attempt, whose
+// outcome died with the process that ran it (called under the state's
+// read lock, with it.InFlight > 0).
+func (ir *itemRunner) lostAttempt() *dlq.Failure {
+	it := ir.it
+	since := ir.j.now().UTC()
+	var took time.Duration
+	if it.InFlightSince != nil {
+		took = max(since.Sub(*it.InFlightSince), 0)
+		since = it.InFlightSince.UTC()
+	}
+	msg := fmt.Sprintf("attempt %d was running when the process running the job died (killed or crashed); its outcome is unknown (not counted against the item's attempts)", it.InFlight)
+	return &dlq.Failure{
+		Attempt: it.InFlight, At: since, Type: &dlq.ErrorType{Kind: dlq.Unknown}, Message: msg,
+		Context: []string{fmt.Sprintf("Executing agent %s for %s", orDash(it.InFlightAgent), it.ItemID), "The process running the job died"},
+		AgentID: it.InFlightAgent, Step: "agent_execution", Duration: took,
+	}
+}
+
+// markInFlight durably marks attempt n of the item as started.
+func (ir *itemRunner) markInFlight(n int) {
+	_ = ir.j.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) })
+}
+
+// setInFlight marks attempt n started (under the state's lock).
+func (ir *itemRunner) setInFlight(n int) {
+	now := ir.j.now().UTC()
+	ir.it.InFlight, ir.it.InFlightAgent, ir.it.InFlightSince = n, ir.agentID, &now
+}
+
+// clearInFlight records that the item's attempt has an outcome.
+func clearInFlight(it *jobstore.CheckpointItem) {
+	it.InFlight, it.InFlightAgent, it.InFlightSince = 0, "", nil
 }
 
 // attempt runs the agent template once in a clean worktree and merges the
@@ -520,6 +591,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 			it.Failures = nil
 		}
 		it.Attempts = ir.base + ir.attempts
+		clearInFlight(it)
 		it.Error = errMsg
 		it.ErrorType = errType
 		it.Commits = ir.commits
@@ -535,7 +607,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	// The attempts of this job (or redrive), across its interrupted runs:
 	// a resumed item whose attempts all ran before a crash made 0 now.
 	var tried int
-	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase })
+	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
 	switch state {
 	case ItemMerged:
 		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, tried, d.Round(time.Millisecond))

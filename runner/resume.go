@@ -218,6 +218,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 			it.State = ItemMerged
 			it.Commits = max(it.Commits, 1)
 			it.Failures = nil
+			clearInFlight(it)
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
 	}

@@ -490,6 +490,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 			// The redrive's budget starts at the record's failure_count;
 			// attempts an interrupted earlier redrive ran count against it.
 			cur.BudgetBase = e.Attempts
+			cur.Lost = 0 // lost attempts before the budget began are in BudgetBase
 			cur.CostBase = cur.CostUSD
 			if e.Attempts > cur.Attempts {
 				cur.Attempts = e.Attempts

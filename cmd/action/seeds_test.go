@@ -1057,8 +1057,10 @@ func (c *customEnv) count(item string) int {
 // merged (its step retried until it passed), handled skipped by its
 // handler (no DLQ record), unhandled in the DLQ with one failure_history
 // entry for its one failed attempt (the step's own retries are inside
-// that attempt), and what each handler run saw.
-func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int) {
+// that attempt), and what each handler run saw. After a kill (killed) an
+// attempt that was running is one more entry, numbered in order, that
+// says so and does not spend the item's one attempt.
+func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int, killed bool) {
 	t.Helper()
 	code, out, errOut := c.sh("", "prodigy-action status cu --json")
 	var st struct {
@@ -1073,9 +1075,11 @@ func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int) {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
 	want := map[string]string{"flaky": "merged", "handled": "skipped", "unhandled": "dlq"}
+	attempts := map[string]int{}
 	for _, it := range st.Items {
-		if it.State != want[it.ItemID] || it.Attempts != 1 {
-			t.Errorf("%s: state %s after %d attempt(s), want %s after 1", it.ItemID, it.State, it.Attempts, want[it.ItemID])
+		attempts[it.ItemID] = it.Attempts
+		if it.State != want[it.ItemID] || it.Attempts < 1 || !killed && it.Attempts != 1 || it.Attempts > 2 {
+			t.Errorf("%s: state %s after %d attempt(s), want %s after 1 (2 when a kill cut one short)", it.ItemID, it.State, it.Attempts, want[it.ItemID])
 		}
 	}
 	if files := gitOut(t, c.repo, "ls-tree", "-r", "--name-only", "prodigy/cu"); !strings.Contains(files, "out-flaky.txt") {
@@ -1089,9 +1093,20 @@ func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int) {
 		t.Errorf("a handled item has a DLQ record (inspect exit %d)", code)
 	}
 	d := c.record("cu", "unhandled")
-	if d.FailureCount != 1 || len(d.FailureHistory) != 1 || d.FailureHistory[0].AttemptNumber != 1 ||
-		d.FailureHistory[0].ErrorType != dlq.CommandFailedWith(4) || !strings.Contains(d.FailureHistory[0].ErrorMessage, "broken for good") {
-		t.Errorf("unhandled record: %+v", d)
+	n := len(d.FailureHistory)
+	if int(d.FailureCount) != n || n != attempts["unhandled"] || n == 0 {
+		t.Fatalf("unhandled record: failure_count %d, %d entries, %d attempts", d.FailureCount, n, attempts["unhandled"])
+	}
+	for i, h := range d.FailureHistory {
+		if int(h.AttemptNumber) != i+1 {
+			t.Errorf("unhandled entry %d is attempt %d", i, h.AttemptNumber)
+		}
+		if i < n-1 && (h.ErrorType.Kind != dlq.Unknown || !strings.Contains(h.ErrorMessage, "was running when the process running the job died")) {
+			t.Errorf("unhandled entry %d is not a lost attempt: %+v", i, h)
+		}
+	}
+	if last := d.FailureHistory[n-1]; last.ErrorType != dlq.CommandFailedWith(4) || !strings.Contains(last.ErrorMessage, "broken for good") {
+		t.Errorf("unhandled's last entry: %+v", last)
 	}
 	// What the handler saw: the item, the error's type, step and message,
 	// the attempt, the item env var.
@@ -1099,7 +1114,7 @@ func (c *customEnv) customOutcome(t *testing.T, handlerRuns map[string]int) {
 	got := map[string]int{}
 	for _, l := range lines {
 		f := strings.SplitN(l, "|", 6)
-		if len(f) != 6 || f[1] != "CommandFailed" || f[2] != "1" || f[3] != f[0] ||
+		if len(f) != 6 || f[1] != "CommandFailed" || f[2] != strconv.Itoa(attempts[f[0]]) || f[3] != f[0] ||
 			f[4] != "broken for good [shell step 1 exited with code 4]" || !strings.HasPrefix(f[5], "shell: f=") {
 			t.Errorf("handler saw %q", l)
 		}
@@ -1130,7 +1145,7 @@ func TestOnItemFailureCustomAndStepRetry(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	c.customOutcome(t, map[string]int{"handled": 1, "unhandled": 1})
+	c.customOutcome(t, map[string]int{"handled": 1, "unhandled": 1}, false)
 }
 
 // TestOnItemFailureCustomAndStepRetryAfterKill9 kills the real binary
@@ -1165,7 +1180,7 @@ func TestOnItemFailureCustomAndStepRetryAfterKill9(t *testing.T) {
 			if strings.Contains(errOut, "after 0 attempt(s)") {
 				t.Errorf("resume reports 0 attempts for an item whose attempt ran before the kill:\n%s", errOut)
 			}
-			c.customOutcome(t, tc.handlers)
+			c.customOutcome(t, tc.handlers, true)
 		})
 	}
 }
