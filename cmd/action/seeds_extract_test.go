@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,26 +15,28 @@ import (
 // YAML/JSON examples and runs or validates every one. A missing seeds
 // directory fails the suite loudly: it never skips.
 
-// seedsDir finds the seeds: $PRODIGY_SEEDS_DIR, else ../shared/seeds
-// beside the repository root (how CI clones main), else the same beside
-// the main checkout when the repository is a linked git worktree (its .git
-// file names the main checkout's .git directory).
+// seedsDir finds the seeds: $PRODIGY_SEEDS_DIR when set (and nothing
+// else), else ../shared/seeds beside the repository root (how CI clones
+// main), else the same beside the main checkout when the repository is a
+// linked git worktree (its .git file names the main checkout's .git
+// directory).
 func seedsDir(t *testing.T) string {
 	t.Helper()
 	var tried []string
-	if d := os.Getenv("PRODIGY_SEEDS_DIR"); d != "" {
-		tried = append(tried, d)
-	}
 	root, err := filepath.Abs("../..") // cmd/action → repository root
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried = append(tried, filepath.Join(root, "..", "shared", "seeds"))
-	if b, err := os.ReadFile(filepath.Join(root, ".git")); err == nil && strings.HasPrefix(string(b), "gitdir: ") {
+	if d := os.Getenv("PRODIGY_SEEDS_DIR"); d != "" {
+		tried = append(tried, d)
+	} else if b, err := os.ReadFile(filepath.Join(root, ".git")); err == nil && strings.HasPrefix(string(b), "gitdir: ") {
+		tried = append(tried, filepath.Join(root, "..", "shared", "seeds"))
 		// gitdir: <main>/.git/worktrees/<name>
 		gitdir := strings.TrimSpace(strings.TrimPrefix(string(b), "gitdir: "))
 		main := filepath.Dir(filepath.Dir(filepath.Dir(gitdir)))
 		tried = append(tried, filepath.Join(main, "..", "shared", "seeds"))
+	} else {
+		tried = append(tried, filepath.Join(root, "..", "shared", "seeds"))
 	}
 	for _, d := range tried {
 		if st, err := os.Stat(filepath.Join(d, "dlq-guide.md")); err == nil && !st.IsDir() {
@@ -212,4 +215,19 @@ func stripJSONComments(s string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestSeedSuiteFailsWithoutTheSeeds: with no seeds directory the suite
+// fails and says why; it never skips.
+func TestSeedSuiteFailsWithoutTheSeeds(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^TestSeedBackoffExamples$", "-test.v")
+	cmd.Env = append(os.Environ(), "PRODIGY_SEEDS_DIR="+filepath.Join(t.TempDir(), "no-seeds"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the seed documents are missing") || strings.Contains(string(out), "--- SKIP") {
+		t.Errorf("suite without seeds: %v\n%s", err, out)
+	}
 }
