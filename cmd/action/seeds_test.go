@@ -1189,3 +1189,34 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// TestSeedExamplesAreAllCovered: the examples the other tests run are all
+// the seeds have. A YAML or JSON example added to a seed that no test
+// reads fails here (spec 136 and spec 138 have none: their code blocks
+// are Rust sketches of Prodigy's internals and the commands run above).
+func TestSeedExamplesAreAllCovered(t *testing.T) {
+	for _, tc := range []struct {
+		doc        string
+		yaml, json int
+	}{
+		{"dlq-guide.md", 1, 3},               // TestSeedDLQGuideCommandsRunAsWritten, TestSeedStorageShapes
+		{"backoff-strategies.md", 11, 0},     // TestSeedBackoffExamples
+		{"session-and-dlq-storage.md", 0, 4}, // TestSeedStorageShapes
+		{"spec-136-cleanup-failure-handling.md", 0, 0},
+		{"spec-138-dlq-integration.md", 0, 0},
+	} {
+		text := readSeed(t, tc.doc)
+		yaml := len(plainYAMLBlocks(text))
+		for _, b := range fencedBlocks(text) {
+			if b.Lang == "yaml" || b.Lang == "yml" {
+				yaml++
+			}
+		}
+		if yaml != tc.yaml {
+			t.Errorf("%s: %d YAML examples, the suite covers %d", tc.doc, yaml, tc.yaml)
+		}
+		if n := len(seedJSONBlocks(text)); n != tc.json {
+			t.Errorf("%s: %d JSON examples, the suite covers %d", tc.doc, n, tc.json)
+		}
+	}
+}
