@@ -72,7 +72,7 @@ type actionRun struct {
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
-	err = errors.Join(err, r.readRedriveInputs())
+	err = errors.Join(err, r.readRedriveInputs(), r.claudeSettings().Validate())
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return exitUsage

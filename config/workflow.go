@@ -154,6 +154,9 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("worktree"); ok {
 		d.worktree(kv, w)
 	}
+	if kv, ok := o.take("claude"); ok {
+		w.Claude = d.claudeSettings(kv)
+	}
 	var mapLevel policySrc
 	if kv, ok := o.take("map"); ok {
 		mapLevel = d.mapPhase(kv, w)

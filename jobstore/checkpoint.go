@@ -143,6 +143,9 @@ type Checkpoint struct {
 	MaxParallel     int       `json:"max_parallel"`
 	ClaudeCommand   string    `json:"claude_command,omitempty"`
 	ClaudeArgs      []string  `json:"claude_args,omitempty"`
+	// ClaudeOverrides are the caller's Claude Code options (config.ClaudeSettings
+	// as JSON), reused by resume.
+	ClaudeOverrides json.RawMessage `json:"claude_overrides,omitempty"`
 	Sparse          []string  `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
 	Status          JobStatus `json:"status"`
 	Phase           string    `json:"phase"`

@@ -118,6 +118,8 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 			o.ClaudeCommand = cp.ClaudeCommand
 		}
 	}
+	// The first run's Claude overrides, each replaced by one given now.
+	o.Claude = restoreClaudeOverrides(cp.ClaudeOverrides).Merge(o.Claude)
 	if o.ClaudeArgs == nil {
 		o.ClaudeArgs = cp.ClaudeArgs
 	}

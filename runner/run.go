@@ -138,7 +138,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
+			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
@@ -171,7 +171,7 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
-		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, Sparse: j.trees.flagSparse,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudeOverrides(o.Claude), Sparse: j.trees.flagSparse,
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*jobstore.CheckpointItem{},
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
