@@ -138,22 +138,22 @@ type Checkpoint struct {
 	BaseCommit        string `json:"base_commit"`
 	ParentWorktree    string `json:"parent_worktree"`
 	// Isolation and Merge are the engine's worktree and merge strategies.
-	Isolation       string    `json:"isolation"`
-	Merge           string    `json:"merge"`
-	MaxParallel     int       `json:"max_parallel"`
-	ClaudeCommand   string    `json:"claude_command,omitempty"`
-	ClaudeArgs      []string  `json:"claude_args,omitempty"`
+	Isolation     string   `json:"isolation"`
+	Merge         string   `json:"merge"`
+	MaxParallel   int      `json:"max_parallel"`
+	ClaudeCommand string   `json:"claude_command,omitempty"`
+	ClaudeArgs    []string `json:"claude_args,omitempty"`
 	// ClaudeOverrides are the caller's Claude Code options (config.ClaudeSettings
 	// as JSON), reused by resume.
 	ClaudeOverrides json.RawMessage `json:"claude_overrides,omitempty"`
-	Sparse          []string  `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
-	Status          JobStatus `json:"status"`
-	Phase           string    `json:"phase"`
-	SetupCompleted  bool      `json:"setup_completed"`
-	ReduceCompleted bool      `json:"reduce_completed"`
-	Error           string    `json:"error,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	Sparse          []string        `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
+	Status          JobStatus       `json:"status"`
+	Phase           string          `json:"phase"`
+	SetupCompleted  bool            `json:"setup_completed"`
+	ReduceCompleted bool            `json:"reduce_completed"`
+	Error           string          `json:"error,omitempty"`
+	StartedAt       time.Time       `json:"started_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
 	// ElapsedMS accumulates the wall time of earlier runs (resume adds to it).
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// NextAgent numbers agents uniquely across runs of the job.
