@@ -147,7 +147,7 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("budget"); ok {
 		w.Budget = d.budget(kv)
 	}
-	w.RateLimit = RateLimit{MaxWaits: DefaultMaxWaits}
+	w.RateLimit = RateLimit{MaxWaits: DefaultMaxWaits, MaxCooldown: DefaultMaxCooldown}
 	if kv, ok := o.take("rate_limit"); ok {
 		w.RateLimit = d.rateLimit(kv)
 	}

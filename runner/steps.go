@@ -324,8 +324,10 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	defer cleanup()
 	tw := s.red.JSONLinesWriter(tf)
+	lim := newTranscriptLimiter(tw, maxTranscriptBytes)
 	errTail := &tailBuffer{max: tailSize}
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
+	lim.Close()
 	tw.Close()
 	tf.Close()
 	what := sc.label

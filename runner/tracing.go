@@ -281,7 +281,7 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 func (ir *itemRunner) attemptSpanEnd(f *stepFailure) SpanEnd {
 	e := spanEnd(f, ir.j.redact)
 	if f != nil && !f.Interrupted {
-		if reason, _ := ir.spend.rateLimited(); reason != "" {
+		if reason, _, _ := ir.spend.rateLimited(); reason != "" {
 			e.Outcome = "rate_limited"
 		}
 	}
