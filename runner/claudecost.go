@@ -66,13 +66,13 @@ const subtypeMaxBudget = "error_max_budget_usd"
 
 // claudeEvent holds the fields of the stream-json events read here.
 type claudeEvent struct {
-	Type           string   `json:"type"`
-	Subtype        string   `json:"subtype"`
-	IsError        bool     `json:"is_error"`
-	Result         string   `json:"result"`
-	Error          string   `json:"error"`
-	ErrorStatus    *int     `json:"error_status"`
-	APIErrorStatus *int     `json:"api_error_status"`
+	Type           string          `json:"type"`
+	Subtype        string          `json:"subtype"`
+	IsError        bool            `json:"is_error"`
+	Result         string          `json:"result"`
+	Error          string          `json:"error"`
+	ErrorStatus    *int            `json:"error_status"`
+	APIErrorStatus *int            `json:"api_error_status"`
 	RetryDelayMS   json.RawMessage `json:"retry_delay_ms"`
 	TotalCostUSD   json.RawMessage `json:"total_cost_usd"`
 	Errors         []string        `json:"errors"`
@@ -82,7 +82,7 @@ type claudeEvent struct {
 		ResetsAt      json.RawMessage `json:"resetsAt"`
 		RateLimitType string          `json:"rateLimitType"`
 	} `json:"rate_limit_info"`
-	Usage          *struct {
+	Usage *struct {
 		Input         int64 `json:"input_tokens"`
 		Output        int64 `json:"output_tokens"`
 		CacheRead     int64 `json:"cache_read_input_tokens"`
