@@ -220,6 +220,12 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
+	// SpendCeiling is, while the item runs with an item budget, its cost
+	// if its whole reservation were spent (cost so far plus the
+	// reservation). Cleared when the run of the item ends; a crash leaves
+	// it, and the next run counts it as spent (RecoverSpend): spend that
+	// Claude Code made before the crash is never forgotten.
+	SpendCeiling float64 `json:"spend_ceiling_usd,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int
@@ -1014,4 +1020,17 @@ func journalTail(path string, base int) (*journalEntry, error) {
 		end = start - 1
 	}
 	return nil, nil
+}
+
+// RecoverSpend counts the reservation of an item whose run ended without
+// clearing SpendCeiling (a crash) as spent; it reports whether it did.
+func (it *CheckpointItem) RecoverSpend() bool {
+	if it.SpendCeiling <= 0 {
+		return false
+	}
+	if it.SpendCeiling > it.CostUSD {
+		it.CostUSD = RoundUSD(it.SpendCeiling)
+	}
+	it.SpendCeiling = 0
+	return true
 }

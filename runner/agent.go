@@ -124,7 +124,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0 })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
@@ -139,6 +139,9 @@ func (ir *itemRunner) announce() {
 	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+		if ir.reservation > 0 {
+			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
+		}
 	})
 	j.prog.started()
 	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
@@ -515,6 +518,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	j, it := ir.j, ir.it
 	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
+		it.SpendCeiling = 0
 		it.PendingRecord = pending
 		if pending != nil || state != ItemDLQ {
 			it.Failures = nil

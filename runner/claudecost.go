@@ -360,6 +360,7 @@ func (s *stepRunner) accountedClaude(ctx context.Context, st config.Step, sc *st
 		offset = fi.Size()
 	}
 	out, f := s.claude(ctx, st, sc)
+	fault(ctx, FaultClaudeDone, sc.label)
 	if fi, err := os.Stat(sc.transcript); f != nil && (err != nil || fi.Size() == offset) {
 		return out, f // Claude Code wrote nothing: it never started a request
 	}

@@ -28,6 +28,9 @@ const (
 	// FaultReduceStepDone: a reduce step succeeded (and may have
 	// committed); the checkpoint does not record it yet.
 	FaultReduceStepDone = "reduce-step-done"
+	// FaultClaudeDone: a claude step's process ended (what it spent is
+	// in its transcript); the item's spend is not checkpointed yet.
+	FaultClaudeDone = "claude-done"
 )
 
 // FaultHook is called at every fault point with the point's name and the

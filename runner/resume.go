@@ -213,6 +213,9 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		return err
 	}
 	for _, it := range cp.Items {
+		if it.RecoverSpend() {
+			j.logf("%s was running with a budget reservation when the job stopped: its reservation counts as spent ($%.4f in all)", it.ItemID, it.CostUSD)
+		}
 		if it.State == ItemRunning {
 			it.State = ItemPending
 		}
