@@ -23,10 +23,14 @@
 // agents running at once in different worktrees, or items taking turns in
 // one pool worktree, each see the whole script; a second run of the same
 // prompt in the same directory (a retry) continues where the first one
-// stopped. "{{cwd}}" in a tool's input is replaced by that directory.
+// stopped. In a tool's input "{{cwd}}" is replaced by that directory and
+// "{{conv}}" by 8 hex digits naming the conversation (a file name that
+// differs between agents).
 package fakeanthropic
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -218,8 +222,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key += "\x00" + contentText(in.Messages[0].Content)
 	}
 	t, n := s.take(key)
-	if t.Tool != nil && cwd != "" {
-		t.Tool = &ToolUse{Name: t.Tool.Name, Input: withCwd(t.Tool.Input, cwd)}
+	if t.Tool != nil {
+		sum := sha256.Sum256([]byte(key))
+		t.Tool = &ToolUse{Name: t.Tool.Name, Input: expand(t.Tool.Input, strings.NewReplacer("{{cwd}}", cwd, "{{conv}}", hex.EncodeToString(sum[:4])))}
 	}
 	if n < 0 {
 		req.Answered = "default"
@@ -276,21 +281,21 @@ func (s *Server) take(key string) (Turn, int) {
 	return t, n
 }
 
-// withCwd replaces "{{cwd}}" in every string of a tool input by cwd.
-func withCwd(in any, cwd string) any {
+// expand applies r to every string of a tool input.
+func expand(in any, r *strings.Replacer) any {
 	switch v := in.(type) {
 	case string:
-		return strings.ReplaceAll(v, "{{cwd}}", cwd)
+		return r.Replace(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			out[k] = withCwd(x, cwd)
+			out[k] = expand(x, r)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			out[i] = withCwd(x, cwd)
+			out[i] = expand(x, r)
 		}
 		return out
 	}
