@@ -90,8 +90,9 @@ func (r claudeResult) text() string {
 	return r.Result
 }
 
-// details names the result's subtype and terminal reason, for messages
-// (", subtype x, terminal_reason y"; "" when both say nothing).
+// details names the result's subtype, terminal reason and turns, for
+// messages (", subtype x, terminal_reason y, 3 turn(s)"; "" when the run
+// ended normally).
 func (r claudeResult) details() string {
 	var b strings.Builder
 	if r.Subtype != "" && r.Subtype != "success" {
@@ -99,6 +100,9 @@ func (r claudeResult) details() string {
 	}
 	if r.TerminalReason != "" && r.TerminalReason != "completed" {
 		fmt.Fprintf(&b, ", terminal_reason %s", r.TerminalReason)
+	}
+	if r.NumTurns > 0 && b.Len() > 0 {
+		fmt.Fprintf(&b, ", %d turn(s)", r.NumTurns)
 	}
 	return b.String()
 }
