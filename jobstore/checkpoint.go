@@ -179,6 +179,11 @@ type Checkpoint struct {
 	ReduceStepHead string `json:"reduce_step_head,omitempty"`
 	// ReduceVars are values captured by completed reduce steps.
 	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	// ResultsVerified is the last tip of the results branch the engine
+	// verified or wrote itself outside the map phase (after setup, before
+	// and after reduce): above it, the branch's first-parent chain may hold
+	// only the items' merge commits (MergeCommit).
+	ResultsVerified string `json:"results_verified,omitempty"`
 	// ItemCounts tallies Items by state as of this snapshot (nil in
 	// checkpoints of older versions), so a summary (LoadSummary) need not
 	// read the items.
@@ -217,6 +222,9 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
+	// MergeCommit is the commit of the results branch that holds a merged
+	// item's work: the merge the engine made (or the tip it already was).
+	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int
