@@ -174,3 +174,44 @@ func TestAuditConfigFindsPlantedEntries(t *testing.T) {
 		t.Errorf("audit reports unchanged or harmless keys: %s", got)
 	}
 }
+
+// TestNeutralConfigWinsOverRepository: signing with a planted gpg.program
+// (commit.gpgSign=true in the repository's config) would run the agent's
+// program in the engine's merge commit; the neutral configuration turns
+// signing and credential helpers off for every git child of the Client.
+func TestNeutralConfigWinsOverRepository(t *testing.T) {
+	dir, _ := newRepo(t, map[string]string{"a.txt": "a\n"}, true)
+	git(t, dir, "checkout", "-q", "-b", "side")
+	commitFiles(t, dir, "side", map[string]string{"b.txt": "b\n"})
+	git(t, dir, "checkout", "-q", "main")
+	leak := filepath.Join(t.TempDir(), "gpg-ran")
+	prog := filepath.Join(t.TempDir(), "gpg.sh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+leak+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "config", "commit.gpgSign", "true")
+	git(t, dir, "config", "gpg.program", prog)
+	git(t, dir, "config", "credential.helper", "!"+prog)
+	c, err := New(dir, Options{Env: isolatedEnv()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MergeNoFF(bg(), dir, "side", "merge side"); err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+	if _, err := os.Stat(leak); err == nil {
+		t.Error("the planted gpg.program ran in the engine's merge")
+	}
+	out, err := c.run(bg(), dir, nil, nil, "config", "--get-all", "credential.helper")
+	if err != nil || lastLine(out) != "" {
+		t.Errorf("the engine's credential.helper list does not end with the empty reset: %q, %v", out, err)
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

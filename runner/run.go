@@ -553,8 +553,14 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 	if done {
 		return nil
 	}
-	if _, err := j.checkIntegrity(runCtx); err != nil {
-		return err // reduce never runs on a branch agents rewrote
+	var inReduce bool
+	j.state.Read(func(cp *jobstore.Checkpoint) { inReduce = cp.ReduceStepHead != "" || cp.ReduceStepsDone > 0 })
+	if !inReduce {
+		// Once, when the map phase is over: reduce never runs on a branch
+		// agents rewrote. A resumed reduce was checked before it began.
+		if _, err := j.checkIntegrity(runCtx); err != nil {
+			return err
+		}
 	}
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
@@ -631,7 +637,9 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
-		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead = head }); err != nil {
+		// The previous step (or the verified map phase) left head: what
+		// this step commits above it is reduce's own (integrity.go).
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 		before := maps.Clone(vars)
