@@ -88,8 +88,28 @@ func (f ConfigFinding) String() string {
 // entries (scope "command") are left out. Compare two audits with
 // [AddedConfig] to find what changed in between: the entries are the
 // same while nobody writes a configuration file.
-func (c *Client) AuditConfig(ctx context.Context) ([]ConfigFinding, error) {
-	out, err := c.run(ctx, c.top, nil, nil, "config", "--list", "--show-scope", "--includes", "-z")
+//
+// dirs are further worktrees of the repository whose own configuration
+// (config.worktree, with extensions.worktreeConfig) is read too, as git
+// reads it for commands run there; their entries come after the top
+// level's, scope "worktree".
+func (c *Client) AuditConfig(ctx context.Context, dirs ...string) ([]ConfigFinding, error) {
+	found, err := c.auditConfig(ctx, c.top, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		more, err := c.auditConfig(ctx, d, true)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, more...)
+	}
+	return found, nil
+}
+
+func (c *Client) auditConfig(ctx context.Context, dir string, worktreeOnly bool) ([]ConfigFinding, error) {
+	out, err := c.run(ctx, dir, nil, nil, "config", "--list", "--show-scope", "--includes", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("read the repository's configuration: %w", err)
 	}
@@ -98,7 +118,7 @@ func (c *Client) AuditConfig(ctx context.Context) ([]ConfigFinding, error) {
 	for i := 0; i+1 < len(fields); i += 2 {
 		scope := fields[i]
 		key, value, _ := strings.Cut(fields[i+1], "\n")
-		if scope == "command" || !riskyConfig(key) {
+		if scope == "command" || (worktreeOnly && scope != "worktree") || !riskyConfig(key) {
 			continue
 		}
 		found = append(found, ConfigFinding{Scope: scope, Key: key, Value: value})

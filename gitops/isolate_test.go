@@ -215,3 +215,33 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
+// TestAuditConfigReadsWorktreeConfig: with extensions.worktreeConfig on,
+// a filter driver planted in a linked worktree's config.worktree (read by
+// git commands run there, not at the top level) is found when that
+// worktree is audited.
+func TestAuditConfigReadsWorktreeConfig(t *testing.T) {
+	dir, c := newRepo(t, nil, true)
+	git(t, dir, "config", "extensions.worktreeConfig", "true")
+	wt := filepath.Join(t.TempDir(), "parent")
+	git(t, dir, "worktree", "add", "-q", "-b", "results", wt)
+	before, err := c.AuditConfig(bg(), wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, wt, "config", "--worktree", "filter.x.smudge", "touch pwned")
+	top, err := c.AuditConfig(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added := AddedConfig(before, top); len(added) != 0 {
+		t.Fatalf("the top level sees the worktree's entry: %v", added)
+	}
+	now, err := c.AuditConfig(bg(), wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added := AddedConfig(before, now); len(added) != 1 || added[0].Key != "filter.x.smudge" || added[0].Scope != "worktree" {
+		t.Errorf("added = %v, want the worktree's filter.x.smudge", added)
+	}
+}

