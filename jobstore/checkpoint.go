@@ -182,6 +182,11 @@ type Checkpoint struct {
 	ReduceStepHead string `json:"reduce_step_head,omitempty"`
 	// ReduceVars are values captured by completed reduce steps.
 	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	// ResultsVerified is the last tip of the results branch the engine
+	// verified or wrote itself outside the map phase (after setup, before
+	// and after reduce): above it, the branch's first-parent chain may hold
+	// only the items' merge commits (MergeCommit).
+	ResultsVerified string `json:"results_verified,omitempty"`
 	// ItemCounts tallies Items by state as of this snapshot (nil in
 	// checkpoints of older versions), so a summary (LoadSummary) need not
 	// read the items.
@@ -226,6 +231,9 @@ type CheckpointItem struct {
 	// it, and the next run counts it as spent (RecoverSpend): spend that
 	// Claude Code made before the crash is never forgotten.
 	SpendCeiling float64 `json:"spend_ceiling_usd,omitempty"`
+	// MergeCommit is the commit of the results branch that holds a merged
+	// item's work: the merge the engine made (or the tip it already was).
+	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int

@@ -56,6 +56,9 @@ type itemRunner struct {
 	priorTokens jobstore.Tokens
 	// waits counts the item's rate-limited attempts (ratelimit.go).
 	waits int
+	// mergeCommit is the results branch commit that holds the item's work
+	// after a successful attempt (integrity.go).
+	mergeCommit string
 	// span is the item's span, attemptSpan its current attempt's
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
@@ -243,6 +246,12 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
+	// The agent's commit is taken by object id, once: what its branch
+	// says later (another agent may move or delete it) does not matter.
+	theirs, err := j.git.Head(ctx, ir.tree.path)
+	if err != nil {
+		return gitFailure(ctx, "read the agent's commit", err)
+	}
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
@@ -250,9 +259,10 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	ir.commits = len(commits)
 	if len(commits) == 0 {
 		fmt.Fprintf(ir.log, "no commits to merge\n")
+		ir.mergeCommit = head
 		return nil
 	}
-	if f := ir.merge(ctx); f != nil {
+	if f := ir.merge(ctx, theirs); f != nil {
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
@@ -277,18 +287,20 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // merge merges the agent branch into the results branch. Worktree merges
 // run one at a time (they share the parent worktree); tree merges run
 // concurrently, gitops serialising only their ref update.
-func (ir *itemRunner) merge(ctx context.Context) *stepFailure {
+func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	j := ir.j
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
 	var err error
+	var merged string
 	if j.mergeMode == MergeWorktree {
 		j.mergeMu.Lock()
-		_, err = j.git.MergeNoFF(ctx, j.parentDir, ir.branch, msg)
+		merged, err = j.git.MergeNoFF(ctx, j.parentDir, theirs, msg)
 		j.mergeMu.Unlock()
 	} else {
-		_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ir.branch, msg)
+		merged, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, theirs, msg)
 	}
 	if err == nil {
+		ir.mergeCommit = merged
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
 		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
@@ -530,6 +542,9 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 		it.DurationMS = d.Milliseconds()
 		it.LogLocation = ir.lastLog
 		it.TimingsMS = ir.timings()
+		if state == ItemMerged {
+			it.MergeCommit = ir.mergeCommit
+		}
 	})
 	j.finished.Add(1)
 	if state != ItemMerged {

@@ -221,6 +221,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		}
 		if it.State == ItemPending && merged[it.ItemID] {
 			it.State = ItemMerged
+			it.MergeCommit = j.foundMerges[it.ItemID]
 			it.Commits = max(it.Commits, 1)
 			it.Failures = nil
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
@@ -380,6 +381,10 @@ func (j *job) mergedItems(ctx context.Context, cp *jobstore.Checkpoint) (map[str
 		for _, item := range gitops.TrailerValues(tr, "Prodigy-Item") {
 			if id, err := strconv.Unquote(item); err == nil {
 				merged[id] = true
+				if j.foundMerges == nil {
+					j.foundMerges = map[string]string{}
+				}
+				j.foundMerges[id] = c.ID
 			}
 		}
 	}

@@ -232,6 +232,9 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	env = append(env, envMap(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		j.rebase = resumed && cp.Status == StatusCompleted && cp.ResultsVerified != ""
+	})
 	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
 		return err
 	}
@@ -310,6 +313,15 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
+	if !setupDone || j.rebase || j.needsVerifiedTip() {
+		// The engine made this tip (setup), or a completed run ended
+		// there: what agents change from here on is checked
+		// (integrity.go).
+		if err := j.markVerified(ctx); err != nil {
+			return j.end(err)
+		}
+	}
+	j.auditBaseline(ctx)
 	defer j.boundHeap()()
 	var byID map[string]*jobstore.CheckpointItem
 	for pages := 0; ; pages++ {
@@ -541,6 +553,15 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 	if done {
 		return nil
 	}
+	var inReduce bool
+	j.state.Read(func(cp *jobstore.Checkpoint) { inReduce = cp.ReduceStepHead != "" || cp.ReduceStepsDone > 0 })
+	if !inReduce {
+		// Once, when the map phase is over: reduce never runs on a branch
+		// agents rewrote. A resumed reduce was checked before it began.
+		if _, err := j.checkIntegrity(runCtx); err != nil {
+			return err
+		}
+	}
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
 		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
@@ -552,6 +573,10 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 			return err
 		}
 	}
+	if err := j.markVerified(runCtx); err != nil {
+		return err
+	}
+	j.auditBaseline(runCtx) // reduce may configure git; agents are done
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
@@ -612,7 +637,9 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
-		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead = head }); err != nil {
+		// The previous step (or the verified map phase) left head: what
+		// this step commits above it is reduce's own (integrity.go).
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 		before := maps.Clone(vars)
@@ -693,6 +720,15 @@ func (j *job) end(cause error) (*Result, error) {
 			j.warn(fmt.Sprintf("could not delete %d agent branch(es): %v", len(dead), err))
 		}
 	}
+	tip, ierr := j.checkIntegrity(ctx)
+	if ierr != nil {
+		if cause == nil || !errors.Is(cause, errIntegrity) {
+			cause = errors.Join(cause, ierr)
+		}
+		status = StatusFailed
+	} else if tip == "" {
+		tip, _ = j.git.ResolveRef(ctx, "refs/heads/"+j.branch) // nothing recorded to verify (an older job)
+	}
 	if status == StatusCompleted {
 		if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
 			j.orphan(j.parentDir, "", "", "", err)
@@ -739,6 +775,11 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	res.TraceID = j.traceID
 	res.Teardown = purge
+	if ierr != nil {
+		res.IntegrityError = ierr.Error()
+	} else {
+		res.ResultsTip = tip
+	}
 	j.endJobSpan(jobSpanEnd(res))
 	switch status {
 	case StatusCompleted:
