@@ -551,13 +551,17 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 		j.failures.Add(1)
 	}
 	j.prog.finished(state)
+	// The attempts of this job (or redrive), across its interrupted runs:
+	// a resumed item whose attempts all ran before a crash made 0 now.
+	var tried int
+	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase })
 	switch state {
 	case ItemMerged:
-		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, ir.attempts, d.Round(time.Millisecond))
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, tried, d.Round(time.Millisecond))
 	case ItemSkipped:
-		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), ir.attempts, oneLine(errMsg, 200))
+		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), tried, oneLine(errMsg, 200))
 	default:
-		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), ir.attempts, errType, oneLine(errMsg, 200))
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), tried, errType, oneLine(errMsg, 200))
 	}
 	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
 }

@@ -65,10 +65,13 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 			return nil, err
 		}
 		// Stream the selection: only the selected items' outcomes (no
-		// item_data) are kept, and none at all with ro.Selected.
+		// item_data) are kept, and none at all with ro.Selected. The
+		// result is the plan alone (issue 27): total and pending are
+		// the selected items, nothing has succeeded, failed or been
+		// skipped yet; the job's own totals are `status`'s.
 		res := resultOf(cp)
 		res.Items = []ItemOutcome{}
-		res.Pending = 0
+		res.Total, res.Successful, res.Failed, res.Skipped, res.Pending = 0, 0, 0, 0, 0
 		// dlq_count is the number of records streamed, not the index's:
 		// loading the index of a large DLQ would double the dry run's peak.
 		res.DLQCount, err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
@@ -76,6 +79,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 				return nil
 			}
 			res.Pending++
+			res.Total++
 			if ro.Selected != nil {
 				return ro.Selected(it.ItemOutcome)
 			}
