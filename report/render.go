@@ -203,7 +203,7 @@ func patterns(b *strings.Builder, groups []PatternGroup, max, cell int) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %s |\n", Cell(g.Signature, cell), Cell(g.ErrorType, 40), g.Count, orDash(strings.Join(ex, ", ")))
 	}
-	more(b, len(groups)-n, "run `action dlq analyze` on the DLQ artifact")
+	more(b, len(groups)-n, "run `prodigy-action dlq analyze` on the DLQ artifact")
 	b.WriteString("\n")
 }
 
@@ -218,7 +218,7 @@ func orphans(b *strings.Builder, in Input) {
 	}
 	more(b, len(in.Orphaned)-n, "")
 	if in.JobID != "" {
-		fmt.Fprintf(b, "\nLocally: `action worktree clean-orphaned %s`\n", shellWord(in.JobID))
+		fmt.Fprintf(b, "\nLocally: `prodigy-action worktree clean-orphaned %s`\n", shellWord(in.JobID))
 	}
 	b.WriteString("\n")
 }

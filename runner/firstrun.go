@@ -232,7 +232,7 @@ func (j *job) logFailedItems(res *Result) {
 func (j *job) artifactsNote(keep bool, path, branch string) string {
 	if keep {
 		if dirExists(path) {
-			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `action worktree clean-orphaned` removes them once the job completed", path, branch)
+			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `prodigy-action worktree clean-orphaned` removes them once the job completed", path, branch)
 		}
 		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
 	}
