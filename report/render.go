@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -165,12 +166,22 @@ func totals(b *strings.Builder, in Input) {
 	branch(b, in)
 }
 
+// USD prints a dollar amount with two decimals, or up to four when it
+// has them ($0.0246, not $0.02).
+func USD(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', 4, 64)
+	for range 2 {
+		s = strings.TrimSuffix(s, "0")
+	}
+	return s
+}
+
 // spend writes the job's cost (and budget) and its rate-limit cool-downs.
 func spend(b *strings.Builder, in Input) {
 	if in.CostUSD > 0 || in.MaxCostUSD > 0 {
-		fmt.Fprintf(b, "Spend: **$%.2f**", in.CostUSD)
+		fmt.Fprintf(b, "Spend: **$%s**", USD(in.CostUSD))
 		if in.MaxCostUSD > 0 {
-			fmt.Fprintf(b, " of the $%.2f budget", in.MaxCostUSD)
+			fmt.Fprintf(b, " of the $%s budget", USD(in.MaxCostUSD))
 		}
 		b.WriteString("\n\n")
 	}

@@ -148,7 +148,7 @@ func WriteStatus(w io.Writer, res *runner.Result) {
 	if res.CostUSD > 0 || res.MaxCostUSD > 0 {
 		fmt.Fprintf(w, "cost:           $%.4f", res.CostUSD)
 		if res.MaxCostUSD > 0 {
-			fmt.Fprintf(w, " of the $%.2f budget", res.MaxCostUSD)
+			fmt.Fprintf(w, " of the $%s budget", USD(res.MaxCostUSD))
 		}
 		fmt.Fprintln(w)
 	}

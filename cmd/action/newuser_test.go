@@ -41,3 +41,39 @@ map:
 		t.Errorf("another untracked file: exit %d, stderr:\n%s", code, errOut)
 	}
 }
+
+// TestBudgetStopSuggestsWhatIsReallyNeeded: with small item budgets the
+// stop message prints cents and below as they are ($0.0369, not $0.04)
+// and suggests the spend so far plus the pending items' reservations
+// (here 0.0369 + 2 × 0.02), not a dollar per item; resuming with exactly
+// the suggestion finishes the job.
+func TestBudgetStopSuggestsWhatIsReallyNeeded(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n":"a"},{"n":"b"},{"n":"c"},{"n":"d"},{"n":"e"}]`})
+	home, dir := t.TempDir(), t.TempDir()
+	claude := filepath.Join(dir, "claude")
+	if err := os.WriteFile(claude, []byte(`#!/usr/bin/env bash
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.0123,"modelUsage":{"m":{"inputTokens":10,"outputTokens":5,"cacheReadInputTokens":0,"cacheCreationInputTokens":0}}}'
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wf := writeWorkflow(t, `name: small-budget
+budget:
+  max_cost_usd: 0.05
+  item_max_cost_usd: 0.02
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - claude: "/do ${item.n}"
+`)
+	code, out, errOut := runCLIClaude(t, home, claude, "run", wf, "--repo", repo, "--job-id", "small")
+	want := "spent $0.0369 of the $0.05 job budget; 2 item(s) left pending, never started; continue with `resume small --max-cost-usd 0.0769`"
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("run: exit %d, stderr lacks %q:\n%s%s", code, want, out, errOut)
+	}
+	code, out, errOut = runCLIClaude(t, home, claude, "resume", "small", "--max-cost-usd", "0.0769", "--json")
+	if r := decodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 5 {
+		t.Errorf("resume with the suggestion: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
