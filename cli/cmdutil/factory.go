@@ -118,6 +118,9 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	if err != nil {
 		return runner.Options{}, err
 	}
+	if err := writableDir(home); err != nil {
+		return runner.Options{}, UsageErrorf("the state directory %s cannot be written (set PRODIGY_HOME to a writable directory): %w", home, err)
+	}
 	o := f.Engine
 	o.Home = home
 	o.Stderr = f.ErrOut
@@ -138,6 +141,22 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 		return o, UsageErrorf("--merge must be tree or worktree, not %q", merge)
 	}
 	return o, nil
+}
+
+// writableDir creates dir if needed and proves that files can be created
+// in it (a read-only mount or a file in the way fails here, before a job
+// changes anything).
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_ = tmp.Close()
+	return os.Remove(name)
 }
 
 // FinishJob prints a job's result (one JSON object on stdout with asJSON),
