@@ -23,7 +23,7 @@ import (
 // Name is the command's name everywhere it calls itself: help, usage
 // lines, suggestions, hints and the completion scripts (README's install
 // line builds the binary under this name).
-const Name = "prodigy-action"
+const Name = cmdutil.Name
 
 // NewRootCmd builds the command tree: one constructor per command
 // (options struct + constructor + run function, cli/cli's pkg/cmd style).

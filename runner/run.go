@@ -440,6 +440,15 @@ func (j *job) loadItems(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil && strings.Contains(err.Error(), j.parentDir):
+		// The parent worktree is the job's internal copy: name paths
+		// relative to the repository, and say which version was read.
+		where := fmt.Sprintf("in HEAD of %s and in its working tree", j.git.TopLevel())
+		if len(j.wf.Setup) > 0 {
+			where = fmt.Sprintf("in results branch %s after setup; it starts from HEAD of %s", j.branch, j.git.TopLevel())
+		}
+		msg := strings.ReplaceAll(err.Error(), j.parentDir+string(filepath.Separator), "")
+		return usage(fmt.Errorf("map.input: %s (looked %s)", msg, where))
 	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
 	}

@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// Name is the program's name everywhere it calls itself (help, usage,
+// hints, completion scripts); README's install line builds it so.
+const Name = "prodigy-action"
+
 // ClaudeCodeVersionFile is where the container image records the version
 // of the Claude Code it ships (.ci/image-context writes the npm package
 // spec, e.g. "@anthropic-ai/claude-code-linux-x64@2.0.1").

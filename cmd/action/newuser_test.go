@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 )
 
 // TestOwnUntrackedWorkflowIsNoUncommittedChange: the workflow file a user
@@ -162,5 +166,51 @@ map:
 		if wt := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 			t.Errorf("worktrees left:\n%s", wt)
 		}
+	}
+}
+
+// TestMissingInputNamesTheRepositoryNotTheWorktree: a map.input file that
+// does not exist is reported by its name in the user's repository, never
+// by the job's internal worktree path.
+func TestMissingInputNamesTheRepositoryNotTheWorktree(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
+	home := t.TempDir()
+	for name, body := range map[string]string{
+		"plain": "name: m\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
+		"setup": "name: m\nsetup:\n  - shell: \"true\"\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
+	} {
+		code, _, errOut := runCLI(t, home, "run", writeWorkflow(t, body), "--repo", repo, "--job-id", "m-"+name)
+		want := `map.input: input file "nosuch.json" does not exist (looked in HEAD of ` + repo + ` and in its working tree)`
+		if name == "setup" {
+			want = `map.input: input file "nosuch.json" does not exist (looked in results branch prodigy/m-setup after setup; it starts from HEAD of ` + repo + `)`
+		}
+		if code != 2 || !strings.Contains(errOut, want) || strings.Contains(errOut, "error: map.input: input file \""+home) {
+			t.Errorf("%s: exit %d, want %q:\n%s", name, code, want, errOut)
+		}
+	}
+}
+
+// TestStatusWithSeveralJobsShowsTheNewest: `status` without a job id,
+// with several jobs, shows the newest and says so, naming `latest`.
+func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
+	wf := writeWorkflow(t, "name: s\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
+	home := t.TempDir()
+	// The real clock: "b-older" starts first, so it is not the newest
+	// although its id sorts last.
+	for _, id := range []string{"b-older", "a-newer"} {
+		var out, errb bytes.Buffer
+		env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
+		f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+		if code := execute(context.Background(), f, []string{"run", wf, "--repo", repo, "--job-id", id}); code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", id, code, errb.String())
+		}
+	}
+	t.Chdir(repo)
+	code, out, errOut := runCLI(t, home, "status")
+	if code != 0 || !strings.HasPrefix(out, "job:            a-newer (s)") ||
+		!strings.Contains(errOut, "several jobs: showing the newest, a-newer (`prodigy-action status latest` names it; `prodigy-action jobs` lists them)") {
+		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
