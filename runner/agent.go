@@ -94,7 +94,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			}
 			msg := j.redact(errText(a.Err))
 			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -618,4 +618,16 @@ func (ir *itemRunner) timings() *Timings {
 	total := time.Since(ir.began)
 	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup
 	return &Timings{Prepare: ms(ir.tPrepare), Steps: ms(ir.tSteps), Merge: ms(ir.tMerge), Cleanup: ms(ir.tCleanup), Bookkeeping: ms(max(rest, 0))}
+}
+
+// roundDelay rounds a backoff delay for people: 1.23s, 9ms, 2m3.46s (the
+// exact value is in the events and the DLQ record).
+func roundDelay(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -212,5 +213,38 @@ func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "job:            a-newer (s)") ||
 		!strings.Contains(errOut, "several jobs: showing the newest, a-newer (`prodigy-action status latest` names it; `prodigy-action jobs` lists them)") {
 		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestRetryDelaysPrintRounded: the "retrying in" line rounds the jittered
+// delay (1.23s, 12ms), never nanosecond noise such as 9.540203ms.
+func TestRetryDelaysPrintRounded(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1},{"n":2},{"n":3}]`})
+	wf := writeWorkflow(t, `name: delays
+map:
+  input: items.json
+  error_policy:
+    retry_config:
+      max_attempts: 3
+      backoff:
+        exponential:
+          initial: 1500ms
+      jitter: true
+      jitter_factor: 0.9
+  agent_template:
+    - shell: exit 3
+`)
+	code, _, errOut := runCLI(t, t.TempDir(), "run", wf, "--repo", repo, "--job-id", "d")
+	re := regexp.MustCompile(`retrying in (\S+)\n`)
+	m := re.FindAllStringSubmatch(errOut, -1)
+	if code != 0 || len(m) != 6 {
+		t.Fatalf("exit %d, %d retries:\n%s", code, len(m), errOut)
+	}
+	ok := regexp.MustCompile(`^(\d+(\.\d{1,2})?s|\d+ms|\d+m\d+(\.\d{1,2})?s)$`)
+	for _, d := range m {
+		if !ok.MatchString(d[1]) {
+			t.Errorf("delay %q is not rounded:\n%s", d[1], errOut)
+		}
 	}
 }
