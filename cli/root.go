@@ -42,7 +42,7 @@ func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	root.AddCommand(
 		jobcmd.NewRunCmd(f), jobcmd.NewResumeCmd(f), jobcmd.NewStatusCmd(f), jobcmd.NewValidateCmd(f),
-		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), jobcmd.NewInitCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
+		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), jobcmd.NewInitCmd(f), jobcmd.NewLogsCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
 	)
 	root.AddCommand(shardcmd.NewPlanCmd(f), shardcmd.NewShardCmd(f), shardcmd.NewGatherCmd(f))
 	strict(root)

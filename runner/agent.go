@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,8 @@ type itemRunner struct {
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
+	// attemptLog is the current attempt's output log (attemptLogPath).
+	attemptLog string
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -201,7 +204,16 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// tail of all attempts, feeds the hooks and the Action.
+	var out io.Writer = ir.log
+	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
+	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
+		defer al.Close()
+		out = io.MultiWriter(ir.log, al)
+		ir.attemptLog = logPath
+	}
+	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
 	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
@@ -223,13 +235,15 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		dir:        ir.tree.path,
 		vars:       vars,
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
-		log:        ir.log,
+		log:        out,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
+	} else if ir.attemptLog != "" {
+		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
@@ -246,7 +260,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	ir.commits = len(commits)
 	if len(commits) == 0 {
-		fmt.Fprintf(ir.log, "no commits to merge\n")
+		fmt.Fprintf(out, "no commits to merge\n")
 		return nil
 	}
 	if f := ir.merge(ctx); f != nil {
@@ -352,8 +366,17 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		AgentID:    ir.agentID,
 		Step:       j.redact(orDash(f.Step)),
 		Duration:   took,
-		LogPath:    f.LogPath,
+		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
 	}
+}
+
+// orAttemptLog is a failure's log: the Claude transcript, else the
+// attempt's output log.
+func orAttemptLog(transcript, attemptLog string) string {
+	if transcript != "" {
+		return transcript
+	}
+	return attemptLog
 }
 
 // diskFull reports whether a failure says the disk is full: in its message

@@ -222,7 +222,7 @@ func (j *job) logFailedItems(res *Result) {
 		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, oneLine(it.Error, 120))
 	}
 	if n > most {
-		j.logf("  … and %d more (action dlq list --job-id %s)", n-most, j.id)
+		j.logf("  … and %d more (prodigy-action dlq list --job-id %s)", n-most, j.id)
 	}
 }
 

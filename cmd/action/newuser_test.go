@@ -248,3 +248,141 @@ map:
 		}
 	}
 }
+
+// TestTyposAreCaughtBeforeAnythingRuns: a shell step's ${MAX_LINE} next
+// to the workflow env MAX_LINES is refused by validate and run (exit 2,
+// naming the closest name and the escape $${…}); a variable the script
+// sets itself, or escaped, is not. ${item.feild} that no loaded item has
+// is reported once, before any agent starts, with the closest field, and
+// nothing is left behind (no DLQ, no branch).
+func TestTyposAreCaughtBeforeAnythingRuns(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"field":"a","n":1},{"field":"b","n":2}]`})
+	home := t.TempDir()
+	envTypo := writeWorkflow(t, `name: envtypo
+env:
+  MAX_LINES: "5"
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        test "$(printf 'a\nb\n' | wc -l)" -le "${MAX_LINE}" && echo ok
+`)
+	want := `:8:48: ${MAX_LINE} is not set by the workflow (did you mean ${MAX_LINES}?): bash would expand it from the environment, empty when unset; write $${MAX_LINE} if you mean bash's own variable`
+	for _, args := range [][]string{{"validate", envTypo}, {"run", envTypo, "--repo", repo, "--job-id", "envtypo"}} {
+		code, _, errOut := runCLI(t, home, args...)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want 2 and %q:\n%s", args[0], code, want, errOut)
+		}
+	}
+	fine := writeWorkflow(t, `name: fine
+env:
+  MAX_LINES: "5"
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        MAX_LINE=3
+        echo "${MAX_LINE} $${MAX_LINE} ${MAX_LINES} $HOME"
+`)
+	if code, out, errOut := runCLI(t, home, "validate", fine); code != 0 {
+		t.Errorf("validate of a script that sets its own variable: exit %d\n%s%s", code, out, errOut)
+	}
+
+	fieldTypo := writeWorkflow(t, `name: fieldtypo
+map:
+  input: items.json
+  agent_template:
+    - shell: echo "${item.feild} ${item.n} ${item.other:-none}"
+`)
+	code, _, errOut := runCLI(t, home, "run", fieldTypo, "--repo", repo, "--job-id", "fieldtypo")
+	want = `:5:20: ${item.feild}: none of the 2 item(s) has a field "feild" (did you mean ${item.field}?); the items' fields: field, n`
+	if code != 2 || !strings.Contains(errOut, want) || strings.Count(errOut, "feild") != 2 {
+		t.Errorf("item field typo: exit %d, want 2 and %q once:\n%s", code, want, errOut)
+	}
+	if strings.Contains(errOut, "✗") || strings.Contains(errOut, "succeeded") {
+		t.Errorf("agents ran:\n%s", errOut)
+	}
+	if b := gitOut(t, repo, "branch", "--list", "prodigy/fieldtypo"); b != "" {
+		t.Errorf("results branch left: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(home, "dlq", "repo", "fieldtypo")); !os.IsNotExist(err) {
+		t.Errorf("DLQ written: %v", err)
+	}
+}
+
+// TestItemOutputIsKeptPerAttempt: every attempt's output (stdout and
+// stderr of every step), of items that succeed as well as items that end
+// in the DLQ, is kept per item, redacted, bounded per attempt, printed by
+// `logs JOB ITEM [--attempt N]`, linked from the DLQ record's
+// json_log_location, from the result's items and from the job's last
+// lines.
+func TestItemOutputIsKeptPerAttempt(t *testing.T) {
+	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"uint.go"},{"path":"bad.go"},{"path":"big.go"}]`})
+	const token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+	wf := writeWorkflow(t, `name: vet
+map:
+  input: items.json
+  id_field: path
+  error_policy:
+    retry_config:
+      max_attempts: 2
+      backoff: {fixed: {delay: 1ms}}
+  agent_template:
+    - shell: |
+        echo "go vet ${item.path}: attempt ${attempt} ok, token `+token+`"
+        echo "warning on stderr for ${item.path}" >&2
+        if [ "${item.path}" = big.go ]; then head -c 3000000 /dev/zero | tr '\0' 'x'; echo; echo "the end of big.go"; fi
+        [ "${item.path}" != bad.go ]
+`)
+	home := t.TempDir()
+	code, out, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "vet", "--json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	logsDir := filepath.Join(home, "logs", "repo", "vet")
+	if !strings.Contains(errOut, "item output: `prodigy-action logs vet ITEM [--attempt N]` (kept in "+logsDir+")") {
+		t.Errorf("the job's last lines do not point at the item logs:\n%s", errOut)
+	}
+	if !strings.Contains(out, `"log_location": "`+filepath.Join(logsDir, "uint.go", "attempt-1.log")+`"`) {
+		t.Errorf("result items lack the log location:\n%s", out)
+	}
+
+	// A succeeded item's output.
+	code, got, errOut := runCLI(t, home, "logs", "vet", "uint.go")
+	want := "=== uint.go attempt 1 (agent-"
+	if code != 0 || !strings.HasPrefix(got, want) || !strings.Contains(got, "go vet uint.go: attempt 1 ok, token ***\n") ||
+		!strings.Contains(got, "warning on stderr for uint.go\n") || strings.Contains(got, token) {
+		t.Errorf("logs vet uint.go: exit %d\n%s\n%s", code, got, errOut)
+	}
+	// Both attempts of the failed one; --attempt picks one; latest works.
+	_, got, _ = runCLI(t, home, "logs", "vet", "bad.go")
+	if !strings.Contains(got, "go vet bad.go: attempt 1 ok") || !strings.Contains(got, "go vet bad.go: attempt 2 ok") {
+		t.Errorf("logs vet bad.go:\n%s", got)
+	}
+	t.Chdir(repo)
+	code, got, _ = runCLI(t, home, "logs", "latest", "bad.go", "--attempt", "2")
+	if code != 0 || strings.Contains(got, "attempt 1") || !strings.Contains(got, "go vet bad.go: attempt 2 ok") {
+		t.Errorf("--attempt 2: exit %d\n%s", code, got)
+	}
+	rec := readRecord(t, home, "repo", "vet", "bad.go")
+	if n := len(rec.FailureHistory); n != 2 || rec.FailureHistory[1].JSONLogLocation == nil ||
+		*rec.FailureHistory[1].JSONLogLocation != filepath.Join(logsDir, "bad.go", "attempt-2.log") {
+		t.Errorf("DLQ record does not link the attempt's log: %+v", rec.FailureHistory)
+	}
+	// Bounded: 3 MB of output keep the first and last 512 KiB.
+	st, err := os.Stat(filepath.Join(logsDir, "big.go", "attempt-1.log"))
+	if err != nil || st.Size() > 1<<20+200 {
+		t.Errorf("big.go's log: %v, %d bytes", err, st.Size())
+	}
+	_, got, _ = runCLI(t, home, "logs", "vet", "big.go")
+	if !strings.Contains(got, "byte(s) of output not kept: the log keeps the first and last 512 KiB") || !strings.Contains(got, "the end of big.go\n") {
+		t.Errorf("big.go's log lacks the marker or the end (%d bytes): …%s", len(got), got[max(0, len(got)-200):])
+	}
+	// Usage errors.
+	for _, args := range [][]string{{"logs", "vet", "nosuch.go"}, {"logs", "vet", "bad.go", "--attempt", "3"}, {"logs", "nojob", "x"}} {
+		if code, _, errOut := runCLI(t, home, args...); code != 2 {
+			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+		}
+	}
+}
