@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,8 @@ type itemRunner struct {
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
+	// attemptLog is the current attempt's output log (attemptLogPath).
+	attemptLog string
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -97,7 +100,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			}
 			msg := j.redact(errText(a.Err))
 			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -207,7 +210,16 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// tail of all attempts, feeds the hooks and the Action.
+	var out io.Writer = ir.log
+	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
+	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
+		defer al.Close()
+		out = io.MultiWriter(ir.log, al)
+		ir.attemptLog = logPath
+	}
+	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
 	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
@@ -229,13 +241,15 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		dir:        ir.tree.path,
 		vars:       vars,
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
-		log:        ir.log,
+		log:        out,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
+	} else if ir.attemptLog != "" {
+		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
@@ -258,7 +272,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	ir.commits = len(commits)
 	if len(commits) == 0 {
-		fmt.Fprintf(ir.log, "no commits to merge\n")
+		fmt.Fprintf(out, "no commits to merge\n")
 		ir.mergeCommit = head
 		return nil
 	}
@@ -367,8 +381,17 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		AgentID:    ir.agentID,
 		Step:       j.redact(orDash(f.Step)),
 		Duration:   took,
-		LogPath:    f.LogPath,
+		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
 	}
+}
+
+// orAttemptLog is a failure's log: the Claude transcript, else the
+// attempt's output log.
+func orAttemptLog(transcript, attemptLog string) string {
+	if transcript != "" {
+		return transcript
+	}
+	return attemptLog
 }
 
 // diskFull reports whether a failure says the disk is full: in its message
@@ -641,4 +664,16 @@ func (ir *itemRunner) timings() *Timings {
 	total := time.Since(ir.began)
 	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup
 	return &Timings{Prepare: ms(ir.tPrepare), Steps: ms(ir.tSteps), Merge: ms(ir.tMerge), Cleanup: ms(ir.tCleanup), Bookkeeping: ms(max(rest, 0))}
+}
+
+// roundDelay rounds a backoff delay for people: 1.23s, 9ms, 2m3.46s (the
+// exact value is in the events and the DLQ record).
+func roundDelay(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
 }

@@ -437,8 +437,10 @@ func (j *job) loadItems(ctx context.Context) error {
 	var list []*jobstore.CheckpointItem
 	var spoolErr error
 	var err error
+	fields := newItemFields(j.wf.Map.AgentTemplate)
 	if !j.noItems {
 		_, err = items.Each(ctx, opts, func(it items.Item) error {
+			fields.add(it.Data)
 			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
 			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
 				return spoolErr
@@ -452,8 +454,20 @@ func (j *job) loadItems(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil && strings.Contains(err.Error(), j.parentDir):
+		// The parent worktree is the job's internal copy: name paths
+		// relative to the repository, and say which version was read.
+		where := fmt.Sprintf("in HEAD of %s and in its working tree", j.git.TopLevel())
+		if len(j.wf.Setup) > 0 {
+			where = fmt.Sprintf("in results branch %s after setup; it starts from HEAD of %s", j.branch, j.git.TopLevel())
+		}
+		msg := strings.ReplaceAll(err.Error(), j.parentDir+string(filepath.Separator), "")
+		return usage(fmt.Errorf("map.input: %s (looked %s)", msg, where))
 	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	if err := fields.err(); err != nil {
+		return usage(err)
 	}
 	if len(j.wf.Setup) == 0 {
 		j.announce(ctx, len(list))
@@ -791,6 +805,9 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	j.logf("%s", summaryLine(res))
 	j.logFailedItems(res)
+	if dirExists(j.paths.LogsDir()) {
+		j.logf("item output: `prodigy-action logs %s ITEM [--attempt N]` (kept in %s)", j.id, j.paths.LogsDir())
+	}
 	if werr != nil && cause == nil {
 		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}
