@@ -85,7 +85,7 @@ func (f *fakeGitHub) issueComments(w http.ResponseWriter, r *http.Request) {
 		}
 		var in struct{ Body string }
 		_ = json.NewDecoder(r.Body).Decode(&in)
-		c := map[string]any{"id": 900 + len(f.comments), "body": in.Body, "user": map[string]any{"login": "github-actions[bot]"}}
+		c := map[string]any{"id": 900 + len(f.comments), "body": in.Body, "user": map[string]any{"login": "github-actions[bot]", "type": "Bot"}}
 		f.comments = append(f.comments, c)
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(c)

@@ -46,6 +46,8 @@ func (r *actionRun) engineOptions() runner.Options {
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Claude: r.claudeSettings(), Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		Tracer: r.tracing.Tracer(),
+		// GitHub's cancel sequence: the agents stop at the first signal.
+		InterruptGrace: stopAgentsNow, KillGrace: e.Cancel.KillGrace,
 		// The engine's git and the agents' git both get safe.directory:
 		// the workspace belongs to the runner's user, not to this container's.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
@@ -180,7 +182,30 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 			}
 		}
 	}
-	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
+	outs = newestAttempts(outs)
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: outs})
+	if res != nil {
+		// The gatherer's checkpoint holds the items' outcomes, not what
+		// the shards paid for them: the cost-usd output and the summary
+		// add the shards' own cost_usd (from their result.json).
+		res.CostUSD += shardsCost(outs)
+	}
+	return res, err
+}
+
+// shardsCost sums cost_usd of the shard outputs' result.json (unreadable
+// ones count 0: gather reports them).
+func shardsCost(dirs []string) float64 {
+	var sum float64
+	for _, d := range dirs {
+		var sr struct {
+			Cost float64 `json:"cost_usd"`
+		}
+		if data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile)); err == nil && json.Unmarshal(data, &sr) == nil && sr.Cost > 0 {
+			sum += sr.Cost
+		}
+	}
+	return sum
 }
 
 // newestAttempts keeps one output per shard: a re-run of failed jobs adds

@@ -86,10 +86,16 @@ func strict(c *cobra.Command) {
 	}
 }
 
+// ActionMode reports whether Execute runs the GitHub Action (actionapp)
+// rather than a command: no arguments, inside GitHub Actions.
+func ActionMode(args []string, getenv func(string) string) bool {
+	return len(args) == 0 && getenv("GITHUB_ACTIONS") == "true"
+}
+
 // Execute runs the CLI with args and returns the process exit code. Inside
 // GitHub Actions without arguments it runs the Action (actionapp).
 func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
-	if len(args) == 0 && f.Getenv("GITHUB_ACTIONS") == "true" {
+	if ActionMode(args, f.Getenv) {
 		return f.ActionMain(ctx, actionapp.Deps{Getenv: f.Getenv, Stdout: f.Out, Stderr: f.ErrOut, Clock: f.Engine.Clock})
 	}
 	// Everything the CLI prints passes the redactor: stdout as a stream

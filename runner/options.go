@@ -66,6 +66,11 @@ type Options struct {
 	// InterruptGrace is how long running agents may take to finish after
 	// an interrupt before they are killed; 0 means 30s.
 	InterruptGrace time.Duration
+	// KillGrace is how long a stopped step's process group has between
+	// SIGTERM and SIGKILL (an interrupt after InterruptGrace, a step or
+	// agent timeout); 0 means 5s. The GitHub Action shortens it to fit
+	// GitHub's cancel sequence.
+	KillGrace time.Duration
 	// Git configures every git process of the engine (environment, extra
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.

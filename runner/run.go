@@ -128,6 +128,10 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
+	killGrace := o.KillGrace
+	if killGrace <= 0 {
+		killGrace = defaultKillGrace
+	}
 	j := &job{
 		settings: settings{
 			id: paths.JobID, paths: paths, wf: wf, branch: branch, parentDir: paths.ParentWorktree(), maxParallel: maxPar,
@@ -138,7 +142,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: 5 * time.Second, clock: o.Clock, rand: o.Rand},
+			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: killGrace, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}

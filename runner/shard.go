@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
-	"github.com/prodigy-action/prodigy-action/internal/fsx"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -125,15 +121,18 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	}
 	defer unlock()
 
+	// The output is written after an interrupt too (bounded in time), and
+	// while the shard runs: after every finished item (shardlive.go).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	live := startShardLive(wctx, j, so.Shard, plan.BaseCommit, so.OutDir)
 	res, runErr := j.runShard(ctx, plan, so.Shard)
+	live.stop()
 	if res == nil {
 		return nil, runErr
 	}
 	sr := &ShardResult{Result: res, Shard: so.Shard, BaseCommit: plan.BaseCommit}
-	// The output is written after an interrupt too (bounded in time).
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
-	defer cancel()
-	if err := j.writeShardOutput(wctx, sr, so.OutDir); err != nil {
+	if err := live.write(wctx, sr); err != nil {
 		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
 	}
 	return sr, runErr
@@ -210,52 +209,4 @@ func planCheckpoint(j *job, plan *Plan, ids []string) *jobstore.Checkpoint {
 		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: id, State: ItemPending, Attempts: it.Attempts}, Index: it.Index, Data: it.Data})
 	}
 	return cp
-}
-
-// writeShardOutput writes the shard's output directory; result.json last,
-// so its presence means the output is whole.
-func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(filepath.Join(out, ShardResultFile))
-	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
-	if err != nil {
-		return err
-	}
-	sr.Head = head
-	bundle := filepath.Join(out, ShardBundleFile)
-	_ = os.Remove(bundle)
-	if err := j.git.BundleCreate(ctx, bundle, "refs/heads/"+j.branch, sr.BaseCommit); err != nil && !errors.Is(err, gitops.ErrEmptyBundle) {
-		return err
-	}
-	dir := filepath.Join(out, ShardDLQDir)
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	store, err := openDLQ(j.paths, dlq.Options{})
-	if err != nil {
-		return err
-	}
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		b, err := dlq.Encode(r)
-		if err != nil {
-			return err
-		}
-		return fsx.WriteFile(filepath.Join(dir, dlq.ItemFileName(r.ItemID)), b, 0o644)
-	})
-	if err != nil {
-		return fmt.Errorf("export the shard's DLQ: %w", err)
-	}
-	if data, err := os.ReadFile(j.paths.Events()); err == nil {
-		if err := fsx.WriteFile(filepath.Join(out, ShardEventsFile), data, 0o644); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return writeJSONFile(filepath.Join(out, ShardResultFile), sr)
 }
