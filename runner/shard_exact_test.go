@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -191,5 +192,148 @@ func TestGatherIsAFunctionOfTheOutputs(t *testing.T) {
 		if got.dlq != want.dlq {
 			t.Errorf("%s: DLQ differs:\n%s\nwant\n%s", c.name, got.dlq, want.dlq)
 		}
+	}
+}
+
+// copyOutput copies a shard output directory (to forge it).
+func copyOutput(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "forged")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func editResult(t *testing.T, dir string, edit func(*runner.ShardResult)) {
+	t.Helper()
+	path := filepath.Join(dir, runner.ShardResultFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr runner.ShardResult
+	if err := json.Unmarshal(data, &sr); err != nil {
+		t.Fatal(err)
+	}
+	edit(&sr)
+	if data, err = json.Marshal(&sr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGatherRefusesForeignAndForgedOutputs: outputs of another plan of the
+// same job id, of another job, and forged ones (items of another shard in
+// result.json or dlq/, a merge pushed onto the shard branch, files past
+// their size limit, sparse so the test stays cheap) are refused before
+// anything is gathered: a usage error (exit 2) naming the output and
+// why, no job state, the results branch untouched. A repository whose
+// gather state is another plan's refuses this plan.
+func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4]`})
+	dir, o := shardFixture(t, r, okWorkflow, 2)
+	outs := runAllShards(t, r, dir, o, 2)
+	ctx := context.Background()
+
+	// Plan B: the same job id planned again (in another clone).
+	rb := r.clone("planB")
+	rb.home = filepath.Join(t.TempDir(), "homeB")
+	dirB, oB := shardFixture(t, rb, okWorkflow, 2)
+	outsB := runAllShards(t, rb, dirB, oB, 2)
+	// Another job.
+	rc := r.clone("planC")
+	wfC := rc.workflow(okWorkflow)
+	oC, _, _, _ := rc.options(wfC)
+	oC.JobID = "job-2"
+	dirC := filepath.Join(t.TempDir(), "planC")
+	if _, err := runner.PlanJob(ctx, runner.PlanOptions{Run: oC, Dir: dirC, Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	outsC := runAllShards(t, rc, dirC, oC, 2)
+
+	wrongItem := copyOutput(t, outs[0])
+	editResult(t, wrongItem, func(sr *runner.ShardResult) { sr.Items[0].ItemID = "item_3" })
+	foreignRecord := copyOutput(t, outs[0])
+	rec := `{"item_id":"item_3","item_data":3,"first_attempt":"2026-01-01T00:00:00Z","last_attempt":"2026-01-01T00:00:00Z","failure_count":1,"failure_history":[{"attempt_number":1,"timestamp":"2026-01-01T00:00:00Z","error_type":"CommandFailed","error_message":"x"}],"error_signature":"x","reprocess_eligible":true,"manual_review_required":false}`
+	if err := os.WriteFile(filepath.Join(foreignRecord, runner.ShardDLQDir, "item_3.json"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hugeResult := copyOutput(t, outs[0])
+	if err := os.Truncate(filepath.Join(hugeResult, runner.ShardResultFile), 3<<30); err != nil {
+		t.Fatal(err)
+	}
+	hugeBundle := copyOutput(t, outs[0])
+	if err := os.Truncate(filepath.Join(hugeBundle, runner.ShardBundleFile), runner.MaxShardBundleBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	hugeRecord := copyOutput(t, outs[0])
+	recs, _ := filepath.Glob(filepath.Join(hugeRecord, runner.ShardDLQDir, "*"))
+	huge := filepath.Join(hugeRecord, runner.ShardDLQDir, "item_0.json")
+	if len(recs) > 0 {
+		huge = recs[0]
+	}
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, runner.MaxShardRecordBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	// A merge pushed onto shard 0's branch, claiming an item of shard 1.
+	s0 := r.clone("forger")
+	p, err := runner.LoadPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0.git("fetch", "-q", filepath.Join(outs[0], runner.ShardBundleFile), "prodigy/job-1/shard-0:refs/heads/forged")
+	s0.git("checkout", "-q", "forged")
+	s0.git("checkout", "-q", "-b", "side", p.BaseCommit)
+	if err := os.WriteFile(filepath.Join(s0.dir, "evil.txt"), []byte("evil"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s0.git("add", "evil.txt")
+	s0.git("-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "evil")
+	s0.git("checkout", "-q", "forged")
+	s0.git("-c", "user.name=x", "-c", "user.email=x@x", "merge", "-q", "--no-ff", "side", "-m", "Merge item_2\n\nProdigy-Job: job-1\nProdigy-Item: \"item_2\"")
+	forgedMerge := copyOutput(t, outs[0])
+	s0.git("branch", "-f", "prodigy/job-1/shard-0", "forged")
+	s0.git("bundle", "create", "-q", filepath.Join(forgedMerge, runner.ShardBundleFile), "prodigy/job-1/shard-0", "^"+p.BaseCommit)
+	head := s0.git("rev-parse", "forged")
+	editResult(t, forgedMerge, func(sr *runner.ShardResult) { sr.Head = head })
+
+	g := r.clone("g")
+	for _, c := range []struct {
+		name, out, want string
+	}{
+		{"another plan of the same job", outsB[1], "another plan of job job-1"},
+		{"another job", outsC[0], "belongs to job job-2"},
+		{"an item of another shard in result.json", wrongItem, `"item_3", which is not an item of shard 0`},
+		{"a DLQ record of another shard's item", foreignRecord, `of item "item_3", not an item of shard 0`},
+		{"result.json past its limit", hugeResult, "file too large"},
+		{"shard.bundle past its limit", hugeBundle, "file too large"},
+		{"a DLQ record past its limit", hugeRecord, "file too large"},
+		{"a merge pushed onto the shard branch", forgedMerge, `brings item "item_2"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[1], c.out}})
+			if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.out) || !strings.Contains(err.Error(), "refused") {
+				t.Fatalf("gather = %v (exit %d), want a refusal naming %s and %q", err, runner.ExitCode(err), c.out, c.want)
+			}
+			if jobs, _ := runner.ListJobs(g.home, ""); len(jobs) != 0 {
+				t.Fatalf("a refused gather left state: %+v", jobs)
+			}
+		})
+	}
+	// The real outputs gather; plan B's are then refused by the state.
+	if _, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, oB), PlanDir: dirB, Outputs: outsB})
+	pa, _ := runner.LoadPlan(dir)
+	pb, _ := runner.LoadPlan(dirB)
+	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), pa.PlanID) || !strings.Contains(err.Error(), pb.PlanID) {
+		t.Fatalf("gathering plan B over plan A's gather = %v, want a refusal naming both plans", err)
 	}
 }
