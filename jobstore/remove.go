@@ -34,6 +34,9 @@ func RemoveJob(p Paths) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := beforeStateRemoval(p); err != nil {
+		return err
+	}
 	// The state folder leaves the jobs folder in one rename (no reader
 	// sees a half-removed job), then is deleted; what a kill leaves in the
 	// removal folder is deleted by the next RemoveJob.
@@ -55,6 +58,10 @@ func RemoveJob(p Paths) error {
 	}
 	return errors.Join(errs...)
 }
+
+// beforeStateRemoval runs when everything but the job's state is removed
+// (tests stop RemoveJob there, as a kill would).
+var beforeStateRemoval = func(Paths) error { return nil }
 
 // removingDir is the folder under Home/state a job's state is moved into
 // to be deleted.

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// shardCrashWorkflow: setup commits (so the plan has a base.bundle);
+// item n fails when n%5 == 4 (until the file %[2]s exists); items 2 and 6
+// (shards 0 and 1 of two) write the same file, so gather replays shard 1
+// item by item; reduce commits.
+const shardCrashWorkflow = `
+name: shard-crash
+mode: mapreduce
+setup:
+  - shell: echo base > setup.txt && git add -A && git commit -qm setup
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        n=${item.n}
+        if [ $(( n %% 5 )) = 4 ] && [ ! -e %[1]q ]; then echo "item $n failed" >&2; exit 3; fi
+        f="f$n.txt"
+        if [ $(( n %% 4 )) = 2 ]; then f=shared.txt; fi
+        echo "$n" > "$f" && git add -A && git commit -qm "item $n"
+error_policy:
+  on_item_failure: dlq
+  continue_on_failure: true
+reduce:
+  - shell: files=$(ls | tr "\n" " ") && echo "$files" > files.txt && git add -A && git commit -qm reduce
+`
+
+// shardCrashEnv is one sharded job of the crash tests: an origin
+// repository of 8 items, a plan directory, two shard outputs and a
+// gatherer, each in its own clone and state directory.
+type shardCrashEnv struct {
+	t                    *testing.T
+	origin, wfPath, plan string
+	outs                 [2]string
+	fixed                string
+}
+
+func newShardCrashEnv(t *testing.T) *shardCrashEnv {
+	t.Helper()
+	var items []string
+	for i := range 8 {
+		items = append(items, fmt.Sprintf(`{"n": %d}`, i))
+	}
+	e := &shardCrashEnv{t: t, origin: cliRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})}
+	e.fixed = filepath.Join(t.TempDir(), "fixed")
+	e.wfPath = filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(e.wfPath, []byte(fmt.Sprintf(shardCrashWorkflow, e.fixed)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.plan = filepath.Join(t.TempDir(), "plan")
+	for k := range e.outs {
+		e.outs[k] = filepath.Join(t.TempDir(), fmt.Sprintf("out%d", k))
+	}
+	return e
+}
+
+// spawnFault runs the real CLI (this test binary) with state directory
+// home until the fault kills it with SIGKILL.
+func spawnFault(t *testing.T, home, fault string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+home, "PRODIGY_TEST_FAULT="+fault+":KILL")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v did not reach fault %s:\n%s", args, fault, &out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("%v with fault %s ended with %v, want death by SIGKILL:\n%s", args, fault, err, &out)
+	}
+}
+
+// cmd is one CLI command of the job: its state directory and arguments.
+type shardCmd struct {
+	home string
+	args []string
+}
+
+func (e *shardCrashEnv) planCmd(repo, home string) shardCmd {
+	return shardCmd{home, []string{"plan", e.wfPath, "--out", e.plan, "--shards", "2", "--repo", repo, "--job-id", "fan"}}
+}
+
+func (e *shardCrashEnv) shardCmd(k int, repo, home string) shardCmd {
+	return shardCmd{home, []string{"shard", e.plan, fmt.Sprint(k), "--out", e.outs[k], "--repo", repo}}
+}
+
+func (e *shardCrashEnv) gatherCmd(repo, home string) shardCmd {
+	return shardCmd{home, []string{"gather", e.plan, e.outs[1], e.outs[0], "--repo", repo}}
+}
+
+// run runs c in-process and wants exit 0.
+func (e *shardCrashEnv) run(c shardCmd) {
+	e.t.Helper()
+	if code, out, errOut := runCLI(e.t, c.home, c.args...); code != 0 {
+		e.t.Fatalf("%v: exit %d\n%s\n%s", c.args, code, out, errOut)
+	}
+}
+
+// crash runs c killed at fault, then runs the same command again, which
+// must complete.
+func (e *shardCrashEnv) crash(c shardCmd, fault string) {
+	e.t.Helper()
+	spawnFault(e.t, c.home, fault, c.args...)
+	e.run(c)
+}
+
+// result is the gathered job: the results tree and the DLQ.
+func (e *shardCrashEnv) result(repo, home string) string {
+	e.t.Helper()
+	if st := e.cliOut(home, "status", "fan", "--json"); !strings.Contains(st, `"status": "completed"`) {
+		e.t.Fatalf("gathered job not completed:\n%s", st)
+	}
+	tree := gitOut(e.t, repo, "rev-parse", "prodigy/fan^{tree}")
+	return fmt.Sprintf("%s %v", tree, dlqSummary(e.t, home, filepath.Base(repo), "fan"))
+}
+
+func (e *shardCrashEnv) cliOut(home string, args ...string) string {
+	e.t.Helper()
+	code, out, errOut := runCLI(e.t, home, args...)
+	if code != 0 {
+		e.t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+	}
+	return out
+}
+
+// TestShardCrashWindows kills the real `plan`, `shard` and `gather` with
+// SIGKILL at each named moment, runs the same command again, and checks
+// the job completes with the same results tree and DLQ as a run that was
+// never killed.
+func TestShardCrashWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	ref := newShardCrashEnv(t)
+	fresh := func(e *shardCrashEnv, name string) (string, string) {
+		return cloneRepo(t, e.origin, name), t.TempDir()
+	}
+	all := func(e *shardCrashEnv, planned bool) string {
+		if !planned {
+			e.run(e.planCmd(fresh(e, "planner")))
+		}
+		for k := range e.outs {
+			s, h := fresh(e, fmt.Sprintf("shard%d", k))
+			e.run(e.shardCmd(k, s, h))
+		}
+		g, h := fresh(e, "gatherer")
+		e.run(e.gatherCmd(g, h))
+		return e.result(g, h)
+	}
+	want := all(ref, false)
+	if !strings.Contains(want, "MergeConflict") || !strings.Contains(want, "CommandFailed") {
+		t.Fatalf("the fixture has no cross-shard conflict or failure: %s", want)
+	}
+	for _, fault := range []string{runner.FaultJobIntent + ":1", runner.FaultJobCreated + ":1", runner.FaultPlanWritten + ":1"} {
+		t.Run("plan "+fault, func(t *testing.T) {
+			e := newShardCrashEnv(t)
+			e.origin = ref.origin
+			e.crash(e.planCmd(fresh(e, "planner")), fault)
+			if got := all(e, true); got != want {
+				t.Fatalf("after a killed plan: %s\nwant %s", got, want)
+			}
+		})
+	}
+	for _, fault := range []string{runner.FaultShardIntent + ":1", runner.FaultParentCreated + ":1", runner.FaultItemMerged + ":1", runner.FaultDLQAdded + ":1"} {
+		t.Run("shard "+fault, func(t *testing.T) {
+			e := newShardCrashEnv(t)
+			e.origin = ref.origin
+			e.run(e.planCmd(fresh(e, "planner")))
+			s1, h1 := fresh(e, "shard1")
+			e.crash(e.shardCmd(1, s1, h1), fault)
+			s0, h0 := fresh(e, "shard0")
+			e.run(e.shardCmd(0, s0, h0))
+			g, h := fresh(e, "gatherer")
+			e.run(e.gatherCmd(g, h))
+			if got := e.result(g, h); got != want {
+				t.Fatalf("after a killed shard: %s\nwant %s", got, want)
+			}
+		})
+	}
+	e := newShardCrashEnv(t)
+	e.origin = ref.origin
+	e.run(e.planCmd(fresh(e, "planner")))
+	for k := range e.outs {
+		s, h := fresh(e, fmt.Sprintf("shard%d", k))
+		e.run(e.shardCmd(k, s, h))
+	}
+	for _, fault := range []string{runner.FaultGatherIntent + ":1", runner.FaultParentCreated + ":1", runner.FaultGatherShardMerged + ":1",
+		runner.FaultGatherShardClosed + ":1", runner.FaultGatherShardMerged + ":2", runner.FaultReduceStepDone + ":1"} {
+		t.Run("gather "+fault, func(t *testing.T) {
+			g, h := fresh(e, "gatherer")
+			e.crash(e.gatherCmd(g, h), fault)
+			if got := e.result(g, h); got != want {
+				t.Fatalf("after a killed gather: %s\nwant %s", got, want)
+			}
+			if runs := strings.Count(gitOut(t, g, "log", "--format=%s", "prodigy/fan"), "reduce"); runs != 1 {
+				t.Errorf("%d reduce commits, want 1", runs)
+			}
+		})
+	}
+	t.Run("jobs discard "+runner.FaultDiscardWorktrees, func(t *testing.T) {
+		g, h := fresh(e, "gatherer")
+		e.run(e.gatherCmd(g, h))
+		discard := shardCmd{h, []string{"jobs", "discard", "fan", "--yes"}}
+		e.crash(discard, runner.FaultDiscardWorktrees+":1")
+		var left []string
+		_ = filepath.WalkDir(h, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.Contains(path, "fan") {
+				left = append(left, path)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Fatalf("discard left files of the job: %v", left)
+		}
+	})
+}
+
+// TestRedriveKilledInReduceIsFinished: a `dlq retry` killed after its
+// reduce's first step committed (every redriven item merged, the DLQ
+// empty) is finished by the next `dlq retry` — which used to find nothing
+// to retry, exit 0 and leave the job running — or by `resume`.
+func TestRedriveKilledInReduceIsFinished(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	for _, next := range []string{"dlq retry", "resume"} {
+		t.Run(next, func(t *testing.T) {
+			e := newCrashEnv(t, 4, 3, 1, "0")
+			e.cli(0, e.runArgs()...)
+			if err := os.WriteFile(e.fixed, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.runFault(runner.FaultReduceStepDone+":1:KILL", "dlq", "retry", e.jobID)
+			if st := e.cli(0, "status", e.jobID, "--json"); strings.Contains(st, `"status": "completed"`) {
+				t.Fatalf("the killed redrive completed the job:\n%s", st)
+			}
+			e.cli(0, append(strings.Fields(next), e.jobID)...)
+			e.check(append(evens(4), odds(4)...), nil, 2, false)
+		})
+	}
+}
