@@ -391,3 +391,111 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 		t.Fatalf("second run in the first repository = %v", err)
 	}
 }
+
+const limitWorkflow = `
+name: limits
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        if [ "${item.bad}" = yes ] && [ ! -e "$FIXED" ]; then echo bad >&2; exit 1; fi
+        echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+error_policy:
+  on_item_failure: dlq
+  continue_on_failure: true
+  max_failures: 2
+reduce:
+  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
+`
+
+// TestJobLimitsHoldAcrossShards: max_failures 2 over two shards is one
+// failure per shard (4 bad items used to fail 4 times: 2 per shard); the
+// job budget is divided the same way. The cut-off items hold the gather
+// until a --final gather closes the shards, which names the
+// --from-pending plan; that plan continues exactly the pending items on
+// the job's results, and its gather completes.
+func TestJobLimitsHoldAcrossShards(t *testing.T) {
+	fixed := filepath.Join(t.TempDir(), "fixed")
+	t.Setenv("FIXED", fixed)
+	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"},{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
+	wf := r.workflow(limitWorkflow)
+	o, _, _, _ := r.options(wf)
+	o.MaxCostUSD = 1.01
+	dir := filepath.Join(t.TempDir(), "plan")
+	ctx := context.Background()
+	plan, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failures int
+	var cost float64
+	for _, sh := range plan.Shards {
+		failures += sh.MaxFailures
+		cost += sh.MaxCostUSD
+	}
+	if failures != 2 || cost > 1.01 || plan.Shards[0].MaxCostUSD != 0.50 {
+		t.Fatalf("shard limits %+v: want max_failures parts adding up to 2 and budget parts of $0.50", plan.Shards)
+	}
+	var outs []string
+	failed := 0
+	for k := range 2 {
+		c := r.clone(fmt.Sprintf("s%d", k))
+		out := filepath.Join(t.TempDir(), "out")
+		so := shardOpts(c, o)
+		so.MaxCostUSD = 0
+		sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: so, PlanDir: dir, Shard: k, OutDir: out})
+		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "max_failures (1)") || sr.MaxCostUSD != 0.50 {
+			t.Fatalf("shard %d: %v (budget %v), want a stop at its one failure under a $0.50 budget", k, err, sr.MaxCostUSD)
+		}
+		failed += sr.Failed
+		outs = append(outs, out)
+	}
+	if failed != 2 {
+		t.Fatalf("%d items failed over the shards, max_failures is 2", failed)
+	}
+	g := r.clone("g")
+	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 0 (output has 3 pending item(s))") || !strings.Contains(err.Error(), "--final") {
+		t.Fatalf("gather of cut-off shards = %v, want it to wait naming --final", err)
+	}
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Final: true})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "--from-pending job-1") || res.Pending != 6 || res.Failed != 2 || res.Successful != 0 {
+		t.Fatalf("final gather = %+v, %v, want 6 pending and the --from-pending command", res, err)
+	}
+	// Continue the pending items (now fixed) as a new sharded job.
+	if err := os.WriteFile(fixed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o2 := shardOpts(g, o)
+	o2.Workflow, o2.JobID = wf, "job-2"
+	dir2 := filepath.Join(t.TempDir(), "plan2")
+	plan2, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o2, Dir: dir2, Shards: 2, FromPending: "job-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, it := range plan2.Items {
+		ids = append(ids, it.ID)
+	}
+	if want := "item_1 item_2 item_3 item_5 item_6 item_7"; strings.Join(ids, " ") != want {
+		t.Fatalf("--from-pending planned %v, want %s", ids, want)
+	}
+	var outs2 []string
+	for k := range 2 {
+		c := r.clone(fmt.Sprintf("p%d", k))
+		out := filepath.Join(t.TempDir(), "out")
+		if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir2, Shard: k, OutDir: out}); err != nil {
+			t.Fatalf("continuation shard %d: %v", k, err)
+		}
+		outs2 = append(outs2, out)
+	}
+	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir2, Outputs: outs2})
+	if err != nil || res.Successful != 6 {
+		t.Fatalf("continuation gather = %+v, %v", res, err)
+	}
+	if got := g.git("show", "prodigy/job-2:count.txt"); strings.TrimSpace(got) != "6" {
+		t.Fatalf("the continuation's reduce counted %s files", got)
+	}
+}
