@@ -104,6 +104,11 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasGS && gs.PlanID != plan.PlanID && !jobstore.HasCheckpoint(paths) {
+		// An earlier gather died before its checkpoint: it gathered
+		// nothing, so this plan's gather replaces it.
+		hasGS, gs = false, &jobstore.GatherState{Closed: map[int]string{}}
+	}
 	if hasGS && gs.PlanID != plan.PlanID {
 		return nil, usage(fmt.Errorf("%w: job %s in this repository is gathered from plan %s, not from plan %s in %s (another plan of the same job id): gather that plan's outputs, or discard the job first (`jobs discard %s`)",
 			errForeignOutput, j.id, gs.PlanID, plan.PlanID, g.PlanDir, j.id))
@@ -267,8 +272,12 @@ type shardOutput struct {
 func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string, error) {
 	outs := map[int]*shardOutput{}
 	var unreadable []string
+	largest := 0 // result.json's limit: the largest shard's (the shard is not known before it is read)
+	for _, sh := range plan.Shards {
+		largest = max(largest, len(sh.Items))
+	}
 	for _, d := range dirs {
-		data, err := readLimited(outputFile(d, ShardResultFile), shardResultLimit(len(plan.Items)))
+		data, err := readLimited(outputFile(d, ShardResultFile), shardResultLimit(largest))
 		if errors.Is(err, errOutputTooLarge) {
 			return nil, nil, usage(fmt.Errorf("%w: %w", errForeignOutput, err))
 		}
