@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,10 +16,11 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-// shardCrashWorkflow: setup commits (so the plan has a base.bundle);
-// item n fails when n%5 == 4 (until the file %[2]s exists); items 2 and 6
-// (shards 0 and 1 of two) write the same file, so gather replays shard 1
-// item by item; reduce commits.
+// shardCrashWorkflow: setup commits (so the plan has a base.bundle); an
+// item fails when its number modulo the first count is the second (until
+// the file named first exists); items whose number modulo the third count
+// is 2 (2 and 6 of the default 8: shards 0 and 1 of two) write the same
+// file, so gather replays the later shards item by item; reduce commits.
 const shardCrashWorkflow = `
 name: shard-crash
 mode: mapreduce
@@ -30,9 +32,9 @@ map:
   agent_template:
     - shell: |
         n=${item.n}
-        if [ $(( n %% 5 )) = 4 ] && [ ! -e %[1]q ]; then echo "item $n failed" >&2; exit 3; fi
+        if [ $(( n %% %[2]d )) = %[3]d ] && [ ! -e %[1]q ]; then echo "item $n failed" >&2; exit 3; fi
         f="f$n.txt"
-        if [ $(( n %% 4 )) = 2 ]; then f=shared.txt; fi
+        if [ $(( n %% %[4]d )) = 2 ]; then f=shared.txt; fi
         echo "$n" > "$f" && git add -A && git commit -qm "item $n"
 error_policy:
   on_item_failure: dlq
@@ -47,23 +49,41 @@ reduce:
 type shardCrashEnv struct {
 	t                    *testing.T
 	origin, wfPath, plan string
-	outs                 [2]string
+	outs                 []string
 	fixed                string
+}
+
+// shardCrashScale: 8 items over 2 shards; PRODIGY_SHARD_SCALE=ITEMSxSHARDS
+// (e.g. 10000x50) runs the gather windows at scale.
+func shardCrashScale(t *testing.T) (items, shards, failEvery, conflictEvery int, scaled bool) {
+	s := os.Getenv("PRODIGY_SHARD_SCALE")
+	if s == "" {
+		return 8, 2, 5, 4, false
+	}
+	a, b, _ := strings.Cut(s, "x")
+	n, err1 := strconv.Atoi(a)
+	k, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || n < 1 || k < 1 {
+		t.Fatalf("PRODIGY_SHARD_SCALE=%q: want ITEMSxSHARDS", s)
+	}
+	return n, k, 13, 997, true
 }
 
 func newShardCrashEnv(t *testing.T) *shardCrashEnv {
 	t.Helper()
+	n, shards, failEvery, conflictEvery, _ := shardCrashScale(t)
 	var items []string
-	for i := range 8 {
+	for i := range n {
 		items = append(items, fmt.Sprintf(`{"n": %d}`, i))
 	}
 	e := &shardCrashEnv{t: t, origin: cliRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})}
 	e.fixed = filepath.Join(t.TempDir(), "fixed")
 	e.wfPath = filepath.Join(t.TempDir(), "wf.yml")
-	if err := os.WriteFile(e.wfPath, []byte(fmt.Sprintf(shardCrashWorkflow, e.fixed)), 0o644); err != nil {
+	if err := os.WriteFile(e.wfPath, []byte(fmt.Sprintf(shardCrashWorkflow, e.fixed, failEvery, failEvery-1, conflictEvery)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.plan = filepath.Join(t.TempDir(), "plan")
+	e.outs = make([]string, shards)
 	for k := range e.outs {
 		e.outs[k] = filepath.Join(t.TempDir(), fmt.Sprintf("out%d", k))
 	}
@@ -103,15 +123,20 @@ type shardCmd struct {
 }
 
 func (e *shardCrashEnv) planCmd(repo, home string) shardCmd {
-	return shardCmd{home, []string{"plan", e.wfPath, "--out", e.plan, "--shards", "2", "--repo", repo, "--job-id", "fan"}}
+	return shardCmd{home, []string{"plan", e.wfPath, "--out", e.plan, "--shards", strconv.Itoa(len(e.outs)), "--repo", repo, "--job-id", "fan"}}
 }
 
 func (e *shardCrashEnv) shardCmd(k int, repo, home string) shardCmd {
 	return shardCmd{home, []string{"shard", e.plan, fmt.Sprint(k), "--out", e.outs[k], "--repo", repo}}
 }
 
+// gatherCmd gathers the outputs given in reverse shard order.
 func (e *shardCrashEnv) gatherCmd(repo, home string) shardCmd {
-	return shardCmd{home, []string{"gather", e.plan, e.outs[1], e.outs[0], "--repo", repo}}
+	args := []string{"gather", e.plan, "--repo", repo}
+	for k := len(e.outs) - 1; k >= 0; k-- {
+		args = append(args, e.outs[k])
+	}
+	return shardCmd{home, args}
 }
 
 // run runs c in-process and wants exit 0.
@@ -157,6 +182,7 @@ func TestShardCrashWindows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills processes")
 	}
+	_, shards, _, _, scaled := shardCrashScale(t)
 	ref := newShardCrashEnv(t)
 	fresh := func(e *shardCrashEnv, name string) (string, string) {
 		return cloneRepo(t, e.origin, name), t.TempDir()
@@ -173,9 +199,17 @@ func TestShardCrashWindows(t *testing.T) {
 		e.run(e.gatherCmd(g, h))
 		return e.result(g, h)
 	}
+	start := time.Now()
 	want := all(ref, false)
+	t.Logf("reference: plan, %d shards and gather in %v", shards, time.Since(start))
 	if !strings.Contains(want, "MergeConflict") || !strings.Contains(want, "CommandFailed") {
 		t.Fatalf("the fixture has no cross-shard conflict or failure: %s", want)
+	}
+	if scaled {
+		// At scale only gather and discard are killed (over the
+		// reference's outputs): a shard at scale is the same shard.
+		ref.gatherWindows(t, want, fresh, shards)
+		return
 	}
 	for _, fault := range []string{runner.FaultJobIntent + ":1", runner.FaultJobCreated + ":1", runner.FaultPlanWritten + ":1"} {
 		t.Run("plan "+fault, func(t *testing.T) {
@@ -203,16 +237,16 @@ func TestShardCrashWindows(t *testing.T) {
 			}
 		})
 	}
-	e := newShardCrashEnv(t)
-	e.origin = ref.origin
-	e.run(e.planCmd(fresh(e, "planner")))
-	for k := range e.outs {
-		s, h := fresh(e, fmt.Sprintf("shard%d", k))
-		e.run(e.shardCmd(k, s, h))
-	}
+	ref.gatherWindows(t, want, fresh, shards)
+}
+
+// gatherWindows kills `gather` (over e's outputs, each time in a new
+// clone) and `jobs discard` at their windows and checks the next run.
+func (e *shardCrashEnv) gatherWindows(t *testing.T, want string, fresh func(*shardCrashEnv, string) (string, string), shards int) {
 	for _, fault := range []string{runner.FaultGatherIntent + ":1", runner.FaultParentCreated + ":1", runner.FaultGatherShardMerged + ":1",
-		runner.FaultGatherShardClosed + ":1", runner.FaultGatherShardMerged + ":2", runner.FaultReduceStepDone + ":1"} {
+		runner.FaultGatherShardClosed + ":1", runner.FaultGatherShardMerged + ":" + strconv.Itoa(shards), runner.FaultReduceStepDone + ":1"} {
 		t.Run("gather "+fault, func(t *testing.T) {
+			start := time.Now()
 			g, h := fresh(e, "gatherer")
 			e.crash(e.gatherCmd(g, h), fault)
 			if got := e.result(g, h); got != want {
@@ -221,6 +255,7 @@ func TestShardCrashWindows(t *testing.T) {
 			if runs := strings.Count(gitOut(t, g, "log", "--format=%s", "prodigy/fan"), "reduce"); runs != 1 {
 				t.Errorf("%d reduce commits, want 1", runs)
 			}
+			t.Logf("killed and completed in %v", time.Since(start))
 		})
 	}
 	t.Run("jobs discard "+runner.FaultDiscardWorktrees, func(t *testing.T) {
