@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -298,5 +299,81 @@ func TestRedriveKilledInReduceIsFinished(t *testing.T) {
 			e.cli(0, append(strings.Fields(next), e.jobID)...)
 			e.check(append(evens(4), odds(4)...), nil, 2, false)
 		})
+	}
+}
+
+// TestShardAndGatherRandomKills kills the real `shard` and `gather` with
+// SIGKILL at random moments (PRODIGY_CRASH_LOOP kills each, default 3),
+// running the same command again after each kill, and checks the job
+// completes with the reference tree and DLQ.
+func TestShardAndGatherRandomKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	kills := 3
+	if s := os.Getenv("PRODIGY_CRASH_LOOP"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("PRODIGY_CRASH_LOOP=%q: %v", s, err)
+		}
+		kills = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	t.Setenv("PRODIGY_SHARD_SCALE", "")
+	e := newShardCrashEnv(t)
+	fresh := func(name string) (string, string) { return cloneRepo(t, e.origin, name), t.TempDir() }
+	e.run(e.planCmd(fresh("planner")))
+	// The reference: both shards and a gather never killed.
+	var ref shardCrashEnv = *e
+	ref.outs = []string{filepath.Join(t.TempDir(), "r0"), filepath.Join(t.TempDir(), "r1")}
+	for k := range ref.outs {
+		s, h := fresh(fmt.Sprintf("r%d", k))
+		ref.run(ref.shardCmd(k, s, h))
+	}
+	g, h := fresh("rg")
+	ref.run(ref.gatherCmd(g, h))
+	want := ref.result(g, h)
+	// killLoop runs c, killing it at random moments, until it completes
+	// or has been killed n times; then runs it to completion.
+	killLoop := func(c shardCmd, n int) int {
+		killed := 0
+		for killed < n {
+			cmd := exec.Command(os.Args[0], c.args...)
+			cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+c.home)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v after %d kill(s): %v\n%s", c.args, killed, err, &out)
+				}
+				return killed
+			case <-time.After(time.Duration(rng.IntN(1200)) * time.Millisecond):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				killed++
+				time.Sleep(200 * time.Millisecond) // steps of the dead process end
+			}
+		}
+		e.run(c)
+		return killed
+	}
+	total := 0
+	for k := range e.outs {
+		s, h := fresh(fmt.Sprintf("shard%d", k))
+		total += killLoop(e.shardCmd(k, s, h), kills)
+	}
+	g, h = fresh("gatherer")
+	total += killLoop(e.gatherCmd(g, h), kills)
+	t.Logf("%d kill(s)", total)
+	if got := e.result(g, h); got != want {
+		t.Fatalf("after random kills: %s\nwant %s", got, want)
 	}
 }
