@@ -193,14 +193,20 @@ func checkFilterNames(f *items.Filter, fields map[string]bool) error {
 	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
 }
 
-// RepoName is the repository name used in state paths (the base name of
-// the checkout's top level) of the git checkout containing dir.
-func RepoName(dir string) (string, error) {
+// RepoName is the state name (jobstore.RepoKey) under home of the git
+// checkout containing dir.
+func RepoName(home, dir string) (string, error) {
 	git, err := gitops.New(dir, gitops.Options{})
 	if err != nil {
 		return "", err
 	}
-	return filepath.Base(git.TopLevel()), nil
+	return jobstore.RepoKey(home, git.TopLevel(), "", false), nil
+}
+
+// RepoKey is the <repo> of the paths of the checkout at topLevel
+// (jobstore.RepoKey), claiming its directory name when nobody owns it.
+func RepoKey(home, topLevel string, suffix ...string) string {
+	return jobstore.RepoKey(home, topLevel, strings.Join(suffix, ""), true)
 }
 
 // logFailedItems lists (at most 10 of) the job's dead-lettered items with

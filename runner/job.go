@@ -56,6 +56,7 @@ type settings struct {
 	noItems        bool    // the job has no map items by design (Options.NoItems)
 	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
 	tracer         Tracer  // Options.Tracer; nil traces nothing
+	traceParent    string  // the trace the job's span continues (a sharded job's plan)
 	deferTeardown  bool    // Options.DeferTeardown
 }
 

@@ -125,6 +125,16 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pages.stop()
+	if len(pages.first) == 0 && cp.Status != StatusCompleted && !ro.deferReduce {
+		// Nothing to redrive, but an earlier run (a redrive killed in its
+		// reduce, say) left the job unfinished: finish it, as resume would.
+		j.logf("no DLQ records of job %s to retry; finishing the job an earlier run left %s", j.id, cp.Status)
+		if err := j.open(ctx, cp, true); err != nil {
+			return nil, err
+		}
+		defer j.events.close()
+		return j.execute(ctx, nil)
+	}
 	if len(pages.first) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
