@@ -7,12 +7,13 @@
 # (and apt, if the base lacks git):
 #
 #   .ci/image-context build/image          # go build + Claude Code from npm
-#   (or `.ci/image-context .` and `docker build .`)
 #   docker build -f Dockerfile -t prodigy-action build/image
 #
-# Releases build the same file with GoReleaser for linux/amd64 and
-# linux/arm64 (.goreleaser.yaml); CI builds it with a base image made by
-# debootstrap (BASE_IMAGE=...). No `# syntax=` line on purpose: the classic
+# The context holds linux/<arch>/prodigy-action and claude/<arch>/, the
+# layout of GoReleaser's dockers_v2, which builds this file for linux/amd64
+# and linux/arm64 in releases (.goreleaser.yaml); CI builds it with a base
+# image made by debootstrap (BASE_IMAGE=...) and the classic builder, which
+# needs --build-arg TARGETPLATFORM=linux/amd64 --build-arg TARGETARCH=amd64. No `# syntax=` line on purpose: the classic
 # builder and BuildKit both read it without pulling a frontend image.
 #
 # GitHub runs container actions as root with the workspace mounted at
@@ -23,7 +24,8 @@
 ARG BASE_IMAGE=debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 FROM ${BASE_IMAGE}
 
-# Set by BuildKit/buildx; the classic builder needs --build-arg TARGETARCH=amd64.
+# Set by BuildKit/buildx; the classic builder needs them as --build-arg.
+ARG TARGETPLATFORM
 ARG TARGETARCH
 # git >= 2.38 is needed for `git merge-tree --write-tree`; bookworm has 2.39.
 RUN set -eu; \
@@ -34,7 +36,7 @@ RUN set -eu; \
     fi; \
     git --version
 
-COPY prodigy-action /usr/local/bin/prodigy-action
+COPY ${TARGETPLATFORM}/prodigy-action /usr/local/bin/prodigy-action
 # claude/<arch>/claude is the native executable of the npm package
 # @anthropic-ai/claude-code-linux-<x64|arm64> at the version recorded next to it.
 COPY claude/${TARGETARCH}/ /usr/local/lib/claude-code/

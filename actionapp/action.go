@@ -62,9 +62,15 @@ type actionRun struct {
 	// gitConfig is extra git configuration for every git process of the
 	// run, the engine's and the agents' (safe.directory).
 	gitConfig []gitops.ConfigEntry
+	// pushURL is where origin pushed to before anything ran (push input).
+	pushURL string
 	// tracing exports the jobs' spans when the OTEL_* environment asks
 	// for it (the workflow's env: reaches the container); nil otherwise.
 	tracing *telemetry.Tracing
+	// sig records the first signal (ctx ending).
+	sig interrupt
+	// wsReturned is set once the workspace went back to its owner.
+	wsReturned bool
 }
 
 // run is the Action entrypoint: inputs → job(s) → DLQ artifact → comment →
@@ -72,7 +78,8 @@ type actionRun struct {
 func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
-	err = errors.Join(err, r.readRedriveInputs())
+	defer r.sig.watch(ctx)()
+	err = errors.Join(err, r.readRedriveInputs(), r.claudeSettings().Validate())
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return exitUsage
@@ -90,11 +97,15 @@ func (e *actionEnv) run(ctx context.Context) int {
 	}
 	// Everything the container created under the workspace and
 	// RUNNER_TEMP goes back to the workspace's owner (the runner user),
-	// also when the job fails.
-	defer ghaction.RestoreRunnerOwnership(e.gha.Warningf, r.ws, e.Getenv("RUNNER_TEMP"))
+	// also when the job fails or is cancelled.
+	defer r.handBack()
 	r.tracing = telemetry.New(ctx, telemetry.Config{Getenv: e.Getenv, Redactor: r.redact,
 		Warn: func(m string) { e.gha.Warningf("%s", r.redact.String(m)) }})
 	defer func() { _ = r.tracing.Shutdown(context.WithoutCancel(ctx)) }()
+	if err := r.prepareGit(ctx); err != nil {
+		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
+		return exitUsage
+	}
 	if code, ok := r.shardCommand(ctx); ok {
 		return code
 	}
@@ -103,7 +114,25 @@ func (e *actionEnv) run(ctx context.Context) int {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return runner.ExitCode(err)
 	}
-	return r.finish(ctx, outs)
+	// Publishing goes on after a signal, until the cancel budget ends.
+	pctx, stop := publishContext(ctx, &r.sig, e.Cancel.Publish)
+	defer stop()
+	return r.finish(pctx, outs)
+}
+
+// handBack gives the workspace (unless done already) and RUNNER_TEMP back
+// to the runner's uid.
+func (r *actionRun) handBack() {
+	r.returnWorkspace()
+	ghaction.RestoreRunnerOwnership(r.env.gha.Warningf, r.env.Getenv("RUNNER_TEMP"))
+}
+
+// returnWorkspace gives the workspace back to the runner's uid, once.
+func (r *actionRun) returnWorkspace() {
+	if !r.wsReturned {
+		r.wsReturned = true
+		ghaction.RestoreRunnerOwnership(r.env.gha.Warningf, r.ws)
+	}
 }
 
 // readRedriveInputs reads the inputs of the redrive and the sticky
@@ -205,9 +234,18 @@ type published struct {
 
 // finish publishes every job (DLQ artifact, comment, summary, push) and
 // returns the exit code: the worst of the jobs'. The jobs' pool worktrees
-// are deleted after that (runner.Options.DeferTeardown).
+// are deleted after that (runner.Options.DeferTeardown). After a signal
+// the workspace goes back to the runner first, and the pool is left for
+// RUNNER_TEMP's cleanup when ctx (the publishing budget) has ended.
 func (r *actionRun) finish(ctx context.Context, outs []*jobOutcome) int {
 	defer func() {
+		if _, ok := r.sig.when(); ok {
+			r.returnWorkspace()
+			if ctx.Err() != nil {
+				r.env.gha.Warningf("cancelled: the pool worktrees under RUNNER_TEMP are left for the runner's cleanup")
+				return
+			}
+		}
 		for _, o := range outs {
 			if o.res != nil && o.res.Teardown != nil {
 				o.res.Teardown()
@@ -284,7 +322,7 @@ func (r *actionRun) publish(ctx context.Context, o *jobOutcome) (published, erro
 		rep.Artifact = art
 	}
 	history := r.renderHistory(meta.History)
-	r.comment(ctx, res, rep, pr, meta.CommentKey, history)
+	r.comment(ctx, res, rep, pr, meta.CommentKey, r.legacyCommentKeys(o, meta.CommentKey), history)
 	rep.Notices = append(rep.Notices, r.notices...)
 	r.notices = nil
 
@@ -340,7 +378,9 @@ func (r *actionRun) setOutputs(pubs []published, summaryPath string) {
 	}
 	var ids, branches, artNames, artIDs []string
 	var total, ok, failed, dlqCount int
+	var cost float64
 	for _, p := range pubs {
+		cost += p.res.CostUSD
 		ids, branches = append(ids, p.res.JobID), append(branches, p.res.ResultsBranch)
 		total, ok, failed, dlqCount = total+p.res.Total, ok+p.res.Successful, failed+p.res.Failed, dlqCount+p.dlqCount
 		if p.art != nil {
@@ -352,6 +392,7 @@ func (r *actionRun) setOutputs(pubs []published, summaryPath string) {
 		"failed": strconv.Itoa(failed), "dlq-count": strconv.Itoa(dlqCount),
 		"results-branch": strings.Join(branches, " "), "dlq-artifact-name": strings.Join(artNames, " "),
 		"dlq-artifact-id": strings.Join(artIDs, " "), "summary-path": summaryPath,
+		"cost-usd": strconv.FormatFloat(cost, 'f', 4, 64),
 	}
 	defer func() {
 		if p := recover(); p != nil { // go-githubactions panics on a write error

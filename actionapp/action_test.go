@@ -85,7 +85,7 @@ func (f *fakeGitHub) issueComments(w http.ResponseWriter, r *http.Request) {
 		}
 		var in struct{ Body string }
 		_ = json.NewDecoder(r.Body).Decode(&in)
-		c := map[string]any{"id": 900 + len(f.comments), "body": in.Body, "user": map[string]any{"login": "github-actions[bot]"}}
+		c := map[string]any{"id": 900 + len(f.comments), "body": in.Body, "user": map[string]any{"login": "github-actions[bot]", "type": "Bot"}}
 		f.comments = append(f.comments, c)
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(c)
@@ -508,6 +508,8 @@ func TestActionModeBadInputsExitTwo(t *testing.T) {
 		"retry without workflow": {"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": ""},
 		"bad comment key":        {"INPUT_COMMENT-KEY": "a\u202eb"},
 		"bad allow-fork":         {"INPUT_ALLOW-FORK-ARTIFACTS": "yes"},
+		"bad permission mode":    {"INPUT_CLAUDE-PERMISSION-MODE": "yolo"},
+		"bad tool rule":          {"INPUT_CLAUDE-ALLOWED-TOOLS": "-rf"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -164,10 +164,11 @@ func (r *actionRun) prNumber(fromArtifact int) int {
 	return pr
 }
 
-// comment posts or edits the sticky PR comment (keyed by key) per the
+// comment posts or edits the sticky PR comment (keyed by key, taking over
+// one keyed by a legacy key) per the
 // comment input, with the fan-out's run history appended; a fork PR's
 // read-only token becomes a notice in the summary.
-func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.Input, pr int, key, history string) {
+func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.Input, pr int, key string, legacy []string, history string) {
 	e := r.env
 	switch r.in.Comment {
 	case ghaction.CommentNever:
@@ -191,7 +192,7 @@ func (r *actionRun) comment(ctx context.Context, res *runner.Result, rep report.
 		body += "\n" + history
 	}
 	body = r.redact.String(body)
-	res2, err := ghaction.UpsertStickyComment(ctx, gh, r.owner, r.repo, pr, key, "", body) // "": the token's own login
+	res2, err := ghaction.UpsertSticky(ctx, gh, ghaction.Sticky{Owner: r.owner, Repo: r.repo, PR: pr, Key: key, LegacyKeys: legacy, Body: body}) // no Author: the token's own login
 	switch {
 	case errors.Is(err, ghaction.ErrForbidden) || errors.Is(err, ghaction.ErrNotFound):
 		msg := fmt.Sprintf("Could not comment on PR #%d (the token is read-only, as on pull requests from forks, or lacks `pull-requests: write`); the results are in this summary.", pr)

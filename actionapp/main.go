@@ -75,6 +75,9 @@ type Deps struct {
 	RetrySleep ghaction.Sleeper
 	// Engine runs and redrives jobs; nil means the runner.
 	Engine Engine
+	// Cancel is the time budget after the first signal (zero fields: the
+	// defaults documented on CancelBudget).
+	Cancel CancelBudget
 }
 
 func (d Deps) withDefaults() Deps {
@@ -102,6 +105,7 @@ func (d Deps) withDefaults() Deps {
 	if d.Engine == nil {
 		d.Engine = realEngine{}
 	}
+	d.Cancel = d.Cancel.withDefaults()
 	return d
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -129,6 +130,27 @@ func (r *actionRun) defaultCommentKey() string {
 		wf = path.Base(ref)
 	}
 	return wf + " / " + r.ctx.Job
+}
+
+// legacyCommentKeys are the keys an earlier version (or this one without
+// the comment-key input) gave the same step's sticky comment: the derived
+// key and the format before it (the workflow's name instead of its file,
+// until 100e5d7). A comment carrying one of them is taken over and
+// re-keyed (ghaction.Sticky.LegacyKeys), so an upgrade or a new
+// comment-key never leaves a second comment. A redrive editing the key
+// carried by its artifact has none: it must not take over its own
+// workflow's comments.
+func (r *actionRun) legacyCommentKeys(o *jobOutcome, key string) []string {
+	if o.meta.CommentKey != "" && r.commentKey == "" {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{r.defaultCommentKey(), r.ctx.Workflow + " / " + r.ctx.Job} {
+		if k != key && r.ctx.Job != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // renderHistory is the markdown list of the fan-out's runs, built from

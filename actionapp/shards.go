@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -42,9 +43,11 @@ func (r *actionRun) engineOptions() runner.Options {
 		// The engine's stderr carries step output and error text: no line
 		// of it may act as a workflow command.
 		Stderr: ghaction.NeutralizeWriter(e.Stderr),
-		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
+		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Claude: r.claudeSettings(), Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		Tracer: r.tracing.Tracer(),
+		// GitHub's cancel sequence: the agents stop at the first signal.
+		InterruptGrace: stopAgentsNow, KillGrace: e.Cancel.KillGrace,
 		// The engine's git and the agents' git both get safe.directory:
 		// the workspace belongs to the runner's user, not to this container's.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
@@ -179,7 +182,30 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 			}
 		}
 	}
-	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
+	outs = newestAttempts(outs)
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: outs})
+	if res != nil {
+		// The gatherer's checkpoint holds the items' outcomes, not what
+		// the shards paid for them: the cost-usd output and the summary
+		// add the shards' own cost_usd (from their result.json).
+		res.CostUSD += shardsCost(outs)
+	}
+	return res, err
+}
+
+// shardsCost sums cost_usd of the shard outputs' result.json (unreadable
+// ones count 0: gather reports them).
+func shardsCost(dirs []string) float64 {
+	var sum float64
+	for _, d := range dirs {
+		var sr struct {
+			Cost float64 `json:"cost_usd"`
+		}
+		if data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile)); err == nil && json.Unmarshal(data, &sr) == nil && sr.Cost > 0 {
+			sum += sr.Cost
+		}
+	}
+	return sum
 }
 
 // newestAttempts keeps one output per shard: a re-run of failed jobs adds
@@ -214,4 +240,13 @@ func newestAttempts(dirs []string) []string {
 		out = append(out, p.dir)
 	}
 	return out
+}
+
+// claudeSettings are the claude-* inputs as overrides of the workflow's
+// Claude options.
+func (r *actionRun) claudeSettings() config.ClaudeSettings {
+	return config.ClaudeSettings{
+		Model: r.in.ClaudeModel, PermissionMode: r.in.ClaudePermissionMode,
+		AllowedTools: r.in.ClaudeAllowedTools, DisallowedTools: r.in.ClaudeDisallowedTools, MaxTurns: r.in.ClaudeMaxTurns,
+	}
 }

@@ -1,6 +1,7 @@
 package actionapp
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,6 +47,19 @@ func TestActionModeShardedFanOut(t *testing.T) {
 			t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
 		}
 	}
+	// What the shards paid (their claude steps) reaches gather's cost-usd.
+	for k, cost := range []float64{0.25, 0.5} {
+		p := filepath.Join(outs, fmt.Sprintf("prodigy-shard-555-1-%d", k), "result.json")
+		var res map[string]any
+		if data, err := os.ReadFile(p); err != nil || json.Unmarshal(data, &res) != nil {
+			t.Fatalf("read %s: %v", p, err)
+		}
+		res["cost_usd"] = cost
+		data, _ := json.Marshal(res)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if len(gh.arts) != 0 || len(gh.comments) != 0 {
 		t.Fatalf("plan or shard published: %d artifact(s), %d comment(s)", len(gh.arts), len(gh.comments))
 	}
@@ -54,7 +68,7 @@ func TestActionModeShardedFanOut(t *testing.T) {
 		t.Fatalf("gather: exit %d\n%s\n%s", code, gt.out.String(), gt.errb.String())
 	}
 	out = gt.outputs(t)
-	for k, v := range map[string]string{"total": "3", "successful": "2", "failed": "1", "dlq-count": "1", "dlq-artifact-name": "prodigy-dlq-555-1"} {
+	for k, v := range map[string]string{"total": "3", "successful": "2", "failed": "1", "dlq-count": "1", "dlq-artifact-name": "prodigy-dlq-555-1", "cost-usd": "0.7500"} {
 		if out[k] != v {
 			t.Errorf("gather output %s = %q, want %q", k, out[k], v)
 		}

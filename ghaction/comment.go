@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/google/go-github/v60/github"
@@ -56,65 +57,133 @@ func TokenLogin(ctx context.Context, gh *github.Client) (string, error) {
 	return u.GetLogin(), nil
 }
 
-// UpsertStickyComment creates or edits the one comment on pull request pr
-// that carries CommentMarker(key) and was written by author: it pages
-// through the PR's comments (100 per page), edits the first one with the
-// marker whose author is author, and creates a comment otherwise. A marked
-// comment by anyone else is ignored, so nobody can pre-claim the sticky
-// comment by quoting the marker. author "" means the token's own identity
-// (TokenLogin). The marker is appended to body. A 403 (fork PR with a
-// read-only token) or 404 returns a *PermissionError that matches
-// ErrForbidden/ErrNotFound so the caller can fall back to the job summary.
+// UpsertStickyComment is UpsertSticky with no legacy keys.
 func UpsertStickyComment(ctx context.Context, gh *github.Client, owner, repo string, pr int, key, author, body string) (StickyResult, error) {
-	if pr <= 0 {
+	return UpsertSticky(ctx, gh, Sticky{Owner: owner, Repo: repo, PR: pr, Key: key, Author: author, Body: body})
+}
+
+// Sticky describes the one sticky comment of a pull request.
+type Sticky struct {
+	Owner, Repo string
+	// PR is the pull request number (> 0).
+	PR int
+	// Key is the comment's key (CommentMarker).
+	Key string
+	// LegacyKeys are keys earlier versions derived for the same comment:
+	// a comment carrying one of their markers is taken over (and gets
+	// Key's marker), so an upgrade never makes a second comment.
+	LegacyKeys []string
+	// Author is the login the token comments as; "" asks GitHub
+	// (TokenLogin).
+	Author string
+	// Body is the comment text; the marker is appended.
+	Body string
+}
+
+// UpsertSticky creates or edits the one comment on pull request s.PR that
+// carries the marker of s.Key (or of a legacy key). It pages through the
+// PR's comments (100 per page) and considers the marked comments written
+// by the token's own login or by any bot account (user type "Bot": GitHub
+// Apps and github-actions[bot], which nobody can post as by quoting the
+// marker), so a comment posted with the job token is found again when a
+// GitHub App token (another bot) is used, and the other way round. A
+// marked comment by a person other than the token's user is ignored, so
+// nobody can pre-claim the sticky comment. Candidates are tried in order
+// (Key before legacy keys, the token's own before other bots', then
+// oldest first); one that may not be edited (403) is passed over, and a
+// comment is created only when none could be edited. A 403 (fork PR with
+// a read-only token) or 404 on creating returns a *PermissionError that
+// matches ErrForbidden/ErrNotFound so the caller can fall back to the job
+// summary.
+func UpsertSticky(ctx context.Context, gh *github.Client, s Sticky) (StickyResult, error) {
+	if s.PR <= 0 {
 		return StickyResult{}, ErrNoPullRequest
 	}
-	marker := CommentMarker(key)
-	full := body + "\n\n" + marker + "\n"
+	marker := CommentMarker(s.Key)
+	full := s.Body + "\n\n" + marker + "\n"
 	if len(full) > MaxCommentChars {
 		return StickyResult{}, fmt.Errorf("comment body is %d characters (limit %d)", len(full), MaxCommentChars)
 	}
+	author := s.Author
 	if author == "" {
 		var err error
 		if author, err = TokenLogin(ctx, gh); err != nil {
 			return StickyResult{}, err
 		}
 	}
-	existing, err := findSticky(ctx, gh, owner, repo, pr, marker, author)
+	markers := []string{marker}
+	for _, k := range s.LegacyKeys {
+		if m := CommentMarker(k); m != marker {
+			markers = append(markers, m)
+		}
+	}
+	cands, err := findSticky(ctx, gh, s.Owner, s.Repo, s.PR, markers, author)
 	if err != nil {
 		return StickyResult{}, err
 	}
-	if existing != 0 {
-		c, resp, err := gh.Issues.EditComment(ctx, owner, repo, existing, &github.IssueComment{Body: github.String(full)})
-		if err != nil {
-			return StickyResult{}, classify(fmt.Sprintf("edit comment %d on PR #%d", existing, pr), "pull-requests: write", resp, err)
+	for _, id := range cands {
+		c, resp, err := gh.Issues.EditComment(ctx, s.Owner, s.Repo, id, &github.IssueComment{Body: github.String(full)})
+		if err == nil {
+			return StickyResult{CommentID: c.GetID(), URL: c.GetHTMLURL()}, nil
 		}
-		return StickyResult{CommentID: c.GetID(), URL: c.GetHTMLURL()}, nil
+		if resp != nil && resp.StatusCode == 403 {
+			continue // another bot's comment this token may not edit
+		}
+		return StickyResult{}, classify(fmt.Sprintf("edit comment %d on PR #%d", id, s.PR), "pull-requests: write", resp, err)
 	}
-	c, resp, err := gh.Issues.CreateComment(ctx, owner, repo, pr, &github.IssueComment{Body: github.String(full)})
+	c, resp, err := gh.Issues.CreateComment(ctx, s.Owner, s.Repo, s.PR, &github.IssueComment{Body: github.String(full)})
 	if err != nil {
-		return StickyResult{}, classify(fmt.Sprintf("comment on PR #%d", pr), "pull-requests: write", resp, err)
+		return StickyResult{}, classify(fmt.Sprintf("comment on PR #%d", s.PR), "pull-requests: write", resp, err)
 	}
 	return StickyResult{CommentID: c.GetID(), URL: c.GetHTMLURL(), Created: true}, nil
 }
 
-// findSticky returns the id of the first comment carrying marker written
-// by author, or 0.
-func findSticky(ctx context.Context, gh *github.Client, owner, repo string, pr int, marker, author string) (int64, error) {
+// findSticky returns the ids of the comments carrying one of markers
+// whose author is author or a bot, best first: by marker (the first marker
+// before the others), then the author's own before other bots', then
+// oldest first.
+func findSticky(ctx context.Context, gh *github.Client, owner, repo string, pr int, markers []string, author string) ([]int64, error) {
+	type cand struct {
+		id            int64
+		marker, other int
+	}
+	var found []cand
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		list, resp, err := gh.Issues.ListComments(ctx, owner, repo, pr, opts)
 		if err != nil {
-			return 0, classify(fmt.Sprintf("list comments of PR #%d", pr), "pull-requests: read", resp, err)
+			return nil, classify(fmt.Sprintf("list comments of PR #%d", pr), "pull-requests: read", resp, err)
 		}
 		for _, c := range list {
-			if strings.Contains(c.GetBody(), marker) && strings.EqualFold(c.GetUser().GetLogin(), author) {
-				return c.GetID(), nil
+			own := strings.EqualFold(c.GetUser().GetLogin(), author)
+			if !own && c.GetUser().GetType() != "Bot" {
+				continue
+			}
+			for i, m := range markers {
+				if strings.Contains(c.GetBody(), m) {
+					other := 0
+					if !own {
+						other = 1
+					}
+					found = append(found, cand{id: c.GetID(), marker: i, other: other})
+					break
+				}
 			}
 		}
 		if resp.NextPage == 0 {
-			return 0, nil
+			break
 		}
 		opts.Page = resp.NextPage
 	}
+	sort.SliceStable(found, func(a, b int) bool {
+		if found[a].marker != found[b].marker {
+			return found[a].marker < found[b].marker
+		}
+		return found[a].other < found[b].other
+	})
+	ids := make([]int64, len(found))
+	for i, c := range found {
+		ids[i] = c.id
+	}
+	return ids, nil
 }

@@ -55,6 +55,8 @@ type fakeComments struct {
 	posts    int
 	patches  int
 	readOnly bool
+	poster   map[string]any // the author of created comments; nil: github-actions[bot]
+	noEdit   map[int64]bool // comments the token may not edit (403)
 }
 
 func (f *fakeComments) register(t *testing.T, mux *http.ServeMux, pr int) {
@@ -87,7 +89,11 @@ func (f *fakeComments) register(t *testing.T, mux *http.ServeMux, pr int) {
 			_ = json.NewDecoder(r.Body).Decode(&in)
 			f.posts++
 			f.nextID++
-			c := map[string]any{"id": f.nextID, "body": in.Body, "user": map[string]any{"login": "github-actions[bot]"},
+			poster := f.poster
+			if poster == nil {
+				poster = map[string]any{"login": "github-actions[bot]"}
+			}
+			c := map[string]any{"id": f.nextID, "body": in.Body, "user": poster,
 				"html_url": fmt.Sprintf("https://github.com/o/r/pull/%d#issuecomment-%d", pr, f.nextID)}
 			f.comments = append(f.comments, c)
 			w.WriteHeader(http.StatusCreated)
@@ -105,6 +111,10 @@ func (f *fakeComments) register(t *testing.T, mux *http.ServeMux, pr int) {
 		}
 		var id int64
 		fmt.Sscan(strings.TrimPrefix(r.URL.Path, "/repos/o/r/issues/comments/"), &id)
+		if f.noEdit[id] {
+			forbidden(w)
+			return
+		}
 		var in struct{ Body string }
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		for _, c := range f.comments {

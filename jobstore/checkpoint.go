@@ -138,19 +138,22 @@ type Checkpoint struct {
 	BaseCommit        string `json:"base_commit"`
 	ParentWorktree    string `json:"parent_worktree"`
 	// Isolation and Merge are the engine's worktree and merge strategies.
-	Isolation       string    `json:"isolation"`
-	Merge           string    `json:"merge"`
-	MaxParallel     int       `json:"max_parallel"`
-	ClaudeCommand   string    `json:"claude_command,omitempty"`
-	ClaudeArgs      []string  `json:"claude_args,omitempty"`
-	Sparse          []string  `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
-	Status          JobStatus `json:"status"`
-	Phase           string    `json:"phase"`
-	SetupCompleted  bool      `json:"setup_completed"`
-	ReduceCompleted bool      `json:"reduce_completed"`
-	Error           string    `json:"error,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	Isolation     string   `json:"isolation"`
+	Merge         string   `json:"merge"`
+	MaxParallel   int      `json:"max_parallel"`
+	ClaudeCommand string   `json:"claude_command,omitempty"`
+	ClaudeArgs    []string `json:"claude_args,omitempty"`
+	// ClaudeOverrides are the caller's Claude Code options (config.ClaudeSettings
+	// as JSON), reused by resume.
+	ClaudeOverrides json.RawMessage `json:"claude_overrides,omitempty"`
+	Sparse          []string        `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
+	Status          JobStatus       `json:"status"`
+	Phase           string          `json:"phase"`
+	SetupCompleted  bool            `json:"setup_completed"`
+	ReduceCompleted bool            `json:"reduce_completed"`
+	Error           string          `json:"error,omitempty"`
+	StartedAt       time.Time       `json:"started_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
 	// ElapsedMS accumulates the wall time of earlier runs (resume adds to it).
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// NextAgent numbers agents uniquely across runs of the job.
@@ -179,6 +182,11 @@ type Checkpoint struct {
 	ReduceStepHead string `json:"reduce_step_head,omitempty"`
 	// ReduceVars are values captured by completed reduce steps.
 	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	// ResultsVerified is the last tip of the results branch the engine
+	// verified or wrote itself outside the map phase (after setup, before
+	// and after reduce): above it, the branch's first-parent chain may hold
+	// only the items' merge commits (MergeCommit).
+	ResultsVerified string `json:"results_verified,omitempty"`
 	// ItemCounts tallies Items by state as of this snapshot (nil in
 	// checkpoints of older versions), so a summary (LoadSummary) need not
 	// read the items.
@@ -228,6 +236,15 @@ type CheckpointItem struct {
 	InFlightAgent string     `json:"agent_in_flight,omitempty"`
 	InFlightSince *time.Time `json:"attempt_in_flight_since,omitempty"`
 	Lost          int        `json:"attempts_lost,omitempty"`
+	// SpendCeiling is, while the item runs with an item budget, its cost
+	// if its whole reservation were spent (cost so far plus the
+	// reservation). Cleared when the run of the item ends; a crash leaves
+	// it, and the next run counts it as spent (RecoverSpend): spend that
+	// Claude Code made before the crash is never forgotten.
+	SpendCeiling float64 `json:"spend_ceiling_usd,omitempty"`
+	// MergeCommit is the commit of the results branch that holds a merged
+	// item's work: the merge the engine made (or the tip it already was).
+	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int
@@ -1022,4 +1039,17 @@ func journalTail(path string, base int) (*journalEntry, error) {
 		end = start - 1
 	}
 	return nil, nil
+}
+
+// RecoverSpend counts the reservation of an item whose run ended without
+// clearing SpendCeiling (a crash) as spent; it reports whether it did.
+func (it *CheckpointItem) RecoverSpend() bool {
+	if it.SpendCeiling <= 0 {
+		return false
+	}
+	if it.SpendCeiling > it.CostUSD {
+		it.CostUSD = RoundUSD(it.SpendCeiling)
+	}
+	it.SpendCeiling = 0
+	return true
 }

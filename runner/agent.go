@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -56,10 +57,15 @@ type itemRunner struct {
 	priorTokens jobstore.Tokens
 	// waits counts the item's rate-limited attempts (ratelimit.go).
 	waits int
+	// mergeCommit is the results branch commit that holds the item's work
+	// after a successful attempt (integrity.go).
+	mergeCommit string
 	// span is the item's span, attemptSpan its current attempt's
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
+	// attemptLog is the current attempt's output log (attemptLogPath).
+	attemptLog string
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -94,7 +100,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			}
 			msg := j.redact(errText(a.Err))
 			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -128,7 +134,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending; clearInFlight(it) })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
@@ -148,6 +154,9 @@ func (ir *itemRunner) announce() {
 		// write marks both.
 		if max(j.itemPolicy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
 			ir.setInFlight(ir.base + 1)
+		}
+		if ir.reservation > 0 {
+			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
 		}
 	})
 	j.prog.started()
@@ -272,7 +281,16 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// tail of all attempts, feeds the hooks and the Action.
+	var out io.Writer = ir.log
+	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
+	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
+		defer al.Close()
+		out = io.MultiWriter(ir.log, al)
+		ir.attemptLog = logPath
+	}
+	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
 	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
@@ -294,13 +312,15 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		dir:        ir.tree.path,
 		vars:       vars,
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
-		log:        ir.log,
+		log:        out,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
+	} else if ir.attemptLog != "" {
+		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
@@ -311,16 +331,23 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
+	// The agent's commit is taken by object id, once: what its branch
+	// says later (another agent may move or delete it) does not matter.
+	theirs, err := j.git.Head(ctx, ir.tree.path)
+	if err != nil {
+		return gitFailure(ctx, "read the agent's commit", err)
+	}
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
 	}
 	ir.commits = len(commits)
 	if len(commits) == 0 {
-		fmt.Fprintf(ir.log, "no commits to merge\n")
+		fmt.Fprintf(out, "no commits to merge\n")
+		ir.mergeCommit = head
 		return nil
 	}
-	if f := ir.merge(ctx); f != nil {
+	if f := ir.merge(ctx, theirs); f != nil {
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
@@ -345,18 +372,20 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // merge merges the agent branch into the results branch. Worktree merges
 // run one at a time (they share the parent worktree); tree merges run
 // concurrently, gitops serialising only their ref update.
-func (ir *itemRunner) merge(ctx context.Context) *stepFailure {
+func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	j := ir.j
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
 	var err error
+	var merged string
 	if j.mergeMode == MergeWorktree {
 		j.mergeMu.Lock()
-		_, err = j.git.MergeNoFF(ctx, j.parentDir, ir.branch, msg)
+		merged, err = j.git.MergeNoFF(ctx, j.parentDir, theirs, msg)
 		j.mergeMu.Unlock()
 	} else {
-		_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ir.branch, msg)
+		merged, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, theirs, msg)
 	}
 	if err == nil {
+		ir.mergeCommit = merged
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
 		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
@@ -423,8 +452,17 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		AgentID:    ir.agentID,
 		Step:       j.redact(orDash(f.Step)),
 		Duration:   took,
-		LogPath:    f.LogPath,
+		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
 	}
+}
+
+// orAttemptLog is a failure's log: the Claude transcript, else the
+// attempt's output log.
+func orAttemptLog(transcript, attemptLog string) string {
+	if transcript != "" {
+		return transcript
+	}
+	return attemptLog
 }
 
 // diskFull reports whether a failure says the disk is full: in its message
@@ -586,6 +624,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	j, it := ir.j, ir.it
 	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
+		it.SpendCeiling = 0
 		it.PendingRecord = pending
 		if pending != nil || state != ItemDLQ {
 			it.Failures = nil
@@ -598,6 +637,9 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 		it.DurationMS = d.Milliseconds()
 		it.LogLocation = ir.lastLog
 		it.TimingsMS = ir.timings()
+		if state == ItemMerged {
+			it.MergeCommit = ir.mergeCommit
+		}
 	})
 	j.finished.Add(1)
 	if state != ItemMerged {
@@ -694,4 +736,16 @@ func (ir *itemRunner) timings() *Timings {
 	total := time.Since(ir.began)
 	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup
 	return &Timings{Prepare: ms(ir.tPrepare), Steps: ms(ir.tSteps), Merge: ms(ir.tMerge), Cleanup: ms(ir.tCleanup), Bookkeeping: ms(max(rest, 0))}
+}
+
+// roundDelay rounds a backoff delay for people: 1.23s, 9ms, 2m3.46s (the
+// exact value is in the events and the DLQ record).
+func roundDelay(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
 }

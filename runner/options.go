@@ -29,6 +29,9 @@ type Options struct {
 	// ClaudeArgs are extra arguments passed before the fixed
 	// `--print --output-format stream-json --verbose` flags and the prompt.
 	ClaudeArgs []string
+	// Claude overrides the Claude Code options of the workflow's `claude:`
+	// block and every step's claude_options (CLI flags, Action inputs).
+	Claude config.ClaudeSettings
 	// Stderr receives human logs and progress; nil discards them.
 	Stderr io.Writer
 	// Hooks receive lifecycle callbacks (GitHub log groups, annotations); nil ignores them.
@@ -63,6 +66,11 @@ type Options struct {
 	// InterruptGrace is how long running agents may take to finish after
 	// an interrupt before they are killed; 0 means 30s.
 	InterruptGrace time.Duration
+	// KillGrace is how long a stopped step's process group has between
+	// SIGTERM and SIGKILL (an interrupt after InterruptGrace, a step or
+	// agent timeout); 0 means 5s. The GitHub Action shortens it to fit
+	// GitHub's cancel sequence.
+	KillGrace time.Duration
 	// Git configures every git process of the engine (environment, extra
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.

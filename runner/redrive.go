@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
@@ -92,6 +93,19 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		res.OrphanedWorktrees = orEmpty(nil)
 		return res, nil
 	}
+	// recover (re)creates the parent worktree; a redrive that ends before
+	// it opens the job (a usage error, nothing selected) removes it again
+	// when the job had none, so exit 2 or "nothing to retry" leaves the
+	// repository's worktrees as they were.
+	_, statErr := os.Stat(j.parentDir)
+	hadParent, opened := statErr == nil, false
+	defer func() {
+		if !hadParent && !opened {
+			if err := j.git.WorktreeRemove(context.WithoutCancel(ctx), j.parentDir); err != nil {
+				j.warn(fmt.Sprintf("could not remove the parent worktree %s: %v", j.parentDir, err))
+			}
+		}
+	}()
 	// recover before selecting: it removes the records of items whose
 	// merge reached the results branch, so none is merged twice.
 	if err := j.recover(ctx, cp); err != nil {
@@ -111,6 +125,16 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pages.stop()
+	if len(pages.first) == 0 && cp.Status != StatusCompleted && !ro.deferReduce {
+		// Nothing to redrive, but an earlier run (a redrive killed in its
+		// reduce, say) left the job unfinished: finish it, as resume would.
+		j.logf("no DLQ records of job %s to retry; finishing the job an earlier run left %s", j.id, cp.Status)
+		if err := j.open(ctx, cp, true); err != nil {
+			return nil, err
+		}
+		defer j.events.close()
+		return j.execute(ctx, nil)
+	}
 	if len(pages.first) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
@@ -122,6 +146,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		}
 		return res, nil
 	}
+	opened = true
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
-	"github.com/prodigy-action/prodigy-action/internal/fsx"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -33,6 +28,9 @@ type ShardOptions struct {
 // prints for the shard's items, plus where the shard branch starts and ends.
 type ShardResult struct {
 	*Result
+	// PlanID is the id of the plan the shard ran: gather refuses outputs
+	// of any other plan.
+	PlanID string `json:"plan_id"`
 	// Shard is the shard index.
 	Shard int `json:"shard"`
 	// BaseCommit is the plan's base commit.
@@ -55,9 +53,9 @@ func ShardBranch(resultsBranch string, k int) string {
 	return resultsBranch + "/shard-" + strconv.Itoa(k)
 }
 
-// shardRepo is the state directory name of a shard's job: a shard's state
-// is kept apart from the gatherer's state of the same job.
-func shardRepo(repo string, k int) string { return repo + ".shard-" + strconv.Itoa(k) }
+// shardSuffix is added to the repository's state name for a shard's job:
+// a shard's state is kept apart from the gatherer's state of the same job.
+func shardSuffix(k int) string { return ".shard-" + strconv.Itoa(k) }
 
 // RunShard runs shard K of a plan in the repository at Run.RepoDir (any
 // clone; the base commit is fetched from base.bundle when missing) with
@@ -105,6 +103,13 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	}
 	shardWF := *wf
 	shardWF.Reduce = nil // reduce runs once, in gather
+	// The job-wide limits are the plan's parts for this shard.
+	if part := plan.Shards[so.Shard].MaxFailures; part > 0 {
+		shardWF.ErrorPolicy.MaxFailures = part
+	}
+	if part := plan.Shards[so.Shard].MaxCostUSD; part > 0 {
+		o.MaxCostUSD = part
+	}
 	if ok, _ := git.BranchExists(ctx, plan.ResultsBranch); ok {
 		return nil, usage(fmt.Errorf("branch %s exists here, so %s cannot be created: run the shard in another clone", plan.ResultsBranch, ShardBranch(plan.ResultsBranch, so.Shard)))
 	}
@@ -113,27 +118,35 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 		maxPar = o.MaxParallel
 	}
 	o.JobID = plan.JobID
-	paths := Paths{Home: o.Home, Repo: shardRepo(filepath.Base(git.TopLevel()), so.Shard), JobID: plan.JobID}
+	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel(), shardSuffix(so.Shard)), JobID: plan.JobID}
 	branch := ShardBranch(plan.ResultsBranch, so.Shard)
 	j, err := newJob(&o, &shardWF, git, paths, branch, maxPar)
 	if err != nil {
 		return nil, usage(err)
 	}
+	j.traceParent = plan.TraceParent
 	unlock, err := j.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 
+	// The output is written after an interrupt too (bounded in time), and
+	// while the shard runs: after every finished item (shardlive.go).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	live := startShardLive(wctx, j, ShardResult{PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}, so.OutDir)
 	res, runErr := j.runShard(ctx, plan, so.Shard)
+	live.stop()
 	if res == nil {
 		return nil, runErr
 	}
-	sr := &ShardResult{Result: res, Shard: so.Shard, BaseCommit: plan.BaseCommit}
-	// The output is written after an interrupt too (bounded in time).
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
-	defer cancel()
-	if err := j.writeShardOutput(wctx, sr, so.OutDir); err != nil {
+	if errors.Is(runErr, ErrBudgetExhausted) {
+		runErr = fmt.Errorf("%w; this is shard %d's part ($%.2f) of the job budget: running the shard again does not add to it; gather with --final, then continue the pending items with `plan WORKFLOW --from-pending %s --max-cost-usd N`",
+			runErr, so.Shard, plan.Shards[so.Shard].MaxCostUSD, plan.JobID)
+	}
+	sr := &ShardResult{Result: res, PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}
+	if err := live.write(wctx, sr); err != nil {
 		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
 	}
 	return sr, runErr
@@ -158,6 +171,9 @@ func (j *job) runShard(ctx context.Context, plan *Plan, k int) (*Result, error) 
 		if err := endJobLeftovers(j.paths, j.logf); err != nil {
 			return nil, err
 		}
+		if err := j.resetUnstartedParent(ctx, cp); err != nil {
+			return nil, err
+		}
 		if err := j.recover(ctx, cp); err != nil {
 			return nil, err
 		}
@@ -172,12 +188,16 @@ func (j *job) runShard(ctx context.Context, plan *Plan, k int) (*Result, error) 
 	} else if ok {
 		return nil, usage(fmt.Errorf("branch %s already exists but this shard has no state here; delete the branch to run the shard again", j.branch))
 	}
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, plan.BaseCommit); err != nil {
-		return nil, fmt.Errorf("create the shard's parent worktree: %w", err)
-	}
+	// The checkpoint first (the intent: running the shard again resumes
+	// it), then the branch and parent worktree, then the rest.
 	cp := planCheckpoint(j, plan, plan.Shards[k].Items)
+	if err := j.recordIntent(ctx, cp, FaultShardIntent); err != nil {
+		return nil, err
+	}
+	if err := j.resetUnstartedParent(ctx, cp); err != nil {
+		return nil, err
+	}
 	if err := j.open(ctx, cp, false); err != nil {
-		j.rollback()
 		return nil, err
 	}
 	defer j.events.close()
@@ -210,52 +230,4 @@ func planCheckpoint(j *job, plan *Plan, ids []string) *jobstore.Checkpoint {
 		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: id, State: ItemPending, Attempts: it.Attempts}, Index: it.Index, Data: it.Data})
 	}
 	return cp
-}
-
-// writeShardOutput writes the shard's output directory; result.json last,
-// so its presence means the output is whole.
-func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(filepath.Join(out, ShardResultFile))
-	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
-	if err != nil {
-		return err
-	}
-	sr.Head = head
-	bundle := filepath.Join(out, ShardBundleFile)
-	_ = os.Remove(bundle)
-	if err := j.git.BundleCreate(ctx, bundle, "refs/heads/"+j.branch, sr.BaseCommit); err != nil && !errors.Is(err, gitops.ErrEmptyBundle) {
-		return err
-	}
-	dir := filepath.Join(out, ShardDLQDir)
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	store, err := openDLQ(j.paths, dlq.Options{})
-	if err != nil {
-		return err
-	}
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		b, err := dlq.Encode(r)
-		if err != nil {
-			return err
-		}
-		return fsx.WriteFile(filepath.Join(dir, dlq.ItemFileName(r.ItemID)), b, 0o644)
-	})
-	if err != nil {
-		return fmt.Errorf("export the shard's DLQ: %w", err)
-	}
-	if data, err := os.ReadFile(j.paths.Events()); err == nil {
-		if err := fsx.WriteFile(filepath.Join(out, ShardEventsFile), data, 0o644); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return writeJSONFile(filepath.Join(out, ShardResultFile), sr)
 }

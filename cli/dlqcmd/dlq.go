@@ -90,7 +90,7 @@ func newestDLQJob(f *cmdutil.Factory, home string) (runner.Paths, error) {
 	}
 	var pick runner.Paths
 	found := false
-	if repo, err := runner.RepoName("."); err == nil {
+	if repo, err := runner.RepoName(home, "."); err == nil {
 		if p, err := runner.FindJob(home, repo, runner.Latest); err == nil {
 			pick, found = p, true
 		}

@@ -23,7 +23,7 @@ func NewDLQInspectCmd(f *cmdutil.Factory) *cobra.Command {
 with its error type, message, context, stack trace, agent, step, duration
 and json_log_location, and the worktree artifacts. For example:
 
-  cat "$(action dlq inspect item-123 | jq -r '.failure_history[-1].json_log_location')"
+  cat "$(prodigy-action dlq inspect item-123 | jq -r '.failure_history[-1].json_log_location')"
 
 A record that cannot be read (corrupt file) is a failure: exit 1.`,
 		Args: cobra.ExactArgs(1),

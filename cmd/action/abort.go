@@ -26,3 +26,15 @@ func hardAbortOnSecondSignal(ctx context.Context, sigs <-chan os.Signal, stderr 
 	}
 	exit(code)
 }
+
+// noteLaterSignals is the Action's counterpart of hardAbortOnSecondSignal:
+// every signal after the first is only noted on stderr (the process keeps
+// them from ending it, since they stay registered), so GitHub's SIGTERM
+// 7.5 s after its SIGINT never interrupts the publishing of what finished.
+func noteLaterSignals(ctx context.Context, sigs <-chan os.Signal, stderr io.Writer) {
+	<-ctx.Done()
+	<-sigs // the first signal
+	for sig := range sigs {
+		fmt.Fprintf(stderr, "signal %v ignored: the Action is publishing what finished\n", sig)
+	}
+}

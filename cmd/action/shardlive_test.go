@@ -1,0 +1,118 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A shard killed outright (SIGKILL: a runner past GitHub's cancel
+// sequence, an OOM kill) leaves an output holding every item finished
+// before the kill, because the output is rewritten after each item: gather
+// merges those, imports their DLQ records and leaves only the item that was
+// running pending. Before, a killed shard left no output at all.
+func TestKilledShardLeavesWhatFinished(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a shard and kills it")
+	}
+	t.Parallel()
+	wf := `
+name: live
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        case "${item.kind}" in
+          ok) echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX" ;;
+          fail) echo "permanent failure" >&2; exit 3 ;;
+          long) echo $$ > "$PIDDIR/long.pid"; sleep 300 ;;
+        esac
+error_policy:
+  on_item_failure: dlq
+  retry_config:
+    attempts: 1
+`
+	origin := cliRepo(t, map[string]string{"wf.yml": wf,
+		"items.json": `[{"kind":"ok"},{"kind":"fail"},{"kind":"ok"},{"kind":"long"},{"kind":"ok"}]`})
+	planDir := filepath.Join(t.TempDir(), "plan")
+	if code, _, stderr := runCLI(t, t.TempDir(), "plan", filepath.Join(origin, "wf.yml"), "--repo", origin, "--out", planDir, "--shards", "1"); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, stderr)
+	}
+	shardRepo := cloneRepo(t, origin, "shard")
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(os.Args[0], "shard", planDir, "0", "--out", out, "--repo", shardRepo)
+	pidDir := t.TempDir()
+	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+t.TempDir(), "PIDDIR="+pidDir)
+	var stderr syncedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		// The killed shard cannot end its agent: end its process group.
+		if data, err := os.ReadFile(filepath.Join(pidDir, "long.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
+	// Wait for an output listing item_0 merged and item_1 failed while
+	// item_3 runs (item_4 never starts: max_parallel 1).
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var sr struct {
+			Items []struct {
+				ItemID string `json:"item_id"`
+				State  string `json:"state"`
+			} `json:"items"`
+		}
+		data, err := os.ReadFile(filepath.Join(out, "result.json"))
+		states := map[string]string{}
+		if err == nil && json.Unmarshal(data, &sr) == nil {
+			for _, it := range sr.Items {
+				states[it.ItemID] = it.State
+			}
+		}
+		if states["item_2"] == "merged" && states["item_1"] == "dlq" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no live output with item_2 merged (states %v):\n%s", states, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	gatherRepo := cloneRepo(t, origin, "gather")
+	code, stdout, gerr := runCLI(t, t.TempDir(), "gather", planDir, out, "--repo", gatherRepo, "--json")
+	if code != 1 || !strings.Contains(gerr, "pending") {
+		t.Fatalf("gather: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
+	}
+	var res struct {
+		Successful, Failed, Pending int
+		ResultsBranch               string `json:"results_branch"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("gather --json: %v\n%s", err, stdout)
+	}
+	if res.Successful != 2 || res.Failed != 1 || res.Pending != 2 {
+		t.Errorf("gathered %+v, want 2 merged, 1 failed, 2 pending", res)
+	}
+	files := gitOut(t, gatherRepo, "ls-tree", "--name-only", res.ResultsBranch)
+	if !strings.Contains(files, "out-0.txt") || !strings.Contains(files, "out-2.txt") || strings.Contains(files, "out-4.txt") {
+		t.Errorf("results branch files:\n%s", files)
+	}
+}
