@@ -222,8 +222,9 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
-	// MergeCommit is the commit of the results branch that holds a merged
-	// item's work: the merge the engine made (or the tip it already was).
+	// MergeCommit is the merge commit the engine made on the results
+	// branch for a merged item; empty when it made none (no commits, or
+	// the item's commit was already on the branch).
 	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.

