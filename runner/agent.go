@@ -249,6 +249,12 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	if err != nil {
 		return gitFailure(ctx, "read the agent's commit", err)
 	}
+	if ok, err := j.git.IsAncestor(ctx, head, theirs); err != nil {
+		return gitFailure(ctx, "check the agent's commit", err)
+	} else if !ok {
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
+	}
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)

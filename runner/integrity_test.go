@@ -131,3 +131,27 @@ git for-each-ref --format='%(refname)' refs/heads/prodigy-agent | grep -v "^$own
 		}
 	}
 }
+
+// TestAgentCommitMustBuildOnItsBase: an agent that rewrites its worktree's
+// history (its commit no longer descends from the results branch commit it
+// was given) is not merged: its item fails saying why; the others merge
+// and the job's results verify.
+func TestAgentCommitMustBuildOnItsBase(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
+	attack := `git reset -q --hard "$(git rev-list --max-parents=0 HEAD)"
+echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewritten`
+	o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, attack)))
+	res, err := r.run(o)
+	if err != nil || res.Successful != 2 || res.Failed != 1 || res.ResultsTip == "" {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+	}
+	for _, it := range res.Items {
+		if it.ItemID == "item_1" && (it.State != runner.ItemDLQ || !strings.Contains(it.Error, "does not build on")) {
+			t.Errorf("item_1: %s %q", it.State, it.Error)
+		}
+	}
+	if files := strings.Join(r.files(res.ResultsBranch), " "); strings.Contains(files, "rewritten.txt") {
+		t.Errorf("the rewritten commit was merged: %s", files)
+	}
+}
