@@ -155,3 +155,26 @@ echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewrit
 		t.Errorf("the rewritten commit was merged: %s", files)
 	}
 }
+
+// TestSetupMayConfigureGit: risky configuration setup adds (before agents
+// run) is part of the baseline: the job completes and its results verify.
+func TestSetupMayConfigureGit(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
+	wf := r.workflow(`
+name: setup-config
+mode: mapreduce
+setup:
+  - shell: git config filter.lfs.smudge cat && git remote add mirror https://example.invalid/r.git
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+`)
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 2 || res.ResultsTip == "" || res.IntegrityError != "" {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+	}
+}
