@@ -233,3 +233,26 @@ func shortOID(s string) string {
 // ErrConfigChanged is wrapped by errors that report risky configuration
 // added while agents ran (see [AddedConfig]).
 var ErrConfigChanged = errors.New("git configuration changed")
+
+// IsAncestor reports whether anc is an ancestor of (or equal to) desc:
+// in-process when the history walk decides within a bounded number of
+// commits, else `git merge-base --is-ancestor`.
+func (c *Client) IsAncestor(ctx context.Context, anc, desc string) (bool, error) {
+	if !isHexOID(anc) || !isHexOID(desc) {
+		return false, fmt.Errorf("is-ancestor: %q and %q must be commit ids", anc, desc)
+	}
+	if c.objects != nil {
+		if yes, ok := c.objects.isAncestor(anc, desc, nil); ok {
+			return yes, nil
+		}
+	}
+	_, err := c.run(ctx, c.top, nil, nil, "merge-base", "--is-ancestor", anc, desc)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	default:
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", shortOID(anc), shortOID(desc), err)
+	}
+}

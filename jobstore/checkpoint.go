@@ -242,8 +242,9 @@ type CheckpointItem struct {
 	// it, and the next run counts it as spent (RecoverSpend): spend that
 	// Claude Code made before the crash is never forgotten.
 	SpendCeiling float64 `json:"spend_ceiling_usd,omitempty"`
-	// MergeCommit is the commit of the results branch that holds a merged
-	// item's work: the merge the engine made (or the tip it already was).
+	// MergeCommit is the merge commit the engine made on the results
+	// branch for a merged item; empty when it made none (no commits, or
+	// the item's commit was already on the branch).
 	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.

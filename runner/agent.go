@@ -337,6 +337,12 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	if err != nil {
 		return gitFailure(ctx, "read the agent's commit", err)
 	}
+	if ok, err := j.git.IsAncestor(ctx, head, theirs); err != nil {
+		return gitFailure(ctx, "check the agent's commit", err)
+	} else if !ok {
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
+	}
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
@@ -344,7 +350,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	ir.commits = len(commits)
 	if len(commits) == 0 {
 		fmt.Fprintf(out, "no commits to merge\n")
-		ir.mergeCommit = head
+		ir.mergeCommit = "" // nothing of the item's is on the branch to verify
 		return nil
 	}
 	if f := ir.merge(ctx, theirs); f != nil {
@@ -376,16 +382,24 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	j := ir.j
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
 	var err error
-	var merged string
+	var before, merged string
+	ref := "refs/heads/" + j.branch
 	if j.mergeMode == MergeWorktree {
 		j.mergeMu.Lock()
+		before, _ = j.git.ResolveRef(ctx, ref)
 		merged, err = j.git.MergeNoFF(ctx, j.parentDir, theirs, msg)
 		j.mergeMu.Unlock()
 	} else {
-		merged, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, theirs, msg)
+		before, _ = j.git.ResolveRef(ctx, ref)
+		merged, err = j.git.MergeTree(ctx, ref, theirs, msg)
 	}
 	if err == nil {
-		ir.mergeCommit = merged
+		// Only a commit the merge made is recorded: "already merged" may
+		// name a tip an agent forged around its own commit (integrity.go).
+		ir.mergeCommit = ""
+		if merged != before {
+			ir.mergeCommit = merged
+		}
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
 		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil

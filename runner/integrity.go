@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -151,7 +152,9 @@ func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, er
 	tip, rerr := j.git.ResolveRef(ctx, ref)
 	if rerr != nil {
 		err = fmt.Errorf("the results branch %s is gone (deleted outside the engine?): %w", j.branch, rerr)
-		return "", j.resetUnverified(nil, merges), err
+		reset = j.resetUnverified(nil, merges)
+		sort.Strings(reset)
+		return "", reset, err
 	}
 	limit := len(merges) + 100000
 	chain, lerr := j.git.FirstParentLog(ctx, tip, base, limit)
@@ -193,6 +196,7 @@ func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, er
 			}
 		}
 	}
+	sort.Strings(missing)
 	if len(missing) > 0 {
 		problems = append(problems, fmt.Sprintf("the merges of %d item(s) reported merged are not on it (%s)", len(missing), strings.Join(firstN(missing, 10), ", ")))
 	}
@@ -210,6 +214,7 @@ func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, er
 		}
 	}
 	reset = j.resetUnverified(keep, merges)
+	sort.Strings(reset)
 	move := "`resume " + j.id + "` redoes the items whose merge is missing"
 	if rewritten {
 		move = "inspect it"

@@ -46,6 +46,11 @@ func TestHostileAgentCannotRewriteResults(t *testing.T) {
 			want: "not on it", merged: []string{"item_1", "item_2"}, pending: []string{"item_0"}},
 		{name: "forge", attack: `git update-ref "refs/heads/$B" "$(echo forged | git commit-tree "refs/heads/$B^{tree}" -p "refs/heads/$B")"`,
 			want: "did not make"},
+		{name: "forge-around-own-commit", attack: `T=$(git rev-parse "refs/heads/$B")
+X=$(git rev-parse HEAD)
+git rm -q --cached out-0.txt 2>/dev/null || true
+F=$(echo "Merge (forged)" | git commit-tree "$(git write-tree)" -p "$T" -p "$X")
+git update-ref "refs/heads/$B" "$F"`, want: "did not make"},
 		{name: "delete", attack: `git update-ref -d "refs/heads/$B"`, want: "is gone"},
 		{name: "credential-helper", attack: `git config credential.helper '!f() { env > /tmp/leak; }; f'
 git config url.https://evil.invalid/.insteadOf https://github.com/`, want: "configuration gained"},
@@ -124,5 +129,52 @@ git for-each-ref --format='%(refname)' refs/heads/prodigy-agent | grep -v "^$own
 		if !strings.Contains(files, fmt.Sprintf("out-%d.txt", n)) {
 			t.Errorf("out-%d.txt missing: %s", n, files)
 		}
+	}
+}
+
+// TestAgentCommitMustBuildOnItsBase: an agent that rewrites its worktree's
+// history (its commit no longer descends from the results branch commit it
+// was given) is not merged: its item fails saying why; the others merge
+// and the job's results verify.
+func TestAgentCommitMustBuildOnItsBase(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
+	attack := `git reset -q --hard "$(git rev-list --max-parents=0 HEAD)"
+echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewritten`
+	o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, attack)))
+	res, err := r.run(o)
+	if err != nil || res.Successful != 2 || res.Failed != 1 || res.ResultsTip == "" {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+	}
+	for _, it := range res.Items {
+		if it.ItemID == "item_1" && (it.State != runner.ItemDLQ || !strings.Contains(it.Error, "does not build on")) {
+			t.Errorf("item_1: %s %q", it.State, it.Error)
+		}
+	}
+	if files := strings.Join(r.files(res.ResultsBranch), " "); strings.Contains(files, "rewritten.txt") {
+		t.Errorf("the rewritten commit was merged: %s", files)
+	}
+}
+
+// TestSetupMayConfigureGit: risky configuration setup adds (before agents
+// run) is part of the baseline: the job completes and its results verify.
+func TestSetupMayConfigureGit(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
+	wf := r.workflow(`
+name: setup-config
+mode: mapreduce
+setup:
+  - shell: git config filter.lfs.smudge cat && git remote add mirror https://example.invalid/r.git
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
+`)
+	o, _, stderr, _ := r.options(wf)
+	res, err := r.run(o)
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 2 || res.ResultsTip == "" || res.IntegrityError != "" {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 )
 
-// bashRefRE finds bash's own variable references in a shell step ($NAME,
-// ${NAME…}) that are not escaped ($${ is a literal ${ for bash, \$ a
-// literal $).
-var bashRefRE = regexp.MustCompile(`(^|[^$\\])\$(\{)?([A-Za-z_][A-Za-z0-9_]*)`)
+// bashRefRE finds variable references in a shell step ($NAME, ${NAME…});
+// checkEnvTypos skips the escaped ones ($${ is a literal ${ for bash, \$
+// a literal $) and those on comment lines.
+var bashRefRE = regexp.MustCompile(`\$(\{)?([A-Za-z_][A-Za-z0-9_]*)`)
 
 // checkEnvTypos finds, in every shell step, references to variables that
 // the workflow does not set but whose name is one edit or two away from
@@ -43,7 +43,10 @@ func checkEnvTypos(wf *config.Workflow) []error {
 			}
 			reported := map[string]bool{}
 			for _, m := range bashRefRE.FindAllStringSubmatchIndex(st.Shell, -1) {
-				name := st.Shell[m[6]:m[7]]
+				name := st.Shell[m[4]:m[5]]
+				if m[0] > 0 && (st.Shell[m[0]-1] == '$' || st.Shell[m[0]-1] == '\\') || onCommentLine(st.Shell, m[0]) {
+					continue
+				}
 				if reported[name] || slices.Contains(known, name) || assignedInScript(st.Shell, name) {
 					continue
 				}
@@ -53,12 +56,12 @@ func checkEnvTypos(wf *config.Workflow) []error {
 				}
 				reported[name] = true
 				ref := "$" + name
-				if m[4] >= 0 {
+				if m[2] >= 0 {
 					ref = "${" + name + "}"
 				}
-				line, col := lineCol(st.Shell, m[3])
-				errs = append(errs, fmt.Errorf("%s: %s is not set by the workflow (did you mean %s?): bash would expand it from the environment, empty when unset; write $%s if you mean bash's own variable",
-					st.TextPosition(line, col), ref, strings.Replace(ref, name, near, 1), ref))
+				line, col := lineCol(st.Shell, m[0])
+				errs = append(errs, fmt.Errorf("%s: %s is not set by the workflow (did you mean %s?): bash would expand it from the environment, empty when unset; write $${%s} if you mean bash's own variable",
+					st.TextPosition(line, col), ref, strings.Replace(ref, name, near, 1), name))
 			}
 		})
 	}
@@ -67,6 +70,13 @@ func checkEnvTypos(wf *config.Workflow) []error {
 	check(wf.ErrorPolicy.CustomHandler)
 	check(wf.Reduce)
 	return errs
+}
+
+// onCommentLine reports whether offset i is on a line whose first
+// non-blank character is #.
+func onCommentLine(s string, i int) bool {
+	start := strings.LastIndex(s[:i], "\n") + 1
+	return strings.HasPrefix(strings.TrimLeft(s[start:i], " \t"), "#")
 }
 
 // assignedInScript reports whether script sets name itself.

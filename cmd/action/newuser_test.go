@@ -267,12 +267,15 @@ map:
   agent_template:
     - shell: |
         test "$(printf 'a\nb\n' | wc -l)" -le "${MAX_LINE}" && echo ok
+    - shell: echo "$MAX_LINES$MAX_LIN"
 `)
 	want := `:8:48: ${MAX_LINE} is not set by the workflow (did you mean ${MAX_LINES}?): bash would expand it from the environment, empty when unset; write $${MAX_LINE} if you mean bash's own variable`
+	want2 := `:9:30: $MAX_LIN is not set by the workflow (did you mean $MAX_LINES?): bash would expand it from the environment, empty when unset; write $${MAX_LIN} if you mean bash's own variable`
 	for _, args := range [][]string{{"validate", envTypo}, {"run", envTypo, "--repo", repo, "--job-id", "envtypo"}} {
 		code, _, errOut := runCLI(t, home, args...)
-		if code != 2 || !strings.Contains(errOut, want) {
-			t.Errorf("%s: exit %d, want 2 and %q:\n%s", args[0], code, want, errOut)
+		// run stops at the first problem; validate lists them all.
+		if code != 2 || !strings.Contains(errOut, want) || args[0] == "validate" && !strings.Contains(errOut, want2) {
+			t.Errorf("%s: exit %d, want 2 and %q and %q:\n%s", args[0], code, want, want2, errOut)
 		}
 	}
 	fine := writeWorkflow(t, `name: fine
@@ -284,6 +287,9 @@ map:
     - shell: |
         MAX_LINE=3
         echo "${MAX_LINE} $${MAX_LINE} ${MAX_LINES} $HOME"
+    - shell: |
+        # $MAX_LIN in a comment is no reference
+        echo "$${MAX_LIN} \$MAX_LIN"
 `)
 	if code, out, errOut := runCLI(t, home, "validate", fine); code != 0 {
 		t.Errorf("validate of a script that sets its own variable: exit %d\n%s%s", code, out, errOut)

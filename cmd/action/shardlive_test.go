@@ -17,8 +17,9 @@ import (
 // A shard killed outright (SIGKILL: a runner past GitHub's cancel
 // sequence, an OOM kill) leaves an output holding every item finished
 // before the kill, because the output is rewritten after each item: gather
-// merges those, imports their DLQ records and leaves only the item that was
-// running pending. Before, a killed shard left no output at all.
+// (with --final, since the shard's output still has pending items) merges
+// those, imports their DLQ records and leaves only the item that was
+// running and the one never started pending. Before, a killed shard left no output at all.
 func TestKilledShardLeavesWhatFinished(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a shard and kills it")
@@ -97,9 +98,17 @@ error_policy:
 	}
 	_ = cmd.Wait()
 	gatherRepo := cloneRepo(t, origin, "gather")
-	code, stdout, gerr := runCLI(t, t.TempDir(), "gather", planDir, out, "--repo", gatherRepo, "--json")
+	home := t.TempDir()
+	// Gather merges shards in plan order and waits for a shard whose output
+	// still has pending items (it may be run again to finish them) ...
+	code, stdout, gerr := runCLI(t, home, "gather", planDir, out, "--repo", gatherRepo, "--json")
+	if code != 1 || !strings.Contains(stdout+gerr, "waiting for shard 0") || !strings.Contains(stdout+gerr, "--final") {
+		t.Fatalf("gather: exit %d, want 1 waiting for shard 0 and naming --final\n%s\n%s", code, stdout, gerr)
+	}
+	// ... and with --final closes it as it is: what finished is merged.
+	code, stdout, gerr = runCLI(t, home, "gather", planDir, out, "--repo", gatherRepo, "--final", "--json")
 	if code != 1 || !strings.Contains(gerr, "pending") {
-		t.Fatalf("gather: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
+		t.Fatalf("gather --final: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
 	}
 	var res struct {
 		Successful, Failed, Pending int
