@@ -1220,3 +1220,78 @@ func TestSeedExamplesAreAllCovered(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedGuidePolicies runs the guide's workflow with each
+// on_item_failure policy the guide lists ("Available Policies") and checks
+// the behaviour it describes: dlq sends failures to the DLQ and the job
+// continues; retry retries with exponential backoff before the DLQ; skip
+// marks them skipped with no record; stop halts the workflow at the first
+// failure (max_parallel 1 here, so the items after it never start). custom
+// has its own tests (TestOnItemFailureCustomAndStepRetry).
+func TestSeedGuidePolicies(t *testing.T) {
+	t.Parallel()
+	guide := readSeed(t, "dlq-guide.md")
+	for _, p := range []string{"dlq (default)", "retry:", "skip:", "stop:", "custom:"} {
+		if !strings.Contains(guide, "  • "+p) {
+			t.Fatalf("the guide's Available Policies no longer lists %q", p)
+		}
+	}
+	_, withIDs := guideWorkflow(t)
+	const anchor = "  on_item_failure: dlq\n"
+	if !strings.Contains(withIDs, anchor) {
+		t.Fatalf("the guide's workflow has no %q line", anchor)
+	}
+	type result struct {
+		Status                               string
+		Successful, Failed, Skipped, Pending int
+		DLQCount                             int `json:"dlq_count"`
+	}
+	for _, tc := range []struct {
+		policy string
+		code   int
+		want   result
+		calls  map[string]int // claude calls per item
+	}{
+		{"dlq", 0, result{"completed", 1, 2, 0, 0, 2}, map[string]int{"item-123": 1, "item-456": 1, "item-789": 1}},
+		{"retry", 0, result{"completed", 1, 2, 0, 0, 2}, map[string]int{"item-123": 3, "item-456": 3, "item-789": 1}},
+		{"skip", 0, result{"completed", 1, 0, 2, 0, 0}, map[string]int{"item-123": 1, "item-456": 1, "item-789": 1}},
+		{"stop", 1, result{"failed", 0, 1, 0, 2, 1}, map[string]int{"item-123": 1}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			t.Parallel()
+			e := newSeedEnv(t, map[string]string{"items.json": guideItems})
+			wf := strings.Replace(withIDs, anchor, "  on_item_failure: "+tc.policy+"\n", 1)
+			if tc.policy == "stop" {
+				wf = strings.Replace(wf, "  agent_template:\n", "  max_parallel: 1\n  agent_template:\n", 1)
+			}
+			path := filepath.Join(t.TempDir(), "wf.yml")
+			if err := os.WriteFile(path, []byte(wf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := e.sh("", "prodigy-action run "+path+" --job-id p --json")
+			var got result
+			if code != tc.code || json.Unmarshal([]byte(out), &got) != nil || got != tc.want {
+				t.Fatalf("exit %d (want %d), result %+v, want %+v\n%s%s", code, tc.code, got, tc.want, out, errOut)
+			}
+			calls := mustRead(t, e.calls)
+			for item, n := range tc.calls {
+				if c := strings.Count(calls, item); c != n {
+					t.Errorf("%s ran %d time(s), want %d", item, c, n)
+				}
+			}
+			if len(tc.calls) == 1 && (strings.Contains(calls, "item-456") || strings.Contains(calls, "item-789")) {
+				t.Errorf("stop: items after the first failure started:\n%s", calls)
+			}
+			if tc.policy == "retry" {
+				if d := e.record("p", "item-123"); d.FailureCount != 3 || !strings.Contains(errOut, "retrying in 1s") || !strings.Contains(errOut, "retrying in 2s") {
+					t.Errorf("retry: failure_count %d, stderr:\n%s", d.FailureCount, errOut)
+				}
+			}
+			if tc.policy == "skip" {
+				if code, _, errOut := e.sh("", "prodigy-action dlq list --job-id p"); code != 0 || !strings.Contains(errOut, "no records") {
+					t.Errorf("skip left DLQ records: exit %d %s", code, errOut)
+				}
+			}
+		})
+	}
+}
