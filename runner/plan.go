@@ -381,9 +381,13 @@ func AutoShards(wf *config.Workflow, items, maxParallel int) int {
 	return max(1, min(n, items, MaxShards))
 }
 
-// LoadPlan reads DIR/plan.json.
+// MaxPlanBytes bounds plan.json (it holds every item's data; a plan
+// directory is an artifact like a shard output).
+const MaxPlanBytes = 2 << 30
+
+// LoadPlan reads DIR/plan.json (a regular file of at most MaxPlanBytes).
 func LoadPlan(dir string) (*Plan, error) {
-	data, err := os.ReadFile(PlanFile(dir))
+	data, err := readLimited(PlanFile(dir), MaxPlanBytes)
 	if err != nil {
 		return nil, usage(fmt.Errorf("read the plan: %w", err))
 	}
