@@ -425,6 +425,10 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	o.MaxCostUSD = 1.01
 	dir := filepath.Join(t.TempDir(), "plan")
 	ctx := context.Background()
+	// max_failures 2 cannot be divided among 3 shards: refused before setup.
+	if _, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 3}); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--shards 2 or fewer") {
+		t.Fatalf("3 shards for max_failures 2 = %v, want a usage error", err)
+	}
 	plan, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
