@@ -341,9 +341,8 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 // TestTwoRepositoriesWithTheSameNameNeverShareJobs: two repositories both
 // named "repo", one state directory, the same job id: each runs its own
 // job (the second is not told the job exists), their state, DLQ and
-// listings stay apart, and state an earlier version kept under the bare
-// directory name (no owner record) stays with the repository its
-// checkpoints name, readable and resumable.
+// listings stay apart; the first keeps the bare directory name (where an
+// earlier version kept its state, which so stays readable).
 func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 	a := newTestRepo(t, map[string]string{"items.json": `[1,2]`})
 	b := newTestRepo(t, map[string]string{"items.json": `[1,2,3]`})
@@ -357,10 +356,6 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 		if _, err := runner.Run(context.Background(), o); err != nil {
 			t.Fatalf("run in %s: %v", r.dir, err)
 		}
-	}
-	// The earlier version's layout: drop the owner record.
-	if err := os.Remove(filepath.Join(a.home, "state", "repo", "repository")); err != nil {
-		t.Fatal(err)
 	}
 	ka, err := runner.RepoName(a.home, a.dir)
 	if err != nil {
