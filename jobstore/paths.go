@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -128,68 +127,38 @@ func repoIdentity(topLevel string) string {
 	return filepath.Clean(path)
 }
 
-// ownerFile names the repository that owns a state name (its identity).
-func ownerFile(home, name string) string { return filepath.Join(home, "state", name, "repository") }
-
 // RepoKey decides the <repo> element of the paths of the repository
 // checked out at topLevel (suffix, such as ".shard-3", names a variant of
 // its state). It is the checkout's directory name — readable, and where
 // earlier versions kept every job, so existing state stays readable — as
-// long as that name belongs to this repository; the first repository to
-// use a name owns it (state/<name>/repository records its identity, the
-// absolute symlink-free path; state an earlier version left without that
-// record belongs to the repository its checkpoints name). Any other
+// long as that name is free or this repository's: the name belongs to the
+// repository its jobs' checkpoints name (state/<name>/jobs/*). Any other
 // repository with the same directory name gets <name>-<digest of its
-// identity>, so two repositories named `app` never share jobs. With claim
-// false (listings) an unowned name is not recorded.
-func RepoKey(home, topLevel, suffix string, claim bool) string {
+// absolute, symlink-free path>, so two repositories named `app` never
+// share jobs. Nothing is written: a name is taken by the first job's
+// checkpoint.
+func RepoKey(home, topLevel, suffix string) string {
 	name := filepath.Base(topLevel)
 	if home == "" {
 		return name + suffix
 	}
 	id := repoIdentity(topLevel)
-	owner := nameOwner(home, name, id, claim)
-	if owner == "" || owner == id {
+	if owner := nameOwner(home, name); owner == "" || owner == id {
 		return name + suffix
 	}
 	sum := sha256.Sum256([]byte(id))
 	return name + "-" + hex.EncodeToString(sum[:5]) + suffix
 }
 
-// nameOwner is the identity owning state name name ("" when nobody does
-// and claim is false); with claim, an unowned name is recorded as id's.
-func nameOwner(home, name, id string, claim bool) string {
-	if data, err := os.ReadFile(ownerFile(home, name)); err == nil && len(data) > 0 {
-		return strings.TrimSpace(string(data))
-	}
-	// State of an earlier version: the repository its checkpoints name.
-	owner := ""
+// nameOwner is the identity of the repository whose jobs are kept under
+// state name name ("" when there are none): the first readable
+// checkpoint's repository.
+func nameOwner(home, name string) string {
 	dirs, _ := filepath.Glob(filepath.Join(home, "state", name, "jobs", "*"))
 	for _, d := range dirs {
 		if cp, err := LoadSummary(Paths{Home: home, Repo: name, JobID: filepath.Base(d)}); err == nil && cp.RepoDir != "" {
-			owner = repoIdentity(cp.RepoDir)
-			break
+			return repoIdentity(cp.RepoDir)
 		}
 	}
-	if !claim {
-		return owner
-	}
-	if owner == "" {
-		owner = id
-	}
-	// The first writer wins; a loser reads the winner's record.
-	if err := os.MkdirAll(filepath.Dir(ownerFile(home, name)), 0o755); err == nil {
-		if f, err := os.OpenFile(ownerFile(home, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm); err == nil {
-			_, werr := f.WriteString(owner + "\n")
-			if cerr := f.Close(); werr == nil && cerr == nil {
-				return owner
-			}
-			_ = os.Remove(ownerFile(home, name))
-			return owner
-		}
-		if data, err := os.ReadFile(ownerFile(home, name)); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data))
-		}
-	}
-	return owner
+	return ""
 }

@@ -200,13 +200,13 @@ func RepoName(home, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return jobstore.RepoKey(home, git.TopLevel(), "", false), nil
+	return jobstore.RepoKey(home, git.TopLevel(), ""), nil
 }
 
 // RepoKey is the <repo> of the paths of the checkout at topLevel
-// (jobstore.RepoKey), claiming its directory name when nobody owns it.
+// (jobstore.RepoKey).
 func RepoKey(home, topLevel string, suffix ...string) string {
-	return jobstore.RepoKey(home, topLevel, strings.Join(suffix, ""), true)
+	return jobstore.RepoKey(home, topLevel, strings.Join(suffix, ""))
 }
 
 // logFailedItems lists (at most 10 of) the job's dead-lettered items with

@@ -354,11 +354,15 @@ func fetchShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh Pl
 			return err
 		}
 		ref := shardRef(plan.JobID, sh.Shard)
-		if err := git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref); err != nil {
-			return err
-		}
+		// A gather waiting for an earlier shard sees the same outputs
+		// again: the bundle is fetched only when the ref lacks its head.
 		if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
-			return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
+			if err := git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref); err != nil {
+				return err
+			}
+			if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
+				return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
+			}
 		}
 		if err := verifyShardBranch(ctx, git, out.dir, ref, plan.BaseCommit, plan.JobID, sh, sr); err != nil {
 			return err

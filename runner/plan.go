@@ -130,6 +130,10 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 	if po.Shards < 0 || po.Shards > MaxShards {
 		return nil, usage(fmt.Errorf("--shards must be between 1 and %d (or auto)", MaxShards))
 	}
+	if o.Workflow != nil && o.Workflow.ErrorPolicy.MaxFailures > 0 && po.Shards > o.Workflow.ErrorPolicy.MaxFailures {
+		mf := o.Workflow.ErrorPolicy.MaxFailures
+		return nil, usage(fmt.Errorf("--shards %d: max_failures (%d) cannot be divided among more shards than it allows failures (each shard stops at its part, at least 1): use --shards %d or fewer", po.Shards, mf, mf))
+	}
 	if po.FromDLQ != "" && po.FromPending != "" {
 		return nil, usage(errors.New("--from-dlq and --from-pending exclude each other: plan one, then the other"))
 	}
@@ -273,6 +277,9 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 	n := po.Shards
 	if n == 0 {
 		n = AutoShards(j.wf, len(p.Items), j.maxParallel)
+		if mf := j.wf.ErrorPolicy.MaxFailures; mf > 0 {
+			n = min(n, mf) // each shard's part is at least 1
+		}
 	}
 	p.Shards = SplitShards(p.Items, n)
 	divideLimits(p, planSpend)
@@ -317,13 +324,11 @@ func SplitShards(items []PlanItem, n int) []PlanShard {
 
 // divideLimits gives every shard its part of the job-wide limits, so the
 // shards together never exceed them: max_failures is split into integer
-// parts that add up to it (the first max_failures%N shards get one more);
-// a shard whose part would be 0 gets 1 only while the parts still add up
-// to at most the job's limit, else its part is the smallest stop there is
-// (1) and the plan says so — with max_failures below the shard count the
-// job can fail one item per shard at most. The budget left after setup
-// (max_cost_usd minus what planning spent) is split evenly, rounded down to
-// the cent.
+// parts that add up to it (the first max_failures%N shards get one more;
+// PlanJob keeps N at most max_failures, so no part is 0 — a part below 1
+// is raised to 1, the smallest stop there is). The budget left after
+// setup (max_cost_usd minus what planning spent) is split evenly, rounded
+// down to the cent.
 func divideLimits(p *Plan, spent float64) {
 	n := len(p.Shards)
 	if n == 0 {
@@ -381,9 +386,13 @@ func AutoShards(wf *config.Workflow, items, maxParallel int) int {
 	return max(1, min(n, items, MaxShards))
 }
 
-// LoadPlan reads DIR/plan.json.
+// MaxPlanBytes bounds plan.json (it holds every item's data; a plan
+// directory is an artifact like a shard output).
+const MaxPlanBytes = 2 << 30
+
+// LoadPlan reads DIR/plan.json (a regular file of at most MaxPlanBytes).
 func LoadPlan(dir string) (*Plan, error) {
-	data, err := os.ReadFile(PlanFile(dir))
+	data, err := readLimited(PlanFile(dir), MaxPlanBytes)
 	if err != nil {
 		return nil, usage(fmt.Errorf("read the plan: %w", err))
 	}

@@ -125,9 +125,10 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pages.stop()
-	if len(pages.first) == 0 && cp.Status != StatusCompleted && !ro.deferReduce {
-		// Nothing to redrive, but an earlier run (a redrive killed in its
-		// reduce, say) left the job unfinished: finish it, as resume would.
+	if n := cp.Counts(); len(pages.first) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.deferReduce {
+		// Nothing to redrive, but an earlier run left the job with every
+		// item done and reduce unfinished (a redrive killed in its reduce):
+		// finish the reduce, as resume would.
 		j.logf("no DLQ records of job %s to retry; finishing the job an earlier run left %s", j.id, cp.Status)
 		if err := j.open(ctx, cp, true); err != nil {
 			return nil, err

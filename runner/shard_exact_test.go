@@ -341,9 +341,8 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 // TestTwoRepositoriesWithTheSameNameNeverShareJobs: two repositories both
 // named "repo", one state directory, the same job id: each runs its own
 // job (the second is not told the job exists), their state, DLQ and
-// listings stay apart, and state an earlier version kept under the bare
-// directory name (no owner record) stays with the repository its
-// checkpoints name, readable and resumable.
+// listings stay apart; the first keeps the bare directory name (where an
+// earlier version kept its state, which so stays readable).
 func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 	a := newTestRepo(t, map[string]string{"items.json": `[1,2]`})
 	b := newTestRepo(t, map[string]string{"items.json": `[1,2,3]`})
@@ -357,10 +356,6 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 		if _, err := runner.Run(context.Background(), o); err != nil {
 			t.Fatalf("run in %s: %v", r.dir, err)
 		}
-	}
-	// The earlier version's layout: drop the owner record.
-	if err := os.Remove(filepath.Join(a.home, "state", "repo", "repository")); err != nil {
-		t.Fatal(err)
 	}
 	ka, err := runner.RepoName(a.home, a.dir)
 	if err != nil {
@@ -425,6 +420,10 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	o.MaxCostUSD = 1.01
 	dir := filepath.Join(t.TempDir(), "plan")
 	ctx := context.Background()
+	// max_failures 2 cannot be divided among 3 shards: refused before setup.
+	if _, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 3}); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--shards 2 or fewer") {
+		t.Fatalf("3 shards for max_failures 2 = %v, want a usage error", err)
+	}
 	plan, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
