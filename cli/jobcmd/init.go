@@ -65,9 +65,8 @@ reduce:
 
 // StarterActionsWorkflow is what `prodigy-action init --actions` writes
 // beside the starter: a GitHub Actions workflow that runs it with the
-// Action. OWNER is the account the Action is published under.
+// Action.
 const StarterActionsWorkflow = `# Runs the prodigy-action workflow workflow.yml (written by ` + "`prodigy-action init --actions`" + `).
-# Replace OWNER with the GitHub account that publishes the prodigy-action Action.
 name: prodigy
 on:
   workflow_dispatch:
@@ -83,8 +82,9 @@ jobs:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0              # agents branch and merge from full history
+          persist-credentials: false  # agents must not read the job token from .git/config
       - id: prodigy
-        uses: OWNER/prodigy-action@v1
+        uses: prodigy-action/prodigy-action@v1
         env:
           # Only claude: steps need it; add the secret under Settings → Secrets.
           ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}
@@ -110,8 +110,7 @@ func NewInitCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: `Write workflow.yml, a commented minimal workflow that runs on any git
 repository as it is (one item per Markdown file, a shell step per item), into
 --dir (default: the current directory). With --actions also write
-.github/workflows/prodigy.yml, which runs it with the Action (replace OWNER
-with the account publishing the Action). Existing files are never replaced
+.github/workflows/prodigy.yml, which runs it with the Action. Existing files are never replaced
 unless --force; nothing is written when one would be.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(f, opts) },

@@ -193,7 +193,7 @@ func TestInitWritesARunnableStarter(t *testing.T) {
 	}
 	found := false
 	for _, s := range gha.Jobs["fanout"].Steps {
-		if s.Uses == "OWNER/prodigy-action@v1" {
+		if s.Uses == "prodigy-action/prodigy-action@v1" {
 			found = s.Env["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}" && s.With["workflow"] == "workflow.yml"
 		}
 	}

@@ -96,9 +96,10 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Errorf("logs latest README.md printed:\n%s", out.String())
 	}
 
-	// The README's Actions step is the step init wrote.
+	// The README's Actions steps (the checkout without persisted
+	// credentials, the Action) are steps init wrote.
 	var shown []actionStep
-	if err := yaml.Unmarshal([]byte(readmeBlock(t, readme, "## Quick start", "yaml")), &shown); err != nil || len(shown) != 1 {
+	if err := yaml.Unmarshal([]byte(readmeBlock(t, readme, "## Quick start", "yaml")), &shown); err != nil || len(shown) != 2 {
 		t.Fatalf("README's step: %v %+v", err, shown)
 	}
 	written, err := os.ReadFile(filepath.Join(repo, ".github", "workflows", "prodigy.yml"))
@@ -113,11 +114,13 @@ func TestREADMEQuickStart(t *testing.T) {
 	if err := yaml.Unmarshal(written, &gha); err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, s := range gha.Jobs["fanout"].Steps {
-		found = found || reflect.DeepEqual(s, shown[0])
-	}
-	if !found {
-		t.Errorf("init's workflow has no step %+v:\n%s", shown[0], written)
+	for _, want := range shown {
+		found := false
+		for _, s := range gha.Jobs["fanout"].Steps {
+			found = found || reflect.DeepEqual(s, want)
+		}
+		if !found {
+			t.Errorf("init's workflow has no step %+v:\n%s", want, written)
+		}
 	}
 }
