@@ -63,6 +63,8 @@ type actionRun struct {
 	// gitConfig is extra git configuration for every git process of the
 	// run, the engine's and the agents' (safe.directory).
 	gitConfig []gitops.ConfigEntry
+	// pushURL is where origin pushed to before anything ran (push input).
+	pushURL string
 	// tracing exports the jobs' spans when the OTEL_* environment asks
 	// for it (the workflow's env: reaches the container); nil otherwise.
 	tracing *telemetry.Tracing
@@ -82,7 +84,7 @@ func (e *actionEnv) run(ctx context.Context) int {
 	in, err := ghaction.ReadInputs(e.gha)
 	r := &actionRun{env: e, in: in, redact: e.redactor(in)}
 	defer r.sig.watch(ctx)()
-	err = errors.Join(err, r.readRedriveInputs())
+	err = errors.Join(err, r.readRedriveInputs(), r.claudeSettings().Validate())
 	if err != nil {
 		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
 		return exitUsage
@@ -105,6 +107,10 @@ func (e *actionEnv) run(ctx context.Context) int {
 	r.tracing = telemetry.New(ctx, telemetry.Config{Getenv: e.Getenv, Redactor: r.redact,
 		Warn: func(m string) { e.gha.Warningf("%s", r.redact.String(m)) }})
 	defer func() { _ = r.tracing.Shutdown(context.WithoutCancel(ctx)) }()
+	if err := r.prepareGit(ctx); err != nil {
+		e.gha.Errorf("%s", r.redact.String(oneLine(err)))
+		return exitUsage
+	}
 	if code, ok := r.shardCommand(ctx); ok {
 		return code
 	}

@@ -517,6 +517,8 @@ func TestActionModeBadInputsExitTwo(t *testing.T) {
 		"retry without workflow": {"INPUT_COMMAND": "retry", "INPUT_RETRY-FROM-RUN": "555", "INPUT_WORKFLOW": ""},
 		"bad comment key":        {"INPUT_COMMENT-KEY": "a\u202eb"},
 		"bad allow-fork":         {"INPUT_ALLOW-FORK-ARTIFACTS": "yes"},
+		"bad permission mode":    {"INPUT_CLAUDE-PERMISSION-MODE": "yolo"},
+		"bad tool rule":          {"INPUT_CLAUDE-ALLOWED-TOOLS": "-rf"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {

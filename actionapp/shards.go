@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -42,7 +43,7 @@ func (r *actionRun) engineOptions() runner.Options {
 		// The engine's stderr carries step output and error text: no line
 		// of it may act as a workflow command.
 		Stderr: ghaction.NeutralizeWriter(e.Stderr),
-		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
+		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Claude: r.claudeSettings(), Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
 		Tracer: r.tracing.Tracer(),
 		// GitHub's cancel sequence: the agents stop at the first signal.
@@ -250,4 +251,13 @@ func newestAttempts(dirs []string) []string {
 		out = append(out, p.dir)
 	}
 	return out
+}
+
+// claudeSettings are the claude-* inputs as overrides of the workflow's
+// Claude options.
+func (r *actionRun) claudeSettings() config.ClaudeSettings {
+	return config.ClaudeSettings{
+		Model: r.in.ClaudeModel, PermissionMode: r.in.ClaudePermissionMode,
+		AllowedTools: r.in.ClaudeAllowedTools, DisallowedTools: r.in.ClaudeDisallowedTools, MaxTurns: r.in.ClaudeMaxTurns,
+	}
 }

@@ -20,11 +20,16 @@ import (
 	"github.com/prodigy-action/prodigy-action/cli/worktreecmd"
 )
 
+// Name is the command's name everywhere it calls itself: help, usage
+// lines, suggestions, hints and the completion scripts (README's install
+// line builds the binary under this name).
+const Name = cmdutil.Name
+
 // NewRootCmd builds the command tree: one constructor per command
 // (options struct + constructor + run function, cli/cli's pkg/cmd style).
 func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "action",
+		Use:           Name,
 		Short:         "Fan work items out to parallel agents in git worktrees, retry, merge, and dead-letter what still fails",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -32,10 +37,12 @@ func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root.SetIn(f.In)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
+	root.Version = f.VersionString()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	root.AddCommand(
 		jobcmd.NewRunCmd(f), jobcmd.NewResumeCmd(f), jobcmd.NewStatusCmd(f), jobcmd.NewValidateCmd(f),
-		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
+		jobcmd.NewDemoCmd(f), jobcmd.NewJobsCmd(f), jobcmd.NewInitCmd(f), jobcmd.NewLogsCmd(f), dlqcmd.NewDLQCmd(f), worktreecmd.NewWorktreeCmd(f),
 	)
 	root.AddCommand(shardcmd.NewPlanCmd(f), shardcmd.NewShardCmd(f), shardcmd.NewGatherCmd(f))
 	strict(root)

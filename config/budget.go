@@ -2,6 +2,7 @@ package config
 
 import (
 	"regexp"
+	"time"
 )
 
 // Budget is the `budget:` block (our extension): spend caps in US dollars,
@@ -18,12 +19,21 @@ type Budget struct {
 // DefaultMaxWaits is rate_limit.max_waits when not given.
 const DefaultMaxWaits = 10
 
+// DefaultMaxCooldown is rate_limit.max_cooldown when not given: the
+// longest fleet cool-down a provider's retry delay or a subscription
+// limit's reset time can start.
+const DefaultMaxCooldown = 30 * time.Minute
+
 // RateLimit is the `rate_limit:` block (our extension): how attempts that
 // failed because the provider rate-limited or was overloaded are handled.
 type RateLimit struct {
 	// MaxWaits bounds the rate-limited attempts of one item that do not
 	// count against its attempts (default DefaultMaxWaits).
 	MaxWaits int
+	// MaxCooldown caps one fleet cool-down (default DefaultMaxCooldown): a
+	// longer provider retry delay is clamped to it; a subscription limit
+	// that resets later stops the job with its items pending.
+	MaxCooldown time.Duration
 	// On lists the matchers (`rate_limit_on`) that mark a failed shell
 	// step as rate-limited; claude steps are recognised from their
 	// stream-json output.
@@ -77,7 +87,7 @@ func (d *decoder) budget(e entry) *Budget {
 
 // rateLimit decodes `rate_limit:`.
 func (d *decoder) rateLimit(e entry) RateLimit {
-	rl := RateLimit{MaxWaits: DefaultMaxWaits}
+	rl := RateLimit{MaxWaits: DefaultMaxWaits, MaxCooldown: DefaultMaxCooldown}
 	o := d.object(e.val, e.path)
 	if o == nil {
 		return rl
@@ -86,6 +96,15 @@ func (d *decoder) rateLimit(e entry) RateLimit {
 	if kv, ok := o.take("max_waits"); ok {
 		if n, ok := d.integer(kv, 0); ok {
 			rl.MaxWaits = n
+		}
+	}
+	if kv, ok := o.take("max_cooldown"); ok {
+		if v, ok := d.duration(kv); ok {
+			if v < time.Second {
+				d.fail(kv.val, kv.path, "must be at least 1s, got %s", v)
+			} else {
+				rl.MaxCooldown = v
+			}
 		}
 	}
 	if kv, ok := o.take("rate_limit_on"); ok {

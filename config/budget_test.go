@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
 )
@@ -12,14 +13,14 @@ const budgetMap = "map:\n  input: items.json\n  agent_template:\n    - shell: 't
 
 func TestBudgetAndRateLimit(t *testing.T) {
 	t.Parallel()
-	w, err := config.Parse("w.yml", []byte("budget:\n  max_cost_usd: 25\n  item_max_cost_usd: 2.5\nrate_limit:\n  max_waits: 4\n  rate_limit_on:\n    - {exit_code: 75}\n    - {pattern: \"429\"}\n"+budgetMap))
+	w, err := config.Parse("w.yml", []byte("budget:\n  max_cost_usd: 25\n  item_max_cost_usd: 2.5\nrate_limit:\n  max_waits: 4\n  max_cooldown: 2h\n  rate_limit_on:\n    - {exit_code: 75}\n    - {pattern: \"429\"}\n"+budgetMap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.Budget == nil || *w.Budget != (config.Budget{MaxCostUSD: 25, ItemMaxCostUSD: 2.5}) {
 		t.Errorf("budget = %+v", w.Budget)
 	}
-	want := config.RateLimit{MaxWaits: 4, On: []config.RateLimitMatcher{{ExitCode: 75}, {Pattern: "429"}}}
+	want := config.RateLimit{MaxWaits: 4, MaxCooldown: 2 * time.Hour, On: []config.RateLimitMatcher{{ExitCode: 75}, {Pattern: "429"}}}
 	if !reflect.DeepEqual(w.RateLimit, want) {
 		t.Errorf("rate_limit = %+v, want %+v", w.RateLimit, want)
 	}
@@ -27,7 +28,7 @@ func TestBudgetAndRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Budget != nil || w.RateLimit.MaxWaits != config.DefaultMaxWaits || w.RateLimit.On != nil {
+	if w.Budget != nil || w.RateLimit.MaxWaits != config.DefaultMaxWaits || w.RateLimit.MaxCooldown != config.DefaultMaxCooldown || w.RateLimit.On != nil {
 		t.Errorf("defaults: budget %+v rate_limit %+v", w.Budget, w.RateLimit)
 	}
 }

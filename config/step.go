@@ -107,6 +107,12 @@ func (d *decoder) stepOptions(o *object, s *Step) {
 	if kv, ok := o.take("allow_nested_shell"); ok {
 		s.AllowNestedShell, _ = d.boolean(kv)
 	}
+	if kv, ok := o.take("claude_options"); ok {
+		if s.Claude == "" {
+			d.fail(kv.keyNode, kv.path, "claude_options belongs to a claude step")
+		}
+		s.ClaudeOptions = d.claudeSettings(kv)
+	}
 }
 
 // nonEmpty decodes a string that must not be blank.

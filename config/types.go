@@ -38,6 +38,9 @@ type Workflow struct {
 	RateLimit RateLimit
 	// Worktree is the `worktree:` block (sparse agent checkouts).
 	Worktree WorktreeConfig
+	// Claude is the `claude:` block: options of every claude step (a
+	// step's claude_options override them; ClaudeFor resolves).
+	Claude ClaudeSettings
 	// Warnings lists deprecations and suspicious settings, each prefixed
 	// with "file:line:col: key:".
 	Warnings []string
@@ -182,6 +185,9 @@ type Step struct {
 	Env map[string]string
 	// Retry retries this one step; nil = no step-level retry.
 	Retry *RetryConfig
+	// ClaudeOptions is a claude step's `claude_options:`, overriding the
+	// workflow's `claude:` block.
+	ClaudeOptions ClaudeSettings
 	// AllowNestedShell (`allow_nested_shell: true`) lets placeholders sit
 	// inside the script of a second shell (bash -c, eval, ssh …), which
 	// parses their values as code; refused by default.

@@ -147,12 +147,15 @@ func (d *decoder) workflow(root ast.Node) *Workflow {
 	if kv, ok := o.take("budget"); ok {
 		w.Budget = d.budget(kv)
 	}
-	w.RateLimit = RateLimit{MaxWaits: DefaultMaxWaits}
+	w.RateLimit = RateLimit{MaxWaits: DefaultMaxWaits, MaxCooldown: DefaultMaxCooldown}
 	if kv, ok := o.take("rate_limit"); ok {
 		w.RateLimit = d.rateLimit(kv)
 	}
 	if kv, ok := o.take("worktree"); ok {
 		d.worktree(kv, w)
+	}
+	if kv, ok := o.take("claude"); ok {
+		w.Claude = d.claudeSettings(kv)
 	}
 	var mapLevel policySrc
 	if kv, ok := o.take("map"); ok {

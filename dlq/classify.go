@@ -102,6 +102,10 @@ var (
 	uuidRe      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	timeRe      = regexp.MustCompile(`^\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?$`)
 	numberedRe  = regexp.MustCompile(`[-_:#=.@]\d`)
+	// fileNameRe matches a bare file name: a stem, a dot and a short
+	// lower-case extension (uint.go, string_slice.go, package.json,
+	// index.d.ts), so that one cause failing on many files is one group.
+	fileNameRe = regexp.MustCompile(`^[\w+-]+(?:\.[\w+-]+)*\.[a-z][a-z0-9]{0,4}$`)
 )
 
 // unitWords are dropped when they follow a dropped number ("300 second").
@@ -115,7 +119,8 @@ var unitWords = map[string]bool{"ms": true, "s": true, "sec": true, "secs": true
 // a signature. Normalisation: timestamps are cut out, the message is split
 // on whitespace (which folds it), and a word is dropped when, stripped of
 // surrounding punctuation, it is empty, contains '/' or '\' (paths, URLs),
-// is a number with an optional short unit (42, 3.5, 30s, 10MB, 95%), a
+// is a bare file name (uint.go, package.json: a dot and a lower-case
+// extension of at most 5 characters), is a number with an optional short unit (42, 3.5, 30s, 10MB, 95%), a
 // clock time, a hex id (0x1f, a1b2c3d, …) or UUID, contains a number
 // attached by - _ : # = . @ (item-123, main.go:42, pid=7, v1.2), or is a
 // quoted token containing a digit, '-', '_', '.' or ':'. A unit word right
@@ -169,7 +174,7 @@ func dropWord(raw, core string) bool {
 	if len(core) >= 6 && hexRe.MatchString(core) || strings.HasPrefix(core, "0x") && hexRe.MatchString(core) {
 		return true
 	}
-	if numberedRe.MatchString(core) {
+	if numberedRe.MatchString(core) || fileNameRe.MatchString(core) {
 		return true
 	}
 	if quoted(raw) && strings.ContainsAny(core, "0123456789-_.:") {

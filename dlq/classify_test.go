@@ -70,6 +70,7 @@ func TestSignature(t *testing.T) {
 		{"ten_words", failed, "one two three four five six seven eight nine ten eleven twelve", "CommandFailed::one two three four five six seven eight nine ten"},
 		{"ten_words_after_dropping", failed, "a 1 b 2 c 3 d 4 e 5 f 6 g 7 x 8 i 9 j 10 k", "CommandFailed::a b c d e f g x i j"},
 		{"empty", ErrorType{Kind: Unknown}, "", "Unknown::"},
+		{"file_names", failed, "gofmt would reformat string_slice.go and index.d.ts; os.Exit kept", "CommandFailed::gofmt would reformat and os.Exit kept"},
 		{"words_kept_verbatim", failed, "Error: bad thing, really.", "CommandFailed::Error: bad thing, really."},
 	}
 	for _, tt := range tests {
@@ -87,6 +88,8 @@ func TestSignatureGroupsSimilarMessages(t *testing.T) {
 		{"Connection failed at /path/to/file:123 with error code 42", "Connection failed at /other/file.go:7 with error code 13"},
 		{"item-17 timed out after 30s at 2025-01-11T10:30:00Z", "item-981 timed out after 45s at 2026-02-01T00:00:01Z"},
 		{"commit deadbeef12 not found in 'refs/heads/x1'", "commit 0a1b2c3d4e not found in 'refs/heads/y22'"},
+		// One cause on many files is one group (issue 27: go vet on each file).
+		{"gofmt: uint.go is not formatted", "gofmt: bool_slice.go is not formatted", "gofmt: flag.go is not formatted"},
 	}
 	for _, g := range groups {
 		want := Signature(ErrorType{Kind: Unknown}, g[0])

@@ -1,4 +1,4 @@
-// Package examples embeds the demo workflow that `action demo` runs.
+// Package examples embeds the demo workflow that `prodigy-action demo` runs.
 package examples
 
 import "embed"

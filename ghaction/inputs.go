@@ -50,6 +50,16 @@ type Inputs struct {
 	FailOnDLQ             bool
 	ClaudeCommand         string
 	ClaudeArgs            []string
+	// ClaudeModel, ClaudePermissionMode, ClaudeAllowedTools,
+	// ClaudeDisallowedTools and ClaudeMaxTurns override the workflow's
+	// claude options (inputs claude-model, claude-permission-mode,
+	// claude-allowed-tools, claude-disallowed-tools, claude-max-turns);
+	// a nil list is unset. actionapp validates them.
+	ClaudeModel           string
+	ClaudePermissionMode  string
+	ClaudeAllowedTools    []string
+	ClaudeDisallowedTools []string
+	ClaudeMaxTurns        int
 	// RedriveWorkflow is the workflow file shown in the redrive command;
 	// "" means the current workflow's file.
 	RedriveWorkflow string
@@ -74,6 +84,11 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		ArtifactName:  a.GetInput("artifact-name"),
 		ClaudeCommand: a.GetInput("claude-command"),
 		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
+
+		ClaudeModel:           strings.TrimSpace(a.GetInput("claude-model")),
+		ClaudePermissionMode:  strings.TrimSpace(a.GetInput("claude-permission-mode")),
+		ClaudeAllowedTools:    toolList(a.GetInput("claude-allowed-tools")),
+		ClaudeDisallowedTools: toolList(a.GetInput("claude-disallowed-tools")),
 
 		RedriveWorkflow: a.GetInput("redrive-workflow"),
 		SecretValues:    secretLines(a.GetInput("secret-values")),
@@ -115,6 +130,11 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.MaxParallel = int(n)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("input max-parallel: %w", err))
+	}
+	n, err = parseInt64(a.GetInput("claude-max-turns"))
+	in.ClaudeMaxTurns = int(n)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("input claude-max-turns: %w", err))
 	}
 	n, err = parseInt64(a.GetInput("retry-sample"))
 	in.RetrySample = int(n)
@@ -174,6 +194,23 @@ func secretLines(s string) []string {
 	for _, line := range strings.Split(s, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// toolList reads a tools input: one rule per line or comma-separated;
+// nil when the input is empty (unset).
+func toolList(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(v, "\n") {
+		for _, t := range strings.Split(line, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				out = append(out, t)
+			}
 		}
 	}
 	return out

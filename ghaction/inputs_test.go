@@ -71,3 +71,27 @@ func TestReadInputsSecretValues(t *testing.T) {
 		t.Errorf("SecretValues = %q", in.SecretValues)
 	}
 }
+
+func TestReadClaudeInputs(t *testing.T) {
+	t.Parallel()
+	in, err := ReadInputs(actionWith(map[string]string{
+		"INPUT_WORKFLOW": "wf.yml", "INPUT_CLAUDE-MODEL": " sonnet ", "INPUT_CLAUDE-PERMISSION-MODE": "plan",
+		"INPUT_CLAUDE-ALLOWED-TOOLS": "Bash(git add:*), Bash(git commit:*)\nEdit\n", "INPUT_CLAUDE-DISALLOWED-TOOLS": "WebFetch,WebSearch",
+		"INPUT_CLAUDE-MAX-TURNS": "12",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.ClaudeModel != "sonnet" || in.ClaudePermissionMode != "plan" || in.ClaudeMaxTurns != 12 ||
+		strings.Join(in.ClaudeAllowedTools, "|") != "Bash(git add:*)|Bash(git commit:*)|Edit" ||
+		strings.Join(in.ClaudeDisallowedTools, "|") != "WebFetch|WebSearch" {
+		t.Fatalf("claude inputs = %+v", in)
+	}
+	in, err = ReadInputs(actionWith(map[string]string{"INPUT_WORKFLOW": "wf.yml"}))
+	if err != nil || in.ClaudeAllowedTools != nil || in.ClaudeDisallowedTools != nil {
+		t.Fatalf("unset tool inputs must stay nil (the workflow's settings apply): %+v %v", in, err)
+	}
+	if _, err := ReadInputs(actionWith(map[string]string{"INPUT_WORKFLOW": "wf.yml", "INPUT_CLAUDE-MAX-TURNS": "many"})); err == nil {
+		t.Fatal("claude-max-turns: many accepted")
+	}
+}

@@ -203,10 +203,11 @@ func newRunner(o Options) runner {
 		env = append(env, kv)
 	}
 	env = append(env, "GIT_TERMINAL_PROMPT=0")
-	// core.hooksPath and core.fsmonitor last: they override the
-	// repository's own config, which an agent may have rewritten.
+	// core.hooksPath, core.fsmonitor and neutralConfig last: they
+	// override the repository's own config, which an agent may have
+	// rewritten.
 	r.base = withConfig(env, o.Config)
-	r.last = []ConfigEntry{{"core.hooksPath", hooks}, {"core.fsmonitor", "false"}}
+	r.last = append([]ConfigEntry{{"core.hooksPath", hooks}, {"core.fsmonitor", "false"}}, neutralConfig...)
 	r.env = withConfig(r.base, r.last)
 	return r
 }

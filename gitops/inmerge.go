@@ -40,7 +40,7 @@ type mergeWalk struct {
 
 // walkUnmerged walks theirs's history in-process, not entering commits in
 // known. The walk is complete when every path ended at a known commit.
-func (o *objectReader) walkUnmerged(theirs string, known map[string]bool) mergeWalk {
+func (o *objectReader) walkUnmerged(theirs string, known func(string) bool) mergeWalk {
 	var w mergeWalk
 	seen := map[string]bool{}
 	queue := []string{theirs}
@@ -51,7 +51,7 @@ func (o *objectReader) walkUnmerged(theirs string, known map[string]bool) mergeW
 			continue
 		}
 		seen[oid] = true
-		if known[oid] {
+		if known(oid) {
 			w.frontier = append(w.frontier, oid)
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,14 +220,32 @@ func (c *Client) unmerged(m *mergedSet, old, theirs string) mergeWalk {
 	if c.objects == nil {
 		return mergeWalk{}
 	}
-	c.mergeMu.Lock()
-	if m.tip != old {
-		c.mergeMu.Unlock()
+	if !c.tipIs(m, old) {
 		return mergeWalk{}
 	}
-	known := maps.Clone(m.known)
-	c.mergeMu.Unlock()
-	return c.objects.walkUnmerged(theirs, known)
+	return c.objects.walkUnmerged(theirs, c.knownTo(m))
+}
+
+// tipIs reports whether old is the tip m knows.
+func (c *Client) tipIs(m *mergedSet, old string) bool {
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	return m.tip == old
+}
+
+// knownTo looks commits up in m's known set, under the lock, one at a
+// time: a walk reads a handful of commits, so this costs nothing like a
+// copy of the set, which grows with every merge (a copy per merge made a
+// job's merges quadratic in its items). The set may grow (or be reset)
+// while a walk runs, only because the ref moved on: the merge computed
+// from that walk then fails its compare-and-swap on the ref and is redone,
+// so a walk never publishes what it read from a newer set.
+func (c *Client) knownTo(m *mergedSet) func(string) bool {
+	return func(oid string) bool {
+		c.mergeMu.Lock()
+		defer c.mergeMu.Unlock()
+		return m.known[oid]
+	}
 }
 
 // mergedSet is what a Client knows about one target ref: the tip it last
@@ -325,11 +342,8 @@ func (c *Client) descendantTree(m *mergedSet, old, theirs string) (string, bool)
 	if c.objects == nil {
 		return "", false
 	}
-	c.mergeMu.Lock()
-	stop := maps.Clone(m.known)
-	c.mergeMu.Unlock()
-	delete(stop, old)
-	yes, ok := c.objects.isAncestor(old, theirs, stop)
+	known := c.knownTo(m)
+	yes, ok := c.objects.isAncestor(old, theirs, func(oid string) bool { return oid != old && known(oid) })
 	if !ok || !yes {
 		return "", false
 	}

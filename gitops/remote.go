@@ -7,6 +7,9 @@ import (
 )
 
 // Push runs `git push --quiet <remote> <refspecs…>` from the top level.
+// It reads the repository's configuration (remote urls, url rewrites,
+// proxies, ssh commands), which agents sharing the repository can write:
+// to push with a token use [Client.PushCommit], which reads none.
 // config is extra configuration for this command only (for example
 // [HTTPAuthConfig]); it travels in the environment of this one git process,
 // never on its command line. Hooks are off as for every git process of the

@@ -226,7 +226,7 @@ const maxWalk = 1000
 // reached (head's history is not bounded by base) or the walk grows past
 // maxWalk.
 func (o *objectReader) commitsSince(head, base string) (commits []string, ok bool) {
-	w := o.walkUnmerged(head, map[string]bool{base: true})
+	w := o.walkUnmerged(head, func(oid string) bool { return oid == base })
 	if !w.complete {
 		return nil, false
 	}
@@ -237,7 +237,7 @@ func (o *objectReader) commitsSince(head, base string) (commits []string, ok boo
 // walking desc's history, without entering commits in stop: commits known
 // to be ancestors of anc other than anc itself, which cannot lead to anc.
 // ok is false when the walk cannot decide within maxWalk commits.
-func (o *objectReader) isAncestor(anc, desc string, stop map[string]bool) (yes, ok bool) {
+func (o *objectReader) isAncestor(anc, desc string, stop func(string) bool) (yes, ok bool) {
 	seen := map[string]bool{}
 	queue := []string{desc}
 	for len(queue) > 0 {
@@ -246,7 +246,7 @@ func (o *objectReader) isAncestor(anc, desc string, stop map[string]bool) (yes, 
 		if oid == anc {
 			return true, true
 		}
-		if seen[oid] || stop[oid] {
+		if seen[oid] || (stop != nil && stop(oid)) {
 			continue
 		}
 		seen[oid] = true

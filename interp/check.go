@@ -92,3 +92,19 @@ func asScriptError(err error) *ScriptError {
 	}
 	return &ScriptError{Line: 1, Col: 1, Err: err}
 }
+
+// Closest returns the candidate nearest to name within edit distance 2
+// (ties: the smaller name), or "" when none is that close: the "did you
+// mean" of typo checks.
+func Closest(name string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		if d := editDistance(name, c); d < bestD || d == bestD && c < best {
+			best, bestD = c, d
+		}
+	}
+	return best
+}

@@ -138,19 +138,22 @@ type Checkpoint struct {
 	BaseCommit        string `json:"base_commit"`
 	ParentWorktree    string `json:"parent_worktree"`
 	// Isolation and Merge are the engine's worktree and merge strategies.
-	Isolation       string    `json:"isolation"`
-	Merge           string    `json:"merge"`
-	MaxParallel     int       `json:"max_parallel"`
-	ClaudeCommand   string    `json:"claude_command,omitempty"`
-	ClaudeArgs      []string  `json:"claude_args,omitempty"`
-	Sparse          []string  `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
-	Status          JobStatus `json:"status"`
-	Phase           string    `json:"phase"`
-	SetupCompleted  bool      `json:"setup_completed"`
-	ReduceCompleted bool      `json:"reduce_completed"`
-	Error           string    `json:"error,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	Isolation     string   `json:"isolation"`
+	Merge         string   `json:"merge"`
+	MaxParallel   int      `json:"max_parallel"`
+	ClaudeCommand string   `json:"claude_command,omitempty"`
+	ClaudeArgs    []string `json:"claude_args,omitempty"`
+	// ClaudeOverrides are the caller's Claude Code options (config.ClaudeSettings
+	// as JSON), reused by resume.
+	ClaudeOverrides json.RawMessage `json:"claude_overrides,omitempty"`
+	Sparse          []string        `json:"sparse,omitempty"` // --sparse of the first run; resume keeps it
+	Status          JobStatus       `json:"status"`
+	Phase           string          `json:"phase"`
+	SetupCompleted  bool            `json:"setup_completed"`
+	ReduceCompleted bool            `json:"reduce_completed"`
+	Error           string          `json:"error,omitempty"`
+	StartedAt       time.Time       `json:"started_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
 	// ElapsedMS accumulates the wall time of earlier runs (resume adds to it).
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// NextAgent numbers agents uniquely across runs of the job.
@@ -179,6 +182,11 @@ type Checkpoint struct {
 	ReduceStepHead string `json:"reduce_step_head,omitempty"`
 	// ReduceVars are values captured by completed reduce steps.
 	ReduceVars map[string]string `json:"reduce_vars,omitempty"`
+	// ResultsVerified is the last tip of the results branch the engine
+	// verified or wrote itself outside the map phase (after setup, before
+	// and after reduce): above it, the branch's first-parent chain may hold
+	// only the items' merge commits (MergeCommit).
+	ResultsVerified string `json:"results_verified,omitempty"`
 	// ItemCounts tallies Items by state as of this snapshot (nil in
 	// checkpoints of older versions), so a summary (LoadSummary) need not
 	// read the items.
@@ -217,6 +225,27 @@ type CheckpointItem struct {
 	// not known to be stored: set before the DLQ write, cleared after it.
 	// A dlq item that still has one is failed-unrecorded; resume writes it.
 	PendingRecord json.RawMessage `json:"pending_dlq_record,omitempty"`
+	// InFlight is the number of the attempt that started and has no
+	// outcome yet (0: none), with the agent that runs it and when it
+	// started. A resume that finds one (the process running the job died
+	// during the attempt) records that attempt as a failure, so every
+	// attempt that ran is one failure_history entry, and counts it in
+	// Lost: a lost attempt is not the item's fault and does not spend its
+	// budget (Attempts-BudgetBase-Lost attempts of it are spent).
+	InFlight      int        `json:"attempt_in_flight,omitempty"`
+	InFlightAgent string     `json:"agent_in_flight,omitempty"`
+	InFlightSince *time.Time `json:"attempt_in_flight_since,omitempty"`
+	Lost          int        `json:"attempts_lost,omitempty"`
+	// SpendCeiling is, while the item runs with an item budget, its cost
+	// if its whole reservation were spent (cost so far plus the
+	// reservation). Cleared when the run of the item ends; a crash leaves
+	// it, and the next run counts it as spent (RecoverSpend): spend that
+	// Claude Code made before the crash is never forgotten.
+	SpendCeiling float64 `json:"spend_ceiling_usd,omitempty"`
+	// MergeCommit is the merge commit the engine made on the results
+	// branch for a merged item; empty when it made none (no commits, or
+	// the item's commit was already on the branch).
+	MergeCommit string `json:"merge_commit,omitempty"`
 
 	// pos is the item's index in Checkpoint.Items, kept by State.
 	pos int
@@ -1011,4 +1040,17 @@ func journalTail(path string, base int) (*journalEntry, error) {
 		end = start - 1
 	}
 	return nil, nil
+}
+
+// RecoverSpend counts the reservation of an item whose run ended without
+// clearing SpendCeiling (a crash) as spent; it reports whether it did.
+func (it *CheckpointItem) RecoverSpend() bool {
+	if it.SpendCeiling <= 0 {
+		return false
+	}
+	if it.SpendCeiling > it.CostUSD {
+		it.CostUSD = RoundUSD(it.SpendCeiling)
+	}
+	it.SpendCeiling = 0
+	return true
 }

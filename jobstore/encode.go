@@ -15,7 +15,7 @@ import (
 func (s *State) appendItem(b []byte, it *CheckpointItem) ([]byte, error) {
 	if it.Tokens != nil || it.Failures != nil || it.PendingRecord != nil || it.Data != nil ||
 		!plainString(it.ItemID) || !plainString(it.Label) || !plainString(string(it.State)) ||
-		!plainString(it.Error) || !plainString(it.ErrorType) || !plainString(it.LogLocation) ||
+		!plainString(it.Error) || !plainString(it.ErrorType) || !plainString(it.LogLocation) || !plainString(it.MergeCommit) ||
 		!finite(it.CostUSD) || !finite(it.CostBase) || (it.TimingsMS != nil && !finiteTimings(it.TimingsMS)) {
 		line, err := json.Marshal(it)
 		if err != nil {
@@ -81,6 +81,10 @@ func (s *State) appendItem(b []byte, it *CheckpointItem) ([]byte, error) {
 	if it.CostBase != 0 {
 		b = append(b, `,"cost_base":`...)
 		b = appendFloat(b, it.CostBase)
+	}
+	if it.MergeCommit != "" {
+		b = append(b, `,"merge_commit":`...)
+		b = s.appendText(b, it.MergeCommit)
 	}
 	return append(b, '}'), nil
 }

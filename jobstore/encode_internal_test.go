@@ -14,7 +14,7 @@ func TestAppendItemMatchesMarshal(t *testing.T) {
 		{ItemOutcome: ItemOutcome{ItemID: "item_0", State: ItemPending}},
 		{ItemOutcome: ItemOutcome{ItemID: "a-b", Label: "src/x.go", State: ItemMerged, Attempts: 2, Commits: 3, DurationMS: 1234,
 			TimingsMS: &Timings{Prepare: 1.5, Steps: 1e-7, Merge: 2e21, Cleanup: 0, Bookkeeping: 123456.789}, CostUSD: 0.000123},
-			Index: 7, DataOff: 99, DataLen: 12, BudgetBase: 1, CostBase: 0.5},
+			Index: 7, DataOff: 99, DataLen: 12, BudgetBase: 1, CostBase: 0.5, MergeCommit: "0123456789abcdef0123456789abcdef01234567"},
 		{ItemOutcome: ItemOutcome{ItemID: "x", State: ItemDLQ, Error: "exit 1: boom", ErrorType: "CommandFailed", LogLocation: "/l/a.jsonl", CostUSD: -2}},
 		{ItemOutcome: ItemOutcome{ItemID: "é<&>\"\\\n", State: ItemSkipped}},                  // fallback: escapes
 		{ItemOutcome: ItemOutcome{ItemID: "t", State: ItemMerged, Tokens: &Tokens{Input: 1}}}, // fallback: tokens

@@ -11,7 +11,8 @@ import (
 )
 
 // Paths is the on-disk layout of one job under the state directory
-// (DESIGN.md "State on disk"). Repo is the repository directory name.
+// (DESIGN.md "State on disk"). Repo is the repository's state name
+// (RepoKey decides it).
 type Paths struct {
 	Home  string
 	Repo  string
@@ -111,4 +112,53 @@ func ValidJobID(id string) error {
 		return fmt.Errorf("%w %q: it is reserved for the newest job", ErrInvalidJobID, id)
 	}
 	return nil
+}
+
+// repoIdentity is the identity of the repository checked out at topLevel:
+// its absolute, symlink-free path.
+func repoIdentity(topLevel string) string {
+	path, err := filepath.Abs(topLevel)
+	if err != nil {
+		return filepath.Clean(topLevel)
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return filepath.Clean(path)
+}
+
+// RepoKey decides the <repo> element of the paths of the repository
+// checked out at topLevel (suffix, such as ".shard-3", names a variant of
+// its state). It is the checkout's directory name — readable, and where
+// earlier versions kept every job, so existing state stays readable — as
+// long as that name is free or this repository's: the name belongs to the
+// repository its jobs' checkpoints name (state/<name>/jobs/*). Any other
+// repository with the same directory name gets <name>-<digest of its
+// absolute, symlink-free path>, so two repositories named `app` never
+// share jobs. Nothing is written: a name is taken by the first job's
+// checkpoint.
+func RepoKey(home, topLevel, suffix string) string {
+	name := filepath.Base(topLevel)
+	if home == "" {
+		return name + suffix
+	}
+	id := repoIdentity(topLevel)
+	if owner := nameOwner(home, name); owner == "" || owner == id {
+		return name + suffix
+	}
+	sum := sha256.Sum256([]byte(id))
+	return name + "-" + hex.EncodeToString(sum[:5]) + suffix
+}
+
+// nameOwner is the identity of the repository whose jobs are kept under
+// state name name ("" when there are none): the first readable
+// checkpoint's repository.
+func nameOwner(home, name string) string {
+	dirs, _ := filepath.Glob(filepath.Join(home, "state", name, "jobs", "*"))
+	for _, d := range dirs {
+		if cp, err := LoadSummary(Paths{Home: home, Repo: name, JobID: filepath.Base(d)}); err == nil && cp.RepoDir != "" {
+			return repoIdentity(cp.RepoDir)
+		}
+	}
+	return ""
 }

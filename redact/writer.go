@@ -154,6 +154,10 @@ type eachWriter struct {
 	w io.Writer
 }
 
+// Unwrap returns the writer the redacted bytes go to, so that a caller
+// can ask what it is (a terminal?) without writing around the redactor.
+func (e eachWriter) Unwrap() io.Writer { return e.w }
+
 func (e eachWriter) Write(p []byte) (int, error) {
 	if _, err := e.w.Write(e.r.Bytes(p)); err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -165,12 +166,22 @@ func totals(b *strings.Builder, in Input) {
 	branch(b, in)
 }
 
+// USD prints a dollar amount with two decimals, or up to four when it
+// has them ($0.0246, not $0.02).
+func USD(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', 4, 64)
+	for range 2 {
+		s = strings.TrimSuffix(s, "0")
+	}
+	return s
+}
+
 // spend writes the job's cost (and budget) and its rate-limit cool-downs.
 func spend(b *strings.Builder, in Input) {
 	if in.CostUSD > 0 || in.MaxCostUSD > 0 {
-		fmt.Fprintf(b, "Spend: **$%.2f**", in.CostUSD)
+		fmt.Fprintf(b, "Spend: **$%s**", USD(in.CostUSD))
 		if in.MaxCostUSD > 0 {
-			fmt.Fprintf(b, " of the $%.2f budget", in.MaxCostUSD)
+			fmt.Fprintf(b, " of the $%s budget", USD(in.MaxCostUSD))
 		}
 		b.WriteString("\n\n")
 	}
@@ -203,7 +214,7 @@ func patterns(b *strings.Builder, groups []PatternGroup, max, cell int) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %s |\n", Cell(g.Signature, cell), Cell(g.ErrorType, 40), g.Count, orDash(strings.Join(ex, ", ")))
 	}
-	more(b, len(groups)-n, "run `action dlq analyze` on the DLQ artifact")
+	more(b, len(groups)-n, "run `prodigy-action dlq analyze` on the DLQ artifact")
 	b.WriteString("\n")
 }
 
@@ -218,7 +229,7 @@ func orphans(b *strings.Builder, in Input) {
 	}
 	more(b, len(in.Orphaned)-n, "")
 	if in.JobID != "" {
-		fmt.Fprintf(b, "\nLocally: `action worktree clean-orphaned %s`\n", shellWord(in.JobID))
+		fmt.Fprintf(b, "\nLocally: `prodigy-action worktree clean-orphaned %s`\n", shellWord(in.JobID))
 	}
 	b.WriteString("\n")
 }

@@ -16,6 +16,10 @@ func TestSpendAndCooldownsInSummaryAndComment(t *testing.T) {
 			}
 		}
 	}
+	in.CostUSD, in.MaxCostUSD = 0.0246, 0.05
+	if out := Summary(in); !strings.Contains(out, "Spend: **$0.0246** of the $0.05 budget") {
+		t.Errorf("small amounts lose their cents:\n%s", out)
+	}
 	in = Input{Title: "wf", JobID: "j1", Status: "completed", Total: 1, Successful: 1}
 	if out := Summary(in); strings.Contains(out, "Spend") || strings.Contains(out, "Rate limits") {
 		t.Errorf("a job without claude spend or cool-downs shows them:\n%s", out)

@@ -148,13 +148,13 @@ func WriteStatus(w io.Writer, res *runner.Result) {
 	if res.CostUSD > 0 || res.MaxCostUSD > 0 {
 		fmt.Fprintf(w, "cost:           $%.4f", res.CostUSD)
 		if res.MaxCostUSD > 0 {
-			fmt.Fprintf(w, " of the $%.2f budget", res.MaxCostUSD)
+			fmt.Fprintf(w, " of the $%s budget", USD(res.MaxCostUSD))
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "duration:       %dms\n", res.DurationMS)
 	if len(res.OrphanedWorktrees) > 0 {
-		fmt.Fprintf(w, "orphaned worktrees (remove with `action worktree clean-orphaned %s`):\n", res.JobID)
+		fmt.Fprintf(w, "orphaned worktrees (remove with `prodigy-action worktree clean-orphaned %s`):\n", res.JobID)
 		for _, o := range res.OrphanedWorktrees {
 			fmt.Fprintf(w, "  %s (item %s): %s\n", o.Path, o.ItemID, Truncate(o.Error, MaxTermCell))
 		}
@@ -176,7 +176,7 @@ func WriteOrphans(w io.Writer, sets []runner.OrphanSet) int {
 	return n
 }
 
-// WriteDemoOutcome writes what `action demo` shows after its job: the
+// WriteDemoOutcome writes what `prodigy-action demo` shows after its job: the
 // results branch's history (graph) and files as git printed them, and the
 // commands to look at the outcome next.
 func WriteDemoOutcome(w io.Writer, res *runner.Result, graph, files string) {

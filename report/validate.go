@@ -23,6 +23,9 @@ func WriteValidation(out, errw io.Writer, v runner.Validation) {
 		return
 	}
 	fmt.Fprintf(out, "%s: valid\n", v.File)
+	for _, c := range v.ClaudeSteps {
+		fmt.Fprintf(out, "claude step (%s, %s): %s\n", c.Where, c.Position, shellQuote(c.Command))
+	}
 	if p := v.ErrorPolicy; p != nil {
 		fmt.Fprintf(out, "on_item_failure: %s, continue_on_failure: %t, max_failures: %s, failure_threshold: %s\n",
 			p.OnItemFailure, p.ContinueOnFailure, orNone(p.MaxFailures > 0, fmt.Sprint(p.MaxFailures)),
@@ -94,4 +97,18 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// shellQuote renders argv as a shell would need it typed: plain words as
+// they are, anything else in single quotes.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:@+%") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

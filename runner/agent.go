@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -56,10 +57,15 @@ type itemRunner struct {
 	priorTokens jobstore.Tokens
 	// waits counts the item's rate-limited attempts (ratelimit.go).
 	waits int
+	// mergeCommit is the results branch commit that holds the item's work
+	// after a successful attempt (integrity.go).
+	mergeCommit string
 	// span is the item's span, attemptSpan its current attempt's
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
+	// attemptLog is the current attempt's output log (attemptLogPath).
+	attemptLog string
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
@@ -80,7 +86,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	// runs of the job count against it.
 	pol := j.itemPolicy
 	var spent int
-	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase })
+	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase - it.Lost })
 	left := max(pol.Attempts, 1) - spent
 	var err error
 	if left <= 0 && len(ir.failures) > 0 {
@@ -94,10 +100,14 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 			}
 			msg := j.redact(errText(a.Err))
 			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), a.Delay)
+			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
+			if attempt > 1 {
+				// The first attempt was marked by announce.
+				ir.markInFlight(ir.base + attempt)
+			}
 			began := j.now()
 			f := ir.attemptWithWaits(ctx, runCtx, attempt)
 			if f == nil {
@@ -124,7 +134,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State = ItemPending })
+		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) })
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
@@ -139,6 +149,15 @@ func (ir *itemRunner) announce() {
 	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+		// The item's first attempt of this run starts now (run makes one
+		// unless every attempt of its budget already ran): one journal
+		// write marks both.
+		if max(j.itemPolicy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
+			ir.setInFlight(ir.base + 1)
+		}
+		if ir.reservation > 0 {
+			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
+		}
 	})
 	j.prog.started()
 	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
@@ -160,6 +179,7 @@ func (ir *itemRunner) recordFailure(f dlq.Failure) {
 	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.Attempts = max(it.Attempts, f.Attempt)
 		it.Failures = append(it.Failures, enc)
+		clearInFlight(it)
 	}); err != nil {
 		j.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
 	}
@@ -179,16 +199,76 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 	}
 	ir.raw, ir.dataErr = j.state.ItemData(it)
 	ir.data = ir.raw
+	var lost *dlq.Failure
 	j.state.Read(func(*jobstore.Checkpoint) {
-		ir.base = it.Attempts
 		for _, raw := range it.Failures {
 			var f dlq.Failure
 			if err := json.Unmarshal(raw, &f); err == nil {
 				ir.failures = append(ir.failures, f)
 			}
 		}
+		if it.InFlight > 0 {
+			lost = ir.lostAttempt()
+		}
 	})
+	if lost != nil {
+		// The process running the job died during this attempt: it ran,
+		// so it is one failure_history entry; the crash is not the item's
+		// fault, so it does not spend the item's attempt budget.
+		ir.failures = append(ir.failures, *lost)
+		enc, err := json.Marshal(*lost)
+		if err != nil {
+			j.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+		}
+		if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+			it.Attempts = max(it.Attempts, lost.Attempt)
+			it.Lost++
+			if enc != nil {
+				it.Failures = append(it.Failures, enc)
+			}
+			clearInFlight(it)
+		}); err != nil {
+			j.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+		}
+		j.logf("%s: attempt %d was running when the process running the job died; it is recorded as failed and does not count against the item's attempts", j.itemName(it), lost.Attempt)
+	}
+	j.state.Read(func(*jobstore.Checkpoint) { ir.base = it.Attempts })
 	return ir
+}
+
+// lostAttempt is the failure of the item's in-flight attempt, whose
+// outcome died with the process that ran it (called under the state's
+// read lock, with it.InFlight > 0).
+func (ir *itemRunner) lostAttempt() *dlq.Failure {
+	it := ir.it
+	since := ir.j.now().UTC()
+	var took time.Duration
+	if it.InFlightSince != nil {
+		took = max(since.Sub(*it.InFlightSince), 0)
+		since = it.InFlightSince.UTC()
+	}
+	msg := fmt.Sprintf("attempt %d was running when the process running the job died (killed or crashed); its outcome is unknown (not counted against the item's attempts)", it.InFlight)
+	return &dlq.Failure{
+		Attempt: it.InFlight, At: since, Type: &dlq.ErrorType{Kind: dlq.Unknown}, Message: msg,
+		Context: []string{fmt.Sprintf("Executing agent %s for %s", orDash(it.InFlightAgent), it.ItemID), "The process running the job died"},
+		AgentID: it.InFlightAgent, Step: "agent_execution", Duration: took,
+	}
+}
+
+// markInFlight durably marks attempt n of the item as started.
+func (ir *itemRunner) markInFlight(n int) {
+	_ = ir.j.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) })
+}
+
+// setInFlight marks attempt n started (under the state's lock).
+func (ir *itemRunner) setInFlight(n int) {
+	now := ir.j.now().UTC()
+	ir.it.InFlight, ir.it.InFlightAgent, ir.it.InFlightSince = n, ir.agentID, &now
+}
+
+// clearInFlight records that the item's attempt has an outcome.
+func clearInFlight(it *jobstore.CheckpointItem) {
+	it.InFlight, it.InFlightAgent, it.InFlightSince = 0, "", nil
 }
 
 // attempt runs the agent template once in a clean worktree and merges the
@@ -201,7 +281,16 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	fmt.Fprintf(ir.log, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// tail of all attempts, feeds the hooks and the Action.
+	var out io.Writer = ir.log
+	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
+	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
+		defer al.Close()
+		out = io.MultiWriter(ir.log, al)
+		ir.attemptLog = logPath
+	}
+	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
 	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
@@ -223,13 +312,15 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		dir:        ir.tree.path,
 		vars:       vars,
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
-		log:        ir.log,
+		log:        out,
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
+	} else if ir.attemptLog != "" {
+		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
@@ -240,16 +331,29 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
+	// The agent's commit is taken by object id, once: what its branch
+	// says later (another agent may move or delete it) does not matter.
+	theirs, err := j.git.Head(ctx, ir.tree.path)
+	if err != nil {
+		return gitFailure(ctx, "read the agent's commit", err)
+	}
+	if ok, err := j.git.IsAncestor(ctx, head, theirs); err != nil {
+		return gitFailure(ctx, "check the agent's commit", err)
+	} else if !ok {
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
+	}
 	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
 	}
 	ir.commits = len(commits)
 	if len(commits) == 0 {
-		fmt.Fprintf(ir.log, "no commits to merge\n")
+		fmt.Fprintf(out, "no commits to merge\n")
+		ir.mergeCommit = "" // nothing of the item's is on the branch to verify
 		return nil
 	}
-	if f := ir.merge(ctx); f != nil {
+	if f := ir.merge(ctx, theirs); f != nil {
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
@@ -274,18 +378,28 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // merge merges the agent branch into the results branch. Worktree merges
 // run one at a time (they share the parent worktree); tree merges run
 // concurrently, gitops serialising only their ref update.
-func (ir *itemRunner) merge(ctx context.Context) *stepFailure {
+func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	j := ir.j
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
 	var err error
+	var before, merged string
+	ref := "refs/heads/" + j.branch
 	if j.mergeMode == MergeWorktree {
 		j.mergeMu.Lock()
-		_, err = j.git.MergeNoFF(ctx, j.parentDir, ir.branch, msg)
+		before, _ = j.git.ResolveRef(ctx, ref)
+		merged, err = j.git.MergeNoFF(ctx, j.parentDir, theirs, msg)
 		j.mergeMu.Unlock()
 	} else {
-		_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ir.branch, msg)
+		before, _ = j.git.ResolveRef(ctx, ref)
+		merged, err = j.git.MergeTree(ctx, ref, theirs, msg)
 	}
 	if err == nil {
+		// Only a commit the merge made is recorded: "already merged" may
+		// name a tip an agent forged around its own commit (integrity.go).
+		ir.mergeCommit = ""
+		if merged != before {
+			ir.mergeCommit = merged
+		}
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
 		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
@@ -352,8 +466,17 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		AgentID:    ir.agentID,
 		Step:       j.redact(orDash(f.Step)),
 		Duration:   took,
-		LogPath:    f.LogPath,
+		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
 	}
+}
+
+// orAttemptLog is a failure's log: the Claude transcript, else the
+// attempt's output log.
+func orAttemptLog(transcript, attemptLog string) string {
+	if transcript != "" {
+		return transcript
+	}
+	return attemptLog
 }
 
 // diskFull reports whether a failure says the disk is full: in its message
@@ -515,30 +638,39 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 	j, it := ir.j, ir.it
 	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
+		it.SpendCeiling = 0
 		it.PendingRecord = pending
 		if pending != nil || state != ItemDLQ {
 			it.Failures = nil
 		}
 		it.Attempts = ir.base + ir.attempts
+		clearInFlight(it)
 		it.Error = errMsg
 		it.ErrorType = errType
 		it.Commits = ir.commits
 		it.DurationMS = d.Milliseconds()
 		it.LogLocation = ir.lastLog
 		it.TimingsMS = ir.timings()
+		if state == ItemMerged {
+			it.MergeCommit = ir.mergeCommit
+		}
 	})
 	j.finished.Add(1)
 	if state != ItemMerged {
 		j.failures.Add(1)
 	}
 	j.prog.finished(state)
+	// The attempts of this job (or redrive), across its interrupted runs:
+	// a resumed item whose attempts all ran before a crash made 0 now.
+	var tried int
+	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
 	switch state {
 	case ItemMerged:
-		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, ir.attempts, d.Round(time.Millisecond))
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, tried, d.Round(time.Millisecond))
 	case ItemSkipped:
-		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), ir.attempts, oneLine(errMsg, 200))
+		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), tried, oneLine(errMsg, 200))
 	default:
-		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), ir.attempts, errType, oneLine(errMsg, 200))
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), tried, errType, oneLine(errMsg, 200))
 	}
 	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
 }
@@ -618,4 +750,16 @@ func (ir *itemRunner) timings() *Timings {
 	total := time.Since(ir.began)
 	rest := total - ir.tPrepare - ir.tSteps - ir.tMerge - ir.tCleanup
 	return &Timings{Prepare: ms(ir.tPrepare), Steps: ms(ir.tSteps), Merge: ms(ir.tMerge), Cleanup: ms(ir.tCleanup), Bookkeeping: ms(max(rest, 0))}
+}
+
+// roundDelay rounds a backoff delay for people: 1.23s, 9ms, 2m3.46s (the
+// exact value is in the events and the DLQ record).
+func roundDelay(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -147,14 +150,46 @@ func (ir *itemRunner) releaseBudget() {
 }
 
 // budgetError is the map phase's error when the budget stopped it: how
-// much was spent and how to continue.
+// much was spent and how to continue. The suggested --max-cost-usd is what
+// the pending items really need: the spend so far plus each pending item's
+// reservation (its item budget less what it already spent of it, which is
+// what admit reserves); without an item budget, the average spend of the
+// items that spent anything, per pending item.
 func (j *job) budgetError(left int) error {
-	var spent float64
-	j.state.Read(func(cp *jobstore.Checkpoint) { spent = cp.JobCost() })
-	// Enough for every pending item's reservation.
-	next := spent + float64(max(left, 1))*max(j.budget.item, 1)
-	return fmt.Errorf("%w: spent $%.2f of the $%.2f job budget; %d item(s) left pending, never started; "+
-		"continue with `resume %s --max-cost-usd %.2f`", ErrBudgetExhausted, spent, j.budget.max, left, j.id, next)
+	var spent, need, paid float64
+	var payers int
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		spent = cp.JobCost()
+		for _, it := range cp.Items {
+			switch {
+			case it.State == ItemPending || it.State == ItemRunning:
+				need += max(j.budget.item-(it.CostUSD-it.CostBase), 0)
+			case it.CostUSD > 0:
+				paid += it.CostUSD
+				payers++
+			}
+		}
+	})
+	if j.budget.item <= 0 && payers > 0 {
+		need = float64(left) * paid / float64(payers)
+	}
+	next := "a higher --max-cost-usd"
+	if need > 0 {
+		// Rounded up, so that the suggestion suffices.
+		next = fmt.Sprintf("--max-cost-usd %s", formatUSD(math.Ceil((spent+need)*1e4-1e-6)/1e4))
+	}
+	return fmt.Errorf("%w: spent $%s of the $%s job budget; %d item(s) left pending, never started; "+
+		"continue with `resume %s %s`", ErrBudgetExhausted, formatUSD(spent), formatUSD(j.budget.max), left, j.id, next)
+}
+
+// formatUSD prints a dollar amount with two decimals, or up to four when
+// it has them ($0.0246, not $0.02).
+func formatUSD(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', 4, 64)
+	for range 2 {
+		s = strings.TrimSuffix(s, "0")
+	}
+	return s
 }
 
 // startBudget sets up the job budget when the job (re)opens: an override

@@ -27,8 +27,11 @@ type CanaryPlan struct {
 // records by item id run, and if all of them fail again with the same
 // signature the rest of the cluster is not run and the error (exit 1)
 // names the signature and the sampled items. Otherwise the rest of the
-// cluster is redriven. An unknown signature is a usage error listing the
-// known ones. With DryRun the plan is returned in Result.Canary and
+// cluster is redriven. A signature with no record to run (none, or none
+// reprocess_eligible without Force) runs nothing and exits 0, like a
+// --filter that matches nothing; stderr says why, lists every signature
+// with its eligible/total counts and, when its records are only
+// ineligible, says to add --force. With DryRun the plan is returned in Result.Canary and
 // nothing changes.
 func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if ro.Sample < 0 {
@@ -99,13 +102,19 @@ func planCanary(ro RetryOptions) (*CanaryPlan, error) {
 		return nil, err
 	}
 	var ids []string
-	known := map[string]int{}
+	type counts struct{ eligible, total int }
+	known := map[string]*counts{}
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		if !ro.Force && !r.ReprocessEligible {
-			return nil
+		c := known[r.ErrorSignature]
+		if c == nil {
+			c = &counts{}
+			known[r.ErrorSignature] = c
 		}
-		known[r.ErrorSignature]++
-		if r.ErrorSignature == ro.Signature {
+		c.total++
+		if r.ReprocessEligible {
+			c.eligible++
+		}
+		if r.ErrorSignature == ro.Signature && (ro.Force || r.ReprocessEligible) {
 			ids = append(ids, r.ItemID)
 		}
 		return nil
@@ -114,16 +123,29 @@ func planCanary(ro RetryOptions) (*CanaryPlan, error) {
 		return nil, err
 	}
 	if len(ids) == 0 {
-		if len(known) == 0 {
-			return nil, usage(fmt.Errorf("--signature %q: job %s has no DLQ records to retry (eligible only unless --force)", ro.Signature, ro.JobID))
+		// Nothing to run is an empty selection, as for a --filter that
+		// matches nothing (exit 0): say why and list every signature.
+		var why string
+		switch c := known[ro.Signature]; {
+		case len(known) == 0:
+			why = fmt.Sprintf("--signature %q: job %s has no DLQ records", ro.Signature, ro.JobID)
+		case c != nil:
+			why = fmt.Sprintf("--signature %q matches %d DLQ record(s) of job %s, none of them reprocess_eligible (manual review): add --force to retry them", ro.Signature, c.total, ro.JobID)
+		default:
+			why = fmt.Sprintf("--signature %q matches no DLQ record of job %s", ro.Signature, ro.JobID)
 		}
 		sigs := make([]string, 0, len(known))
-		for s, n := range known {
-			sigs = append(sigs, fmt.Sprintf("  %q (%d)", s, n))
+		for s, c := range known {
+			sigs = append(sigs, fmt.Sprintf("  %q %d/%d", s, c.eligible, c.total))
 		}
 		slices.Sort(sigs)
-		return nil, usage(fmt.Errorf("--signature %q matches no DLQ record of job %s; known signatures:\n%s",
-			ro.Signature, ro.JobID, strings.Join(sigs, "\n")))
+		if len(sigs) > 0 {
+			why += "; the job's signatures (eligible/total; --force includes the ineligible):\n" + strings.Join(sigs, "\n")
+		}
+		if ro.Run.Stderr != nil {
+			fmt.Fprintf(ro.Run.Stderr, "no records to retry: %s\n", why)
+		}
+		return &CanaryPlan{Signature: ro.Signature, Sample: []string{}, Rest: []string{}}, nil
 	}
 	slices.Sort(ids)
 	n := min(ro.Sample, len(ids))

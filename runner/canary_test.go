@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,17 +187,20 @@ func TestCanaryDryRunShowsPlanAndChangesNothing(t *testing.T) {
 	}
 }
 
+// An unknown signature selects nothing: exit 0 like a --filter that
+// matches nothing (issue 29), stderr listing every signature with its
+// eligible/total counts.
 func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
 	t.Parallel()
 	c := newCanaryRepo(t)
-	_, _, err := c.retry("NoSuch::thing", 1, false)
-	if runner.ExitCode(err) != 2 {
-		t.Fatalf("unknown signature: %v (exit %d), want a usage error", err, runner.ExitCode(err))
+	_, stderr, err := c.retry("NoSuch::thing", 1, false)
+	if err != nil {
+		t.Fatalf("unknown signature: %v (exit %d), want nothing run, exit 0", err, runner.ExitCode(err))
 	}
 	recs := c.dlqRecords("job-1")
-	for _, want := range []string{"NoSuch::thing", "known signatures", c.dbSig, recs["e"].ErrorSignature} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
+	for _, want := range []string{"no records to retry", `"NoSuch::thing" matches no DLQ record`, "eligible/total", fmt.Sprintf("%q 4/4", c.dbSig), recs["e"].ErrorSignature} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q lacks %q", stderr, want)
 		}
 	}
 	if got := c.ran(); len(got) != 0 {

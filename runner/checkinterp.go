@@ -36,7 +36,7 @@ func CheckInterpolation(wf *config.Workflow) []error {
 	check(wf.Map.AgentTemplate, mapScope)
 	check(wf.ErrorPolicy.CustomHandler, handlerScope)
 	check(wf.Reduce, reduceScope)
-	return errs
+	return append(errs, checkEnvTypos(wf)...)
 }
 
 // checkStep checks one step's texts against its scope.

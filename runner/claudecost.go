@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -42,24 +43,46 @@ type claudeRun struct {
 	// Models names the models of the result's modelUsage, sorted and
 	// comma-separated.
 	Models string
+	// CostInvalid says why the result's total_cost_usd cannot be trusted
+	// (missing, not a number, negative, not finite, absurd, or two result
+	// events disagreeing); "" when it can. Spend then fails closed
+	// (itemSpend.add).
+	CostInvalid string
+	// ResetsAt is when a rejected subscription limit (rate_limit_event)
+	// resets; zero when none was rejected.
+	ResetsAt time.Time
 }
+
+// maxStepCostUSD is the most one claude step can plausibly cost: a
+// reported cost above it is taken as invalid (fail closed), never added.
+const maxStepCostUSD = 10000.0
+
+// maxProviderDelay bounds a delay read from a transcript before
+// rate_limit.max_cooldown clamps it (no Duration overflow).
+const maxProviderDelay = 365 * 24 * time.Hour
 
 // Claude result subtypes of interest.
 const subtypeMaxBudget = "error_max_budget_usd"
 
 // claudeEvent holds the fields of the stream-json events read here.
 type claudeEvent struct {
-	Type           string   `json:"type"`
-	Subtype        string   `json:"subtype"`
-	IsError        bool     `json:"is_error"`
-	Result         string   `json:"result"`
-	Error          string   `json:"error"`
-	ErrorStatus    *int     `json:"error_status"`
-	APIErrorStatus *int     `json:"api_error_status"`
-	RetryDelayMS   float64  `json:"retry_delay_ms"`
-	TotalCostUSD   float64  `json:"total_cost_usd"`
-	Errors         []string `json:"errors"`
-	Usage          *struct {
+	Type           string          `json:"type"`
+	Subtype        string          `json:"subtype"`
+	IsError        bool            `json:"is_error"`
+	Result         string          `json:"result"`
+	Error          string          `json:"error"`
+	ErrorStatus    *int            `json:"error_status"`
+	APIErrorStatus *int            `json:"api_error_status"`
+	RetryDelayMS   json.RawMessage `json:"retry_delay_ms"`
+	TotalCostUSD   json.RawMessage `json:"total_cost_usd"`
+	Errors         []string        `json:"errors"`
+	// RateLimitInfo is a rate_limit_event's SDKRateLimitInfo.
+	RateLimitInfo *struct {
+		Status        string          `json:"status"`
+		ResetsAt      json.RawMessage `json:"resetsAt"`
+		RateLimitType string          `json:"rateLimitType"`
+	} `json:"rate_limit_info"`
+	Usage *struct {
 		Input         int64 `json:"input_tokens"`
 		Output        int64 `json:"output_tokens"`
 		CacheRead     int64 `json:"cache_read_input_tokens"`
@@ -120,14 +143,32 @@ func scanClaudeRun(path string, offset int64) (claudeRun, error) {
 		case ev.Type == "system" && ev.Subtype == "api_retry":
 			if r := providerBusy(ev.Error, ev.ErrorStatus); r != "" {
 				run.RateLimit = r
-				run.RetryDelay = time.Duration(ev.RetryDelayMS * float64(time.Millisecond))
+				run.RetryDelay = providerDelay(ev.RetryDelayMS)
+			}
+		case ev.Type == "rate_limit_event" && ev.RateLimitInfo != nil && ev.RateLimitInfo.Status == "rejected":
+			run.RateLimit = "subscription limit"
+			if t := ev.RateLimitInfo.RateLimitType; t != "" && len(t) < 40 {
+				run.RateLimit += " (" + t + ")"
+			}
+			if at, ok := epochSeconds(ev.RateLimitInfo.ResetsAt); ok {
+				run.ResetsAt = at
 			}
 		case ev.Type == "assistant":
 			if r := providerBusy(ev.Error, nil); r != "" {
 				run.RateLimit = r
 			}
 		case ev.Type == "result":
-			run.Found, run.Subtype, run.IsError, run.CostUSD = true, ev.Subtype, ev.IsError, ev.TotalCostUSD
+			cost, why := parseCost(ev.TotalCostUSD)
+			switch {
+			case run.Found && why == "" && run.CostInvalid == "" && cost != run.CostUSD:
+				// Two results in one run: the larger counts (costs are
+				// running totals), and a printed second result can
+				// never lower the spend.
+				cost = max(cost, run.CostUSD)
+			case run.Found && run.CostInvalid != "" && why == "":
+				why = run.CostInvalid
+			}
+			run.Found, run.Subtype, run.IsError, run.CostUSD, run.CostInvalid = true, ev.Subtype, ev.IsError, cost, why
 			run.Tokens = jobstore.Tokens{}
 			run.Models = strings.Join(slices.Sorted(maps.Keys(ev.ModelUsage)), ",")
 			for _, mu := range ev.ModelUsage {
@@ -148,6 +189,51 @@ func scanClaudeRun(path string, offset int64) (claudeRun, error) {
 	return run, sc.Err()
 }
 
+// parseCost reads a result's total_cost_usd: a JSON number, finite, at
+// least 0 and at most maxStepCostUSD; otherwise why says what is wrong.
+func parseCost(raw json.RawMessage) (cost float64, why string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, "the result has no total_cost_usd"
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil || raw[0] == '"' {
+		return 0, fmt.Sprintf("total_cost_usd %s is not a number", oneLine(string(raw), 40))
+	}
+	v, err := strconv.ParseFloat(n.String(), 64)
+	switch {
+	case err != nil || math.IsInf(v, 0) || math.IsNaN(v):
+		return 0, fmt.Sprintf("total_cost_usd %s is not a finite number", oneLine(n.String(), 40))
+	case v < 0:
+		return 0, fmt.Sprintf("total_cost_usd %s is negative", n)
+	case v > maxStepCostUSD:
+		return 0, fmt.Sprintf("total_cost_usd %s is more than one step can cost ($%.0f)", oneLine(n.String(), 40), maxStepCostUSD)
+	}
+	return v, ""
+}
+
+// providerDelay reads a retry_delay_ms: a finite number of milliseconds,
+// 0 when it is not one, at most maxProviderDelay.
+func providerDelay(raw json.RawMessage) time.Duration {
+	var ms float64
+	if json.Unmarshal(raw, &ms) != nil || math.IsNaN(ms) || ms <= 0 {
+		return 0
+	}
+	if ms >= float64(maxProviderDelay/time.Millisecond) {
+		return maxProviderDelay
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// epochSeconds reads a resetsAt (Unix seconds); false when it is not a
+// finite positive number before year 9999.
+func epochSeconds(raw json.RawMessage) (time.Time, bool) {
+	var sec float64
+	if json.Unmarshal(raw, &sec) != nil || math.IsNaN(sec) || sec <= 0 || sec > 253402300799 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(sec), 0).UTC(), true
+}
+
 // itemSpend is one item's spend in this run of the job and the
 // rate-limit signal of its current attempt; safe for concurrent use. A
 // nil *itemSpend (setup, reduce, handlers) accounts nothing.
@@ -166,6 +252,7 @@ type itemSpend struct {
 	// busy is the current attempt's rate-limit signal.
 	busy     string
 	delay    time.Duration
+	resetsAt time.Time
 	matchers []config.RateLimitMatcher
 }
 
@@ -197,39 +284,54 @@ func (s *itemSpend) beginAttempt() {
 		return
 	}
 	s.mu.Lock()
-	s.attempt, s.busy, s.delay = 0, "", 0
+	s.attempt, s.busy, s.delay, s.resetsAt = 0, "", 0, time.Time{}
 	s.mu.Unlock()
 }
 
-func (s *itemSpend) add(run claudeRun) {
+// add accounts one claude run and returns what it counted. A cost that
+// cannot be trusted (run.CostInvalid, or no result at all from a run that
+// failed) fails closed: it counts as everything left of the item's
+// reservation, so the item starts no further claude step and the job's
+// budget is charged what it set aside; without an item budget it counts 0.
+func (s *itemSpend) add(run claudeRun) float64 {
 	if s == nil {
-		return
+		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spent += run.CostUSD
-	s.attempt += run.CostUSD
+	cost := run.CostUSD
+	if run.CostInvalid != "" || !run.Found {
+		cost = 0
+		if s.capped {
+			cost = max(s.reserved-s.spent, 0)
+		}
+	}
+	s.spent += cost
+	s.attempt += cost
 	s.tokens = s.tokens.Add(run.Tokens)
 	s.claudes++
+	return cost
 }
 
-func (s *itemSpend) markBusy(reason string, delay time.Duration) {
+func (s *itemSpend) markBusy(reason string, delay time.Duration, resetsAt time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	s.busy, s.delay = reason, delay
+	s.busy, s.delay, s.resetsAt = reason, delay, resetsAt
 	s.mu.Unlock()
 }
 
-// rateLimited is the current attempt's rate-limit signal.
-func (s *itemSpend) rateLimited() (string, time.Duration) {
+// rateLimited is the current attempt's rate-limit signal: the reason, the
+// provider's retry delay (0 when unknown) and when a rejected subscription
+// limit resets (zero when none).
+func (s *itemSpend) rateLimited() (string, time.Duration, time.Time) {
 	if s == nil {
-		return "", 0
+		return "", 0, time.Time{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.busy, s.delay
+	return s.busy, s.delay, s.resetsAt
 }
 
 // totals are this run's spend and tokens.
@@ -258,14 +360,26 @@ func (s *stepRunner) accountedClaude(ctx context.Context, st config.Step, sc *st
 		offset = fi.Size()
 	}
 	out, f := s.claude(ctx, st, sc)
-	run, err := scanClaudeRun(sc.transcript, offset)
-	if err != nil || !run.Found && run.RateLimit == "" {
-		return out, f
+	fault(ctx, FaultClaudeDone, sc.label)
+	if fi, err := os.Stat(sc.transcript); f != nil && (err != nil || fi.Size() == offset) {
+		return out, f // Claude Code wrote nothing: it never started a request
 	}
-	sc.spend.add(run)
+	run, err := scanClaudeRun(sc.transcript, offset)
+	if err != nil {
+		run = claudeRun{CostInvalid: fmt.Sprintf("read the transcript: %v", err)}
+	}
+	if !run.Found && f == nil && run.CostInvalid == "" {
+		return out, f // nothing ran that could have spent
+	}
+	counted := sc.spend.add(run)
 	sc.claude = &run
-	if run.Found {
+	switch {
+	case run.Found && run.CostInvalid == "":
 		fmt.Fprintf(sc.log, "--- claude step cost $%.4f (%d input, %d output tokens)\n", run.CostUSD, run.Tokens.Input, run.Tokens.Output)
+	case run.CostInvalid != "":
+		fmt.Fprintf(sc.log, "--- claude step cost unknown (%s): counted as $%.4f, what was left of the item's budget\n", run.CostInvalid, counted)
+	default:
+		fmt.Fprintf(sc.log, "--- claude step wrote no result: its cost counts as $%.4f, what was left of the item's budget\n", counted)
 	}
 	if f == nil || f.Interrupted {
 		return out, f
@@ -278,7 +392,7 @@ func (s *stepRunner) accountedClaude(ctx context.Context, st config.Step, sc *st
 		return out, f
 	}
 	if run.RateLimit != "" && run.Subtype != "error_max_turns" {
-		sc.spend.markBusy("claude: "+run.RateLimit, run.RetryDelay)
+		sc.spend.markBusy("claude: "+run.RateLimit, run.RetryDelay, run.ResetsAt)
 	}
 	return out, f
 }
@@ -293,11 +407,11 @@ func (s *itemSpend) noteShellFailure(f *stepFailure) {
 	for _, m := range s.matchers {
 		switch {
 		case m.ExitCode != 0 && f.Type.Kind == dlq.CommandFailed && f.Type.ExitCode == m.ExitCode:
-			s.markBusy(fmt.Sprintf("shell: exit code %d", m.ExitCode), 0)
+			s.markBusy(fmt.Sprintf("shell: exit code %d", m.ExitCode), 0, time.Time{})
 			return
 		case m.Pattern != "":
 			if re, err := regexp.Compile(m.Pattern); err == nil && re.MatchString(text) {
-				s.markBusy(fmt.Sprintf("shell: output matches %q", m.Pattern), 0)
+				s.markBusy(fmt.Sprintf("shell: output matches %q", m.Pattern), 0, time.Time{})
 				return
 			}
 		}

@@ -27,13 +27,36 @@ func TestScanClaudeRun(t *testing.T) {
 			claudeRun{Found: true, Subtype: "error_during_execution", IsError: true, RateLimit: "overloaded", RetryDelay: 1500 * time.Millisecond}},
 		{"server error is not a rate limit", `{"type":"system","subtype":"api_retry","retry_delay_ms":100,"error_status":500,"error":"server_error"}
 {"type":"result","subtype":"error_during_execution","is_error":true,"result":"boom"}`,
-			claudeRun{Found: true, Subtype: "error_during_execution", IsError: true}},
+			claudeRun{Found: true, Subtype: "error_during_execution", IsError: true, CostInvalid: "the result has no total_cost_usd"}},
 		{"result api_error_status 429", `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"x"}`,
-			claudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "rate_limit"}},
+			claudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "rate_limit", CostInvalid: "the result has no total_cost_usd"}},
 		{"rate limit text on a successful result is ignored", `{"type":"result","subtype":"success","is_error":false,"result":"fixed the rate limit bug"}`,
-			claudeRun{Found: true, Subtype: "success"}},
+			claudeRun{Found: true, Subtype: "success", CostInvalid: "the result has no total_cost_usd"}},
 		{"no result", `{"type":"assistant","error":"rate_limit"}` + "\nnot json\n",
 			claudeRun{RateLimit: "rate_limit"}},
+		// What an agent can make Claude Code's output say: the cost fails
+		// closed, delays are bounded, no number is ever non-finite.
+		{"negative cost", `{"type":"result","subtype":"success","total_cost_usd":-10}`,
+			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd -10 is negative"}},
+		{"cost as a string", `{"type":"result","subtype":"success","total_cost_usd":"0.01"}`,
+			claudeRun{Found: true, Subtype: "success", CostInvalid: `total_cost_usd "0.01" is not a number`}},
+		{"cost out of range", `{"type":"result","subtype":"success","total_cost_usd":1e309}`,
+			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e309 is not a finite number"}},
+		{"absurd cost", `{"type":"result","subtype":"success","total_cost_usd":1e308}`,
+			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e308 is more than one step can cost ($10000)"}},
+		{"a second result cannot lower the spend", `{"type":"result","subtype":"success","total_cost_usd":1.5}
+{"type":"result","subtype":"success","total_cost_usd":0}`,
+			claudeRun{Found: true, Subtype: "success", CostUSD: 1.5}},
+		{"a second result cannot launder an invalid cost", `{"type":"result","subtype":"success","total_cost_usd":-1}
+{"type":"result","subtype":"success","total_cost_usd":0.01}`,
+			claudeRun{Found: true, Subtype: "success", CostUSD: 0.01, CostInvalid: "total_cost_usd -1 is negative"}},
+		{"a year-long retry delay is bounded", `{"type":"system","subtype":"api_retry","retry_delay_ms":31536000000000000,"error_status":429,"error":"rate_limit"}`,
+			claudeRun{RateLimit: "rate_limit", RetryDelay: maxProviderDelay}},
+		{"a rejected subscription limit", `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1767229200,"rateLimitType":"five_hour"}}
+{"type":"result","subtype":"success","is_error":true,"total_cost_usd":0,"result":"limit reached"}`,
+			claudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "subscription limit (five_hour)", ResetsAt: time.Unix(1767229200, 0).UTC()}},
+		{"an allowed rate_limit_event is nothing", `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1767229200}}`,
+			claudeRun{}},
 	} {
 		path := filepath.Join(t.TempDir(), "t.jsonl")
 		if err := os.WriteFile(path, []byte("{\"type\":\"result\",\"total_cost_usd\":99}\n"+tt.transcript+"\n"), 0o644); err != nil {
@@ -50,16 +73,16 @@ func TestShellRateLimitMatchers(t *testing.T) {
 	t.Parallel()
 	s := &itemSpend{matchers: []config.RateLimitMatcher{{ExitCode: 75}, {Pattern: "Too Many Requests"}}}
 	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: "x", Tail: "HTTP 500"})
-	if r, _ := s.rateLimited(); r != "" {
+	if r, _, _ := s.rateLimited(); r != "" {
 		t.Errorf("exit 1 / HTTP 500 marked rate-limited: %q", r)
 	}
 	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 75}, Message: "x"})
-	if r, _ := s.rateLimited(); r != "shell: exit code 75" {
+	if r, _, _ := s.rateLimited(); r != "shell: exit code 75" {
 		t.Errorf("exit 75: %q", r)
 	}
 	s.beginAttempt()
 	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Tail: "curl: 429 Too Many Requests\n"})
-	if r, _ := s.rateLimited(); r != `shell: output matches "Too Many Requests"` {
+	if r, _, _ := s.rateLimited(); r != `shell: output matches "Too Many Requests"` {
 		t.Errorf("pattern: %q", r)
 	}
 }

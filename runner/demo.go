@@ -11,7 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
-// DemoFiles returns the files of `action demo`'s sample repository
+// DemoFiles returns the files of `prodigy-action demo`'s sample repository
 // (workflow.yml, items.json), from the embedded examples.
 func DemoFiles() (map[string][]byte, error) {
 	files := map[string][]byte{}
@@ -25,7 +25,7 @@ func DemoFiles() (map[string][]byte, error) {
 	return files, nil
 }
 
-// MakeDemoRepo creates the sample repository of `action demo` in dir (a new
+// MakeDemoRepo creates the sample repository of `prodigy-action demo` in dir (a new
 // temp directory when dir is ""): the embedded files and a README in one
 // commit on main. A dir that exists and is not empty is a *UsageError. It
 // returns the repository's absolute path.
@@ -44,7 +44,7 @@ func MakeDemoRepo(ctx context.Context, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the demo repository: %w", err)
 	}
-	files["README.md"] = []byte("# prodigy-action demo\n\nA sample repository for `action demo`.\n")
+	files["README.md"] = []byte("# prodigy-action demo\n\nA sample repository for `prodigy-action demo`.\n")
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return "", fmt.Errorf("create the demo repository: %w", err)

@@ -28,6 +28,30 @@ const (
 	// FaultReduceStepDone: a reduce step succeeded (and may have
 	// committed); the checkpoint does not record it yet.
 	FaultReduceStepDone = "reduce-step-done"
+	// FaultClaudeDone: a claude step's process ended (what it spent is
+	// in its transcript); the item's spend is not checkpointed yet.
+	FaultClaudeDone = "claude-done"
+	// FaultGatherIntent: a gather's state and checkpoint are on disk; its
+	// results branch and parent worktree may not exist yet.
+	FaultGatherIntent = "gather-intent"
+	// FaultShardIntent: a shard's checkpoint is on disk; its branch and
+	// parent worktree do not exist yet.
+	FaultShardIntent = "shard-intent"
+	// FaultParentCreated: a shard's or gatherer's branch and parent
+	// worktree exist; nothing is merged yet.
+	FaultParentCreated = "parent-created"
+	// FaultGatherShardMerged: a shard's branch is merged into the results
+	// branch; its items' outcomes and DLQ records are not imported yet.
+	FaultGatherShardMerged = "gather-shard-merged"
+	// FaultGatherShardClosed: a shard is imported and closed in the gather
+	// state; later shards are not merged yet.
+	FaultGatherShardClosed = "gather-shard-closed"
+	// FaultPlanWritten: plan.json is written; the planning job's state
+	// and parent worktree are not removed yet.
+	FaultPlanWritten = "plan-written"
+	// FaultDiscardWorktrees: `jobs discard` removed the job's worktrees
+	// and branches; its state is not removed yet.
+	FaultDiscardWorktrees = "discard-worktrees"
 )
 
 // FaultHook is called at every fault point with the point's name and the

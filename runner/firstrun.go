@@ -67,7 +67,18 @@ func (j *job) warnCheckout(ctx context.Context) {
 	if err != nil || status == "" {
 		return
 	}
-	lines := strings.Split(status, "\n")
+	// The workflow file itself is read from the checkout, as it is: its
+	// being untracked or edited changes nothing the agents see.
+	wf := j.workflowRelPath(top)
+	var lines []string
+	for _, l := range strings.Split(status, "\n") {
+		if _, path, _ := strings.Cut(l, ": "); wf == "" || path != wf {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
 	in := j.inputPath()
 	for _, l := range lines {
 		kind, path, _ := strings.Cut(l, ": ")
@@ -86,6 +97,29 @@ func (j *job) warnCheckout(ctx context.Context) {
 	}
 	j.warn(fmt.Sprintf("your checkout %s has %d uncommitted change(s); agents start from HEAD and do not see them: %s",
 		top, len(lines), strings.Join(shown, "; ")))
+}
+
+// workflowRelPath is the job's workflow file relative to the repository
+// top (slash-separated), or "" when it is outside it.
+func (j *job) workflowRelPath(top string) string {
+	if j.wf.Path == "" {
+		return ""
+	}
+	p, err := filepath.Abs(j.wf.Path)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	if r, err := filepath.EvalSymlinks(top); err == nil {
+		top = r
+	}
+	rel, err := filepath.Rel(top, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 // inputPath is map.input relative to the repository when it names a file
@@ -159,14 +193,20 @@ func checkFilterNames(f *items.Filter, fields map[string]bool) error {
 	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
 }
 
-// RepoName is the repository name used in state paths (the base name of
-// the checkout's top level) of the git checkout containing dir.
-func RepoName(dir string) (string, error) {
+// RepoName is the state name (jobstore.RepoKey) under home of the git
+// checkout containing dir.
+func RepoName(home, dir string) (string, error) {
 	git, err := gitops.New(dir, gitops.Options{})
 	if err != nil {
 		return "", err
 	}
-	return filepath.Base(git.TopLevel()), nil
+	return jobstore.RepoKey(home, git.TopLevel(), ""), nil
+}
+
+// RepoKey is the <repo> of the paths of the checkout at topLevel
+// (jobstore.RepoKey).
+func RepoKey(home, topLevel string, suffix ...string) string {
+	return jobstore.RepoKey(home, topLevel, strings.Join(suffix, ""))
 }
 
 // logFailedItems lists (at most 10 of) the job's dead-lettered items with
@@ -188,7 +228,7 @@ func (j *job) logFailedItems(res *Result) {
 		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, oneLine(it.Error, 120))
 	}
 	if n > most {
-		j.logf("  … and %d more (action dlq list --job-id %s)", n-most, j.id)
+		j.logf("  … and %d more (prodigy-action dlq list --job-id %s)", n-most, j.id)
 	}
 }
 
@@ -198,7 +238,7 @@ func (j *job) logFailedItems(res *Result) {
 func (j *job) artifactsNote(keep bool, path, branch string) string {
 	if keep {
 		if dirExists(path) {
-			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `action worktree clean-orphaned` removes them once the job completed", path, branch)
+			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `prodigy-action worktree clean-orphaned` removes them once the job completed", path, branch)
 		}
 		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
 	}

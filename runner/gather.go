@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,23 +27,40 @@ type GatherOptions struct {
 	PlanDir string
 	// Outputs are shard output directories, in any order.
 	Outputs []string
+	// Final closes every shard this gather can close: a shard whose output
+	// is absent or unreadable is declared missing and one whose output
+	// still has pending items is gathered as it is. Their items stay
+	// pending for good (continue them with `plan --from-pending`), and
+	// later shards are merged. Without it gather waits for them.
+	Final bool
 }
 
 // Gather completes a sharded job in the repository at Run.RepoDir (the
 // planning repository or any clone holding the base; the base is fetched
-// from base.bundle when missing). Shard by shard, in shard order, it
-// fetches the shard's bundle and merges the shard branch into the results
-// branch; when that merge conflicts it replays the shard's item merges one
-// at a time (items are known by their Prodigy-Item trailers), so only the
-// items that conflict fail, as MergeConflict DLQ records. Every shard's DLQ
-// records are imported into the job's DLQ (one record per item id; a
-// redriven item's earlier history comes first). When every item has an
-// outcome, reduce runs once with ${map.*} over all shards.
+// from base.bundle when missing).
 //
-// A shard whose output is missing or unreadable leaves its items pending:
-// the job fails (ErrJobFailed, the message names the shards) and a later
-// Gather with the output added completes it. Shards already gathered are
-// skipped, so gathering the same outputs twice changes nothing.
+// Every output is checked before anything is merged: it must carry the
+// plan's id and job id, be a shard of the plan given once, list exactly
+// that shard's items, and its bundle's item merges must be the merged
+// items it lists; every file read has a size limit. An output that fails
+// these checks is refused (a *UsageError naming it); one that cannot be
+// read (no result.json, a corrupt bundle) counts as missing.
+//
+// Shards are then merged strictly in plan order, so the results branch
+// tree and the DLQ are a function of the outputs, whatever order they
+// arrive or are given in: a shard is merged only when every earlier shard
+// is closed, and a shard is closed once gathered (its later outputs are
+// ignored). A shard whose output is missing, or still has pending items,
+// holds every later shard back (the error names them) until its output
+// arrives or a Final gather declares it. For each shard the shard branch
+// is merged into the results branch; when that merge conflicts the
+// shard's item merges are replayed one at a time (items are known by
+// their Prodigy-Item trailers), so only the items that conflict fail, as
+// MergeConflict DLQ records. Every shard's DLQ records are imported into
+// the job's DLQ (one record per item id; a redriven item's earlier history
+// comes first). When every item has an outcome, reduce runs once with
+// ${map.*} over all shards. Gathering the same outputs twice changes
+// nothing; a gather killed at any moment is completed by running it again.
 func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	o := g.Run
 	o.defaults()
@@ -71,18 +89,36 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 		return nil, err
 	}
 	o.JobID = plan.JobID
-	paths := Paths{Home: o.Home, Repo: filepath.Base(git.TopLevel()), JobID: plan.JobID}
+	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: plan.JobID}
 	j, err := newJob(&o, wf, git, paths, plan.ResultsBranch, plan.MaxParallel)
 	if err != nil {
 		return nil, usage(err)
 	}
+	j.traceParent = plan.TraceParent
 	unlock, err := j.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	gs, hasGS, err := jobstore.LoadGatherState(paths)
+	if err != nil {
+		return nil, err
+	}
+	if hasGS && gs.PlanID != plan.PlanID && !jobstore.HasCheckpoint(paths) {
+		// An earlier gather died before its checkpoint: it gathered
+		// nothing, so this plan's gather replaces it.
+		hasGS, gs = false, &jobstore.GatherState{Closed: map[int]string{}}
+	}
+	if hasGS && gs.PlanID != plan.PlanID {
+		return nil, usage(fmt.Errorf("%w: job %s in this repository is gathered from plan %s, not from plan %s in %s (another plan of the same job id): gather that plan's outputs, or discard the job first (`jobs discard %s`)",
+			errForeignOutput, j.id, gs.PlanID, plan.PlanID, g.PlanDir, j.id))
+	}
 	outs, unreadable, err := readShardOutputs(plan, g.Outputs)
 	if err != nil {
+		return nil, err
+	}
+	unreadable = append(unreadable, fetchShardOutputs(ctx, git, plan, outs, gs)...)
+	if err := refusals(outs); err != nil {
 		return nil, err
 	}
 	for _, u := range unreadable {
@@ -105,25 +141,35 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 		if err := endJobLeftovers(paths, j.logf); err != nil {
 			return nil, err
 		}
+		if err := j.resetUnstartedParent(ctx, cp); err != nil {
+			return nil, err
+		}
 		if err := j.recover(ctx, cp); err != nil {
 			return nil, err
+		}
+		if !hasGS {
+			gs.PlanID = plan.PlanID
 		}
 		if err := j.open(ctx, cp, true); err != nil {
 			return nil, err
 		}
 	} else {
-		if err := j.createGather(ctx, plan); err != nil {
+		gs.PlanID = plan.PlanID
+		if err := j.createGather(ctx, plan, gs); err != nil {
 			return nil, err
 		}
 	}
 	defer j.events.close()
-	return j.gather(ctx, plan, outs)
+	return j.gather(ctx, plan, outs, gs, g.Final)
 }
 
-// createGather creates the gatherer's job: the results branch at the base
-// (or as the planning repository left it), a parent worktree on it, every
-// plan item pending.
-func (j *job) createGather(ctx context.Context, plan *Plan) error {
+// createGather creates the gatherer's job in an order a crash cannot
+// break: the gather state (the plan id), the workflow copy, the
+// checkpoint (every plan item pending), then the results branch at the
+// base (or as the planning repository left it) and its parent worktree
+// (resetUnstartedParent redoes them when a crash came first), then the
+// rest of the state.
+func (j *job) createGather(ctx context.Context, plan *Plan, gs *jobstore.GatherState) error {
 	ok, err := j.git.BranchExists(ctx, j.branch)
 	if err != nil {
 		return usage(err)
@@ -136,12 +182,9 @@ func (j *job) createGather(ctx context.Context, plan *Plan) error {
 		if tip != plan.BaseCommit {
 			return usage(fmt.Errorf("results branch %s exists at %s, not at the plan's base %s, and this repository has no gather state for job %s", j.branch, short(tip), short(plan.BaseCommit), j.id))
 		}
-		err = j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch)
-	} else {
-		err = j.git.WorktreeAdd(ctx, j.parentDir, j.branch, plan.BaseCommit)
 	}
-	if err != nil {
-		return fmt.Errorf("create the parent worktree: %w", err)
+	if err := jobstore.SaveGatherState(j.paths, gs); err != nil {
+		return err
 	}
 	ids := make([]string, 0, len(plan.Items))
 	for _, it := range plan.Items {
@@ -149,31 +192,95 @@ func (j *job) createGather(ctx context.Context, plan *Plan) error {
 	}
 	cp := planCheckpoint(j, plan, ids)
 	if err := jobstore.SaveWorkflowCopy(j.paths, []byte(plan.Workflow)); err != nil {
-		j.rollback()
 		return err
 	}
-	if err := j.open(ctx, cp, false); err != nil {
-		j.rollback()
+	if err := j.recordIntent(ctx, cp, FaultGatherIntent); err != nil {
 		return err
 	}
+	if err := j.resetUnstartedParent(ctx, cp); err != nil {
+		return err
+	}
+	return j.open(ctx, cp, false)
+}
+
+// recordIntent writes cp, the job's first checkpoint: from here on the job
+// is listed, and running the same command again continues it.
+func (j *job) recordIntent(ctx context.Context, cp *jobstore.Checkpoint, point string) error {
+	j.state = jobstore.NewState(j.paths, cp, j.now)
+	if err := j.state.Update(func(*jobstore.Checkpoint) {}); err != nil {
+		return fmt.Errorf("record the job: %w", err)
+	}
+	fault(ctx, point, j.id)
 	return nil
 }
 
-// shardOutput is one shard's output directory and its result.json.
+// resetUnstartedParent (re)creates the results branch at the base and its
+// parent worktree when nothing has reached the branch yet (it is missing
+// or at the base, and no item has an outcome): whatever a crash left of an
+// earlier attempt (a branch without worktree, a half-made worktree
+// directory) is replaced. A job that has started is left to recover.
+func (j *job) resetUnstartedParent(ctx context.Context, cp *jobstore.Checkpoint) error {
+	for _, it := range cp.Items {
+		if it.State != ItemPending && it.State != ItemRunning {
+			return nil
+		}
+	}
+	exists, err := j.git.BranchExists(ctx, j.branch)
+	if err != nil {
+		return err
+	}
+	if exists {
+		tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+		if err != nil {
+			return err
+		}
+		if tip != cp.BaseCommit {
+			return nil
+		}
+	}
+	if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
+		return fmt.Errorf("remove the parent worktree an interrupted run left: %w", err)
+	}
+	_ = j.git.WorktreePrune(ctx)
+	if exists {
+		err = j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch)
+	} else {
+		err = j.git.WorktreeAdd(ctx, j.parentDir, j.branch, cp.BaseCommit)
+	}
+	if err != nil {
+		return fmt.Errorf("create the parent worktree: %w", err)
+	}
+	fault(ctx, FaultParentCreated, j.id)
+	return nil
+}
+
+// shardOutput is one shard's output directory, its result.json and, once
+// fetched and verified, its DLQ records.
 type shardOutput struct {
-	dir string
-	res *ShardResult
+	dir        string
+	res        *ShardResult
+	records    map[string]dlq.DeadLetteredItem
+	refused    error // errForeignOutput: the output is not this plan's
+	unreadable error // the bundle or DLQ cannot be read: the shard counts as missing
 }
 
 // readShardOutputs maps shard index → output. An output without a
 // readable result.json cannot be told apart, so it is only reported
 // (unreadable; its shard then counts as missing); an output of another
-// job or base, or a shard given twice, is a usage error.
+// plan or job, with items other than its shard's, or a shard given twice,
+// is refused (a usage error naming the output).
 func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string, error) {
 	outs := map[int]*shardOutput{}
 	var unreadable []string
+	largest := 0 // result.json's limit: the largest shard's (the shard is not known before it is read)
+	for _, sh := range plan.Shards {
+		largest = max(largest, len(sh.Items))
+	}
 	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, ShardResultFile))
+		data, err := readLimited(outputFile(d, ShardResultFile), shardResultLimit(largest))
+		if errors.Is(err, errOutputTooLarge) {
+			return nil, nil, usage(fmt.Errorf("%w: %w", errForeignOutput, err))
+		}
 		if err != nil {
 			unreadable = append(unreadable, fmt.Sprintf("shard output %s is unreadable: %v", d, err))
 			continue
@@ -184,61 +291,179 @@ func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string
 			continue
 		}
 		if sr.JobID != plan.JobID {
-			return nil, nil, usage(fmt.Errorf("shard output %s belongs to job %s, not %s", d, sr.JobID, plan.JobID))
+			return nil, nil, usage(fmt.Errorf("%w: shard output %s belongs to job %s, not %s", errForeignOutput, d, sr.JobID, plan.JobID))
+		}
+		if sr.PlanID != plan.PlanID {
+			what := "plan " + sr.PlanID
+			if sr.PlanID == "" {
+				what = "no plan id"
+			}
+			return nil, nil, usage(fmt.Errorf("%w: shard output %s carries %s, not this plan's %s: it is the output of another plan of job %s (or not a shard output)", errForeignOutput, d, what, plan.PlanID, plan.JobID))
 		}
 		if sr.Shard < 0 || sr.Shard >= len(plan.Shards) {
-			return nil, nil, usage(fmt.Errorf("shard output %s is shard %d; the plan has shards 0 to %d", d, sr.Shard, len(plan.Shards)-1))
+			return nil, nil, usage(fmt.Errorf("%w: shard output %s is shard %d; the plan has shards 0 to %d", errForeignOutput, d, sr.Shard, len(plan.Shards)-1))
 		}
 		if prev, dup := outs[sr.Shard]; dup {
 			return nil, nil, usage(fmt.Errorf("shard %d given twice: %s and %s", sr.Shard, prev.dir, d))
 		}
 		if sr.BaseCommit != plan.BaseCommit {
-			return nil, nil, usage(fmt.Errorf("shard output %s started from %s, not the plan's base %s", d, short(sr.BaseCommit), short(plan.BaseCommit)))
+			return nil, nil, usage(fmt.Errorf("%w: shard output %s started from %s, not the plan's base %s", errForeignOutput, d, short(sr.BaseCommit), short(plan.BaseCommit)))
+		}
+		if err := checkOutputItems(d, plan.Shards[sr.Shard], &sr); err != nil {
+			return nil, nil, usage(err)
 		}
 		outs[sr.Shard] = &shardOutput{dir: d, res: &sr}
 	}
 	return outs, unreadable, nil
 }
 
-// gather merges and imports every shard not gathered yet, then reduces
-// when no item is left pending.
-func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput) (*Result, error) {
+// fetchShardOutputs fetches and verifies the bundle and reads the DLQ
+// records of every output whose shard is not closed. An output that cannot
+// be read is dropped from outs and reported; one that is not this plan's
+// keeps its refusal (refusals).
+func fetchShardOutputs(ctx context.Context, git *gitops.Client, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState) []string {
+	var unreadable []string
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		out := outs[k]
+		if _, closed := gs.Closed[k]; closed {
+			continue
+		}
+		err := fetchShardOutput(ctx, git, plan, plan.Shards[k], out)
+		switch {
+		case errors.Is(err, errForeignOutput):
+			out.refused = err
+		case err != nil:
+			unreadable = append(unreadable, fmt.Sprintf("shard %d: output %s is unreadable: %v", k, out.dir, err))
+			out.unreadable = err
+		}
+	}
+	return unreadable
+}
+
+func fetchShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh PlanShard, out *shardOutput) error {
+	sr := out.res
+	if sr.Head != "" && sr.Head != plan.BaseCommit {
+		if !isCommitID(sr.Head) {
+			return fmt.Errorf("%w: %s: head %q is not a commit id", errForeignOutput, out.dir, sr.Head)
+		}
+		bundle := outputFile(out.dir, ShardBundleFile)
+		if err := checkLimited(bundle, MaxShardBundleBytes); err != nil {
+			if errors.Is(err, errOutputTooLarge) {
+				return fmt.Errorf("%w: %w", errForeignOutput, err)
+			}
+			return err
+		}
+		ref := shardRef(plan.JobID, sh.Shard)
+		// A gather waiting for an earlier shard sees the same outputs
+		// again: the bundle is fetched only when the ref lacks its head.
+		if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
+			if err := git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref); err != nil {
+				return err
+			}
+			if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
+				return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
+			}
+		}
+		if err := verifyShardBranch(ctx, git, out.dir, ref, plan.BaseCommit, plan.JobID, sh, sr); err != nil {
+			return err
+		}
+	}
+	records, err := readShardDLQ(outputFile(out.dir, ShardDLQDir), sh)
+	if err != nil {
+		return err
+	}
+	out.records = records
+	return nil
+}
+
+// refusals joins the refusals of outputs that are not this plan's, in
+// shard order (a usage error: nothing is gathered).
+func refusals(outs map[int]*shardOutput) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		if outs[k].refused != nil {
+			errs = append(errs, outs[k].refused)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return usage(errors.Join(errs...))
+}
+
+// gather merges and imports the shards in plan order (see Gather), then
+// reduces when no item is left pending.
+func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState, final bool) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	var missing []string
+	var waiting, held, alsoMissing, closedOpen []string
 	for _, sh := range plan.Shards {
 		if ctx.Err() != nil {
 			return j.end(fmt.Errorf("%w while gathering", ErrInterrupted))
 		}
-		if j.shardDone(sh) {
+		if why, closed := gs.Closed[sh.Shard]; closed {
+			if why != closedGathered {
+				closedOpen = append(closedOpen, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
+			}
 			continue
 		}
 		out := outs[sh.Shard]
-		if out == nil {
-			missing = append(missing, fmt.Sprintf("shard %d (output missing)", sh.Shard))
+		if len(waiting) > 0 {
+			if out != nil && out.unreadable == nil {
+				held = append(held, strconv.Itoa(sh.Shard))
+			} else {
+				alsoMissing = append(alsoMissing, strconv.Itoa(sh.Shard))
+			}
 			continue
 		}
-		if err := j.gatherShard(ctx, plan, sh, out); err != nil {
-			var ge *gitops.GitError
-			if errors.As(err, &ge) || errors.Is(err, errUnreadableShard) {
-				j.warn(fmt.Sprintf("shard %d: %v", sh.Shard, err))
-				missing = append(missing, fmt.Sprintf("shard %d (output unreadable)", sh.Shard))
-				continue
-			}
-			return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
+		var why string
+		switch {
+		case out == nil:
+			why = "output missing"
+		case out.unreadable != nil:
+			why, out = "output unreadable", nil
+		case out.res.Pending > 0:
+			why = fmt.Sprintf("output has %d pending item(s)", out.res.Pending)
 		}
+		if why != "" && !final {
+			waiting = append(waiting, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
+			continue
+		}
+		if out != nil {
+			if err := j.gatherShard(ctx, plan, sh, out); err != nil {
+				return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
+			}
+		}
+		reason := closedGathered
+		if why != "" {
+			reason = why
+			closedOpen = append(closedOpen, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
+			j.warn(fmt.Sprintf("shard %d closed by a final gather (%s): its pending items stay pending", sh.Shard, why))
+		}
+		gs.Closed[sh.Shard] = reason
+		if err := jobstore.SaveGatherState(j.paths, gs); err != nil {
+			return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+		}
+		fault(ctx, FaultGatherShardClosed, strconv.Itoa(sh.Shard))
 	}
 	var pending int
 	j.state.Read(func(cp *jobstore.Checkpoint) { pending = cp.Counts().Pending })
 	if pending > 0 {
-		if len(missing) > 12 {
-			missing = append(missing[:12:12], fmt.Sprintf("%d more", len(missing)-12))
+		var msg string
+		if len(waiting) > 0 {
+			msg = fmt.Sprintf("%d item(s) pending: waiting for %s", pending, strings.Join(firstN(waiting, 12), "; "))
+			if len(alsoMissing) > 0 {
+				msg += fmt.Sprintf("; output also missing: shard %s", strings.Join(firstN(alsoMissing, 12), ", shard "))
+			}
+			if len(held) > 0 {
+				msg += fmt.Sprintf("; held back until then, to merge in plan order: shard(s) %s", strings.Join(firstN(held, 12), ", "))
+			}
+			msg += "; gather again with the missing output(s) (run the shard again to finish its pending items), or with --final to close those shards as they are"
+		} else {
+			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; continue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
+				pending, strings.Join(firstN(closedOpen, 12), "; "), j.id)
 		}
-		why := strings.Join(missing, "; ")
-		if why == "" {
-			why = "shards stopped before running every item"
-		}
-		return j.end(fmt.Errorf("%w: %d item(s) pending: %s; gather again with the missing output(s)", ErrJobFailed, pending, why))
+		return j.end(fmt.Errorf("%w: %s", ErrJobFailed, msg))
 	}
 	// reduce brings the parent worktree up to the results branch first.
 	if err := j.reduce(ctx, runCtx); err != nil {
@@ -247,22 +472,10 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput)
 	return j.end(nil)
 }
 
-var errUnreadableShard = errors.New("unreadable shard output")
+// closedGathered is the GatherState reason of a shard gathered whole.
+const closedGathered = "gathered"
 
-// shardDone reports whether every item of the shard has a final state.
-func (j *job) shardDone(sh PlanShard) bool {
-	done := true
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		byID := checkpointItems(cp)
-		for _, id := range sh.Items {
-			if it := byID[id]; it == nil || it.State == ItemPending || it.State == ItemRunning {
-				done = false
-				return
-			}
-		}
-	})
-	return done
-}
+var errUnreadableShard = errors.New("unreadable shard output")
 
 func checkpointItems(cp *jobstore.Checkpoint) map[string]*jobstore.CheckpointItem {
 	m := make(map[string]*jobstore.CheckpointItem, len(cp.Items))
@@ -272,22 +485,15 @@ func checkpointItems(cp *jobstore.Checkpoint) map[string]*jobstore.CheckpointIte
 	return m
 }
 
-// gatherShard merges one shard's branch and records its items' outcomes.
+// gatherShard merges one shard's branch (fetched and verified by
+// fetchShardOutputs) and records its items' outcomes. Merging a shard
+// already merged changes nothing, so a gather killed between the merge and
+// the import does it again.
 func (j *job) gatherShard(ctx context.Context, plan *Plan, sh PlanShard, out *shardOutput) error {
 	sr := out.res
 	conflicts := map[string]string{} // item id → conflict message
 	if sr.Head != "" && sr.Head != plan.BaseCommit {
-		ref := "refs/prodigy-shards/" + j.id + "/shard-" + strconv.Itoa(sh.Shard)
-		bundle := filepath.Join(out.dir, ShardBundleFile)
-		if _, err := os.Stat(bundle); err != nil {
-			return fmt.Errorf("%w: %w", errUnreadableShard, err)
-		}
-		if err := j.git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref); err != nil {
-			return fmt.Errorf("%w: %w", errUnreadableShard, err)
-		}
-		if got, err := j.git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
-			return fmt.Errorf("%w: %s holds %s, result.json says %s", errUnreadableShard, ShardBundleFile, short(got), short(sr.Head))
-		}
+		ref := shardRef(j.id, sh.Shard)
 		msg := fmt.Sprintf("Merge shard %d of job %s\n\nProdigy-Job: %s\nProdigy-Shard: %d\n", sh.Shard, j.id, j.id, sh.Shard)
 		_, err := j.git.MergeTree(ctx, "refs/heads/"+j.branch, ref, msg)
 		var mc *gitops.MergeConflictError
@@ -302,12 +508,9 @@ func (j *job) gatherShard(ctx context.Context, plan *Plan, sh PlanShard, out *sh
 		default:
 			j.logf("merged shard %d (%d item(s))", sh.Shard, len(sh.Items))
 		}
+		fault(ctx, FaultGatherShardMerged, strconv.Itoa(sh.Shard))
 	}
-	records, err := readShardDLQ(filepath.Join(out.dir, ShardDLQDir))
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUnreadableShard, err)
-	}
-	return j.importShard(plan, sh, sr, conflicts, records)
+	return j.importShard(plan, sh, sr, conflicts, out.records)
 }
 
 // replayShard applies the shard's item merges onto the results branch one
@@ -359,8 +562,10 @@ func itemTrailer(msg, jobID string) (string, bool) {
 	return id, err == nil
 }
 
-// readShardDLQ reads a shard's dlq/ directory: item id → record.
-func readShardDLQ(dir string) (map[string]dlq.DeadLetteredItem, error) {
+// readShardDLQ reads a shard's dlq/ directory: item id → record. Each
+// record file is size-limited and must be a record of one of the shard's
+// items, once; there cannot be more files than items.
+func readShardDLQ(dir string, sh PlanShard) (map[string]dlq.DeadLetteredItem, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]dlq.DeadLetteredItem{}, nil
@@ -368,18 +573,34 @@ func readShardDLQ(dir string) (map[string]dlq.DeadLetteredItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(entries) > len(sh.Items) {
+		return nil, fmt.Errorf("%w: %s holds %d files; shard %d has %d items", errForeignOutput, dir, len(entries), sh.Shard, len(sh.Items))
+	}
+	ours := make(map[string]bool, len(sh.Items))
+	for _, id := range sh.Items {
+		ours[id] = true
+	}
 	out := make(map[string]dlq.DeadLetteredItem, len(entries))
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		data, err := readLimited(filepath.Join(dir, e.Name()), MaxShardRecordBytes)
+		if errors.Is(err, errOutputTooLarge) {
+			return nil, fmt.Errorf("%w: %w", errForeignOutput, err)
+		}
 		if err != nil {
 			return nil, err
 		}
 		r, err := dlq.Decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("DLQ record %s: %w", e.Name(), err)
+		}
+		if !ours[r.ItemID] {
+			return nil, fmt.Errorf("%w: DLQ record %s is of item %q, not an item of shard %d", errForeignOutput, filepath.Join(dir, e.Name()), r.ItemID, sh.Shard)
+		}
+		if _, dup := out[r.ItemID]; dup {
+			return nil, fmt.Errorf("%w: %s holds two records of item %q", errForeignOutput, dir, r.ItemID)
 		}
 		out[r.ItemID] = r
 	}

@@ -56,6 +56,7 @@ type settings struct {
 	noItems        bool    // the job has no map items by design (Options.NoItems)
 	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
 	tracer         Tracer  // Options.Tracer; nil traces nothing
+	traceParent    string  // the trace the job's span continues (a sharded job's plan)
 	deferTeardown  bool    // Options.DeferTeardown
 }
 
@@ -92,6 +93,19 @@ type tally struct {
 	inDLQ        map[string]bool // items with a DLQ record when the job started
 	deadMu       sync.Mutex
 	deadBranches []string // agent branches to delete when the job ends
+	// cfgBaseline is the repository's risky git configuration before any
+	// agent of this execution ran (integrity.go); cfgAudited says it was read.
+	cfgBaseline []gitops.ConfigFinding
+	cfgAudited  bool
+	// integrityErr is the integrity failure found (integrity.go), if any.
+	integrityErr error
+	// rebase: a completed run of the job ended before this one, so the
+	// results branch's tip as found is accepted as verified (the user may
+	// have committed on it since).
+	rebase bool
+	// foundMerges are the merge commits mergedItems found by their
+	// Prodigy-Item trailers (resume after a crash), by item id.
+	foundMerges map[string]string
 }
 
 // defaults fills the zero values of o.

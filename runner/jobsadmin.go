@@ -126,6 +126,7 @@ func DiscardJob(ctx context.Context, p Paths, deleteBranch bool) (Discarded, err
 	if len(errs) > 0 {
 		return d, errors.Join(errs...)
 	}
+	fault(ctx, FaultDiscardWorktrees, p.JobID)
 	return d, jobstore.RemoveJob(p)
 }
 

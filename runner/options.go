@@ -29,6 +29,9 @@ type Options struct {
 	// ClaudeArgs are extra arguments passed before the fixed
 	// `--print --output-format stream-json --verbose` flags and the prompt.
 	ClaudeArgs []string
+	// Claude overrides the Claude Code options of the workflow's `claude:`
+	// block and every step's claude_options (CLI flags, Action inputs).
+	Claude config.ClaudeSettings
 	// Stderr receives human logs and progress; nil discards them.
 	Stderr io.Writer
 	// Hooks receive lifecycle callbacks (GitHub log groups, annotations); nil ignores them.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,8 +19,9 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// PlanFormat is the format_version of plan.json.
-const PlanFormat = 1
+// PlanFormat is the format_version of plan.json (2: plan_id, trace_parent
+// and the shards' limits).
+const PlanFormat = 2
 
 // MaxShards is the largest shard count (a GitHub Actions matrix holds at
 // most 256 jobs).
@@ -30,6 +32,12 @@ const MaxShards = 256
 type Plan struct {
 	FormatVersion int    `json:"format_version"`
 	JobID         string `json:"job_id"`
+	// PlanID identifies this plan: every shard output carries it, and
+	// gather refuses outputs of any other plan (of the same job id too).
+	PlanID string `json:"plan_id"`
+	// TraceParent is the W3C traceparent of the plan's job span when it
+	// was traced: shards and gather join that trace as its children.
+	TraceParent string `json:"trace_parent,omitempty"`
 	// BaseCommit is the results branch after setup: every shard starts there.
 	BaseCommit string `json:"base_commit"`
 	// OriginCommit is the commit setup started from; base.bundle holds
@@ -48,12 +56,24 @@ type Plan struct {
 	Items  []PlanItem        `json:"items"`
 	// FromDLQ is the job whose DLQ records this plan redrives ("" if none).
 	FromDLQ string `json:"from_dlq,omitempty"`
+	// FromPending is the job whose pending items this plan continues.
+	FromPending string `json:"from_pending,omitempty"`
+	// MaxFailures and MaxCostUSD are the job-wide limits the shards'
+	// limits are divided from (0: none).
+	MaxFailures int     `json:"max_failures,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 }
 
 // PlanShard lists the item ids of one shard, in input order.
 type PlanShard struct {
 	Shard int      `json:"shard"`
 	Items []string `json:"items"`
+	// MaxFailures is the shard's part of the job's max_failures: the
+	// shards' parts add up to it (see divideLimits). 0: no limit.
+	MaxFailures int `json:"max_failures,omitempty"`
+	// MaxCostUSD is the shard's part of the job's budget (max_cost_usd):
+	// the parts add up to at most the job's. 0: no budget.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // PlanItem is one work item of a plan.
@@ -82,6 +102,10 @@ type PlanOptions struct {
 	// values are reused) and the base is that job's results branch when it
 	// exists here (else HEAD).
 	FromDLQ string
+	// FromPending plans the items of that job (found under Run.Home) that
+	// are still pending — cut off by a budget, max_failures or a shard
+	// closed by a final gather — with their attempt counts, like FromDLQ.
+	FromPending string
 }
 
 // PlanFile is the plan file inside a plan directory.
@@ -106,19 +130,34 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 	if po.Shards < 0 || po.Shards > MaxShards {
 		return nil, usage(fmt.Errorf("--shards must be between 1 and %d (or auto)", MaxShards))
 	}
+	if o.Workflow != nil && o.Workflow.ErrorPolicy.MaxFailures > 0 && po.Shards > o.Workflow.ErrorPolicy.MaxFailures {
+		mf := o.Workflow.ErrorPolicy.MaxFailures
+		return nil, usage(fmt.Errorf("--shards %d: max_failures (%d) cannot be divided among more shards than it allows failures (each shard stops at its part, at least 1): use --shards %d or fewer", po.Shards, mf, mf))
+	}
+	if po.FromDLQ != "" && po.FromPending != "" {
+		return nil, usage(errors.New("--from-dlq and --from-pending exclude each other: plan one, then the other"))
+	}
 	var redrive []*dlq.DeadLetteredItem
+	var pendingItems []PlanItem
 	var from *jobstore.Checkpoint
-	if po.FromDLQ != "" {
-		p, err := FindJob(o.Home, "", po.FromDLQ)
+	if src := po.FromDLQ + po.FromPending; src != "" {
+		p, err := FindJob(o.Home, "", src)
 		if err != nil {
 			return nil, err
 		}
 		if from, err = jobstore.LoadCheckpoint(p); err != nil {
 			return nil, err
 		}
-		if redrive, err = eligibleRecords(p); err != nil {
+		if po.FromDLQ != "" {
+			if redrive, err = eligibleRecords(p); err != nil {
+				return nil, err
+			}
+		} else if pendingItems, err = pendingPlanItems(p, from); err != nil {
 			return nil, err
 		}
+	}
+	if err := discardInterruptedPlan(ctx, &o); err != nil {
+		return nil, err
 	}
 	j, head, err := prepare(ctx, &o)
 	if err != nil {
@@ -136,16 +175,21 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 			start = tip
 		}
 	}
+	if err := jobstore.MarkPlanning(j.paths); err != nil {
+		return nil, err
+	}
 	if err := j.create(ctx, &o, start); err != nil {
 		j.rollback()
 		return nil, err
 	}
-	plan, err := j.plan(ctx, po, head, redrive, from)
+	plan, err := j.plan(ctx, po, head, redrive, pendingItems, from)
 	if err != nil {
 		j.rollback()
 		return nil, err
 	}
+	j.endJobSpan(SpanEnd{Outcome: "planned"})
 	j.events.close()
+	fault(ctx, FaultPlanWritten, j.id)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	j.trees.close(cctx)
@@ -166,7 +210,12 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 // origin is the repository's HEAD (base.bundle excludes it); from is the
 // redriven job's checkpoint (nil unless --from-dlq): then setup does not
 // run again and its captured values are reused.
-func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive []*dlq.DeadLetteredItem, from *jobstore.Checkpoint) (*Plan, error) {
+func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive []*dlq.DeadLetteredItem, pendingItems []PlanItem, from *jobstore.Checkpoint) (*Plan, error) {
+	// A plan.json left by an interrupted earlier attempt must not outlive
+	// the job state it was made with.
+	if err := os.Remove(PlanFile(absPath(po.Dir))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, usage(fmt.Errorf("plan directory: %w", err))
+	}
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
 	if from == nil {
@@ -189,7 +238,13 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 	}
 	p := &Plan{
 		FormatVersion: PlanFormat, JobID: j.id, BaseCommit: base, OriginCommit: origin, ResultsBranch: j.branch,
-		WorkflowName: j.wf.Name, MaxParallel: j.maxParallel, FromDLQ: po.FromDLQ, Items: []PlanItem{},
+		WorkflowName: j.wf.Name, MaxParallel: j.maxParallel, FromDLQ: po.FromDLQ, FromPending: po.FromPending, Items: []PlanItem{},
+		MaxFailures: j.wf.ErrorPolicy.MaxFailures, TraceParent: spanTraceParent(j.span),
+	}
+	var planSpend float64
+	if j.budget != nil && j.budget.max > 0 {
+		p.MaxCostUSD = j.budget.max
+		j.state.Read(func(cp *jobstore.Checkpoint) { planSpend = cp.JobCost() })
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
 		p.Workflow = string(j.red.Bytes(data))
@@ -218,11 +273,19 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 		}
 		p.Items = append(p.Items, PlanItem{ID: r.ItemID, Index: i, Data: r.ItemData, Attempts: int(r.FailureCount), Record: b})
 	}
+	p.Items = append(p.Items, pendingItems...)
 	n := po.Shards
 	if n == 0 {
 		n = AutoShards(j.wf, len(p.Items), j.maxParallel)
+		if mf := j.wf.ErrorPolicy.MaxFailures; mf > 0 {
+			n = min(n, mf) // each shard's part is at least 1
+		}
 	}
 	p.Shards = SplitShards(p.Items, n)
+	divideLimits(p, planSpend)
+	if p.PlanID, err = newPlanID(p, fmt.Sprintf("%d/%v", j.now().UnixNano(), j.rand())); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(po.Dir, 0o755); err != nil {
 		return nil, usage(fmt.Errorf("plan directory: %w", err))
 	}
@@ -259,6 +322,37 @@ func SplitShards(items []PlanItem, n int) []PlanShard {
 	return out
 }
 
+// divideLimits gives every shard its part of the job-wide limits, so the
+// shards together never exceed them: max_failures is split into integer
+// parts that add up to it (the first max_failures%N shards get one more;
+// PlanJob keeps N at most max_failures, so no part is 0 — a part below 1
+// is raised to 1, the smallest stop there is). The budget left after
+// setup (max_cost_usd minus what planning spent) is split evenly, rounded
+// down to the cent.
+func divideLimits(p *Plan, spent float64) {
+	n := len(p.Shards)
+	if n == 0 {
+		return
+	}
+	if mf := p.MaxFailures; mf > 0 {
+		for k := range p.Shards {
+			part := mf / n
+			if k < mf%n {
+				part++
+			}
+			p.Shards[k].MaxFailures = max(part, 1)
+		}
+	}
+	if p.MaxCostUSD > 0 {
+		part := math.Floor(100*max(p.MaxCostUSD-spent, 0)/float64(n)) / 100
+		for k := range p.Shards {
+			// A zero part would mean "no budget": the smallest one stops
+			// the shard before its first reservation instead.
+			p.Shards[k].MaxCostUSD = max(part, 0.0001)
+		}
+	}
+}
+
 // shardBudget is the part of GitHub's 6-hour job limit a shard plans to
 // use (the rest is clone, setup of the runner, upload).
 const shardBudget = 5 * time.Hour
@@ -292,9 +386,13 @@ func AutoShards(wf *config.Workflow, items, maxParallel int) int {
 	return max(1, min(n, items, MaxShards))
 }
 
-// LoadPlan reads DIR/plan.json.
+// MaxPlanBytes bounds plan.json (it holds every item's data; a plan
+// directory is an artifact like a shard output).
+const MaxPlanBytes = 2 << 30
+
+// LoadPlan reads DIR/plan.json (a regular file of at most MaxPlanBytes).
 func LoadPlan(dir string) (*Plan, error) {
-	data, err := os.ReadFile(PlanFile(dir))
+	data, err := readLimited(PlanFile(dir), MaxPlanBytes)
 	if err != nil {
 		return nil, usage(fmt.Errorf("read the plan: %w", err))
 	}
@@ -340,6 +438,67 @@ func (p *Plan) ensureBase(ctx context.Context, git *gitops.Client, dir string) e
 		return usage(fmt.Errorf("base.bundle does not hold the plan's base commit %s", short(p.BaseCommit)))
 	}
 	return nil
+}
+
+// pendingPlanItems are the items of the job at p still pending (or
+// running when it stopped), with their data and attempt counts.
+func pendingPlanItems(p Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
+	r := jobstore.NewItemDataReader(p)
+	defer r.Close()
+	var out []PlanItem
+	for _, it := range cp.Items {
+		if it.State != ItemPending && it.State != ItemRunning {
+			continue
+		}
+		data, err := r.Data(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, PlanItem{ID: it.ItemID, Index: it.Index, Data: data, Attempts: it.Attempts})
+	}
+	if len(out) == 0 {
+		return nil, usage(fmt.Errorf("job %s has no pending items to plan", cp.JobID))
+	}
+	return out, nil
+}
+
+// discardInterruptedPlan removes what a `plan` of the same job id killed
+// before it finished left behind (its state is marked as a plan's): the
+// parent worktree, the results branch and the state, so planning again
+// starts afresh. A job that is not an interrupted plan is left alone.
+func discardInterruptedPlan(ctx context.Context, o *Options) error {
+	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
+		return nil
+	}
+	git, err := gitops.New(o.RepoDir, o.Git)
+	if err != nil {
+		return nil // prepare reports it
+	}
+	p := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
+	if !jobstore.IsPlanning(p) {
+		return nil
+	}
+	if jobstore.Locked(p) {
+		return usage(fmt.Errorf("job %s is being planned by another process", o.JobID))
+	}
+	branch := o.Branch
+	if branch == "" {
+		branch = "prodigy/" + o.JobID
+	}
+	if err := git.WorktreeRemove(ctx, p.ParentWorktree()); err != nil {
+		return fmt.Errorf("remove the parent worktree of the interrupted plan of %s: %w", o.JobID, err)
+	}
+	_ = git.WorktreePrune(ctx)
+	branches, _ := agentBranches(ctx, git, o.JobID)
+	if ok, _ := git.BranchExists(ctx, branch); ok {
+		branches = append(branches, branch)
+	}
+	if len(branches) > 0 {
+		if err := git.DeleteBranches(ctx, branches); err != nil {
+			return fmt.Errorf("delete the branches of the interrupted plan of %s: %w", o.JobID, err)
+		}
+	}
+	return jobstore.RemoveJob(p)
 }
 
 // eligibleRecords reads the reprocess-eligible DLQ records of a job.

@@ -30,13 +30,29 @@ func newProgress(j *job, w io.Writer, interval time.Duration) *progress {
 		interval = 10 * time.Second
 	}
 	p := &progress{j: j, w: w, interval: interval}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-			p.interval = time.Second
-		}
+	if isTerminal(w) {
+		p.tty = true
+		p.interval = time.Second
 	}
 	return p
+}
+
+// isTerminal reports whether w is, or wraps (an Unwrap() io.Writer method,
+// as the CLI's redacting stderr has), a character device: a terminal gets
+// the live, redrawn line.
+func isTerminal(w io.Writer) bool {
+	for range 8 { // wrappers of wrappers, bounded
+		switch v := w.(type) {
+		case *os.File:
+			st, err := v.Stat()
+			return err == nil && st.Mode()&os.ModeCharDevice != 0
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // start launches the ticker; stop ends it.

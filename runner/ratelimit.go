@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
@@ -111,9 +112,30 @@ func (ir *itemRunner) attemptWithWaits(ctx, runCtx context.Context, attempt int)
 		if f == nil || f.Interrupted || f.Permanent {
 			return f
 		}
-		reason, delay := ir.spend.rateLimited()
+		reason, delay, resetsAt := ir.spend.rateLimited()
 		if reason == "" {
 			return f
+		}
+		maxWait := j.wf.RateLimit.MaxCooldown
+		if maxWait <= 0 {
+			maxWait = config.DefaultMaxCooldown
+		}
+		if !resetsAt.IsZero() {
+			// A rejected subscription limit: wait until it resets, or, when
+			// that is further away than rate_limit.max_cooldown, start
+			// nothing more and leave the items pending for a resume.
+			until := resetsAt.Sub(j.now())
+			if until > maxWait {
+				j.stop(fmt.Sprintf("the provider's limit (%s) resets at %s, in %s: longer than rate_limit.max_cooldown (%s); `resume %s` after that",
+					reason, resetsAt.UTC().Format(time.RFC3339), until.Round(time.Minute), maxWait, j.id))
+				fmt.Fprintf(ir.log, "--- %s until %s; the item stays pending\n", reason, resetsAt.UTC().Format(time.RFC3339))
+				return &stepFailure{Message: "interrupted", Interrupted: true}
+			}
+			delay = max(until, time.Second)
+		}
+		if delay > maxWait {
+			j.logf("⚠ %s: the provider asked to wait %s; clamped to rate_limit.max_cooldown (%s)", ir.it.ItemID, delay.Round(time.Second), maxWait)
+			delay = maxWait
 		}
 		if ir.waits >= j.wf.RateLimit.MaxWaits {
 			j.logf("⚠ %s rate-limited again (%s) after %d wait(s) (rate_limit.max_waits); the attempt counts", ir.it.ItemID, reason, ir.waits)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
@@ -65,10 +66,13 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 			return nil, err
 		}
 		// Stream the selection: only the selected items' outcomes (no
-		// item_data) are kept, and none at all with ro.Selected.
+		// item_data) are kept, and none at all with ro.Selected. The
+		// result is the plan alone (issue 27): total and pending are
+		// the selected items, nothing has succeeded, failed or been
+		// skipped yet; the job's own totals are `status`'s.
 		res := resultOf(cp)
 		res.Items = []ItemOutcome{}
-		res.Pending = 0
+		res.Total, res.Successful, res.Failed, res.Skipped, res.Pending = 0, 0, 0, 0, 0
 		// dlq_count is the number of records streamed, not the index's:
 		// loading the index of a large DLQ would double the dry run's peak.
 		res.DLQCount, err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
@@ -76,6 +80,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 				return nil
 			}
 			res.Pending++
+			res.Total++
 			if ro.Selected != nil {
 				return ro.Selected(it.ItemOutcome)
 			}
@@ -88,6 +93,19 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		res.OrphanedWorktrees = orEmpty(nil)
 		return res, nil
 	}
+	// recover (re)creates the parent worktree; a redrive that ends before
+	// it opens the job (a usage error, nothing selected) removes it again
+	// when the job had none, so exit 2 or "nothing to retry" leaves the
+	// repository's worktrees as they were.
+	_, statErr := os.Stat(j.parentDir)
+	hadParent, opened := statErr == nil, false
+	defer func() {
+		if !hadParent && !opened {
+			if err := j.git.WorktreeRemove(context.WithoutCancel(ctx), j.parentDir); err != nil {
+				j.warn(fmt.Sprintf("could not remove the parent worktree %s: %v", j.parentDir, err))
+			}
+		}
+	}()
 	// recover before selecting: it removes the records of items whose
 	// merge reached the results branch, so none is merged twice.
 	if err := j.recover(ctx, cp); err != nil {
@@ -107,6 +125,17 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pages.stop()
+	if n := cp.Counts(); len(pages.first) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.deferReduce {
+		// Nothing to redrive, but an earlier run left the job with every
+		// item done and reduce unfinished (a redrive killed in its reduce):
+		// finish the reduce, as resume would.
+		j.logf("no DLQ records of job %s to retry; finishing the job an earlier run left %s", j.id, cp.Status)
+		if err := j.open(ctx, cp, true); err != nil {
+			return nil, err
+		}
+		defer j.events.close()
+		return j.execute(ctx, nil)
+	}
 	if len(pages.first) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
@@ -118,6 +147,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		}
 		return res, nil
 	}
+	opened = true
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,14 @@ type Result struct {
 	// Canary is the plan of a `dlq retry --signature` redrive (which items
 	// were the sample, which the rest); nil otherwise.
 	Canary *CanaryPlan `json:"canary,omitempty"`
+	// ResultsTip is the commit of the results branch the engine verified
+	// when the job ended (integrity.go): what may be published. Empty when
+	// the branch could not be verified (see IntegrityError).
+	ResultsTip string `json:"results_tip,omitempty"`
+	// IntegrityError says why the results branch must not be published:
+	// it was moved, rewound or deleted outside the engine, or the
+	// repository's git configuration gained risky entries while agents ran.
+	IntegrityError string `json:"integrity_error,omitempty"`
 	// Teardown deletes the pool worktrees this execution moved aside when
 	// Options.DeferTeardown was set; nil when there is nothing to delete.
 	// Safe to call more than once.

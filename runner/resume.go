@@ -118,6 +118,8 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 			o.ClaudeCommand = cp.ClaudeCommand
 		}
 	}
+	// The first run's Claude overrides, each replaced by one given now.
+	o.Claude = restoreClaudeOverrides(cp.ClaudeOverrides).Merge(o.Claude)
 	if o.ClaudeArgs == nil {
 		o.ClaudeArgs = cp.ClaudeArgs
 	}
@@ -211,13 +213,18 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 		return err
 	}
 	for _, it := range cp.Items {
+		if it.RecoverSpend() {
+			j.logf("%s was running with a budget reservation when the job stopped: its reservation counts as spent ($%.4f in all)", it.ItemID, it.CostUSD)
+		}
 		if it.State == ItemRunning {
 			it.State = ItemPending
 		}
 		if it.State == ItemPending && merged[it.ItemID] {
 			it.State = ItemMerged
+			it.MergeCommit = j.foundMerges[it.ItemID]
 			it.Commits = max(it.Commits, 1)
 			it.Failures = nil
+			clearInFlight(it)
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
 	}
@@ -375,6 +382,10 @@ func (j *job) mergedItems(ctx context.Context, cp *jobstore.Checkpoint) (map[str
 		for _, item := range gitops.TrailerValues(tr, "Prodigy-Item") {
 			if id, err := strconv.Unquote(item); err == nil {
 				merged[id] = true
+				if j.foundMerges == nil {
+					j.foundMerges = map[string]string{}
+				}
+				j.foundMerges[id] = c.ID
 			}
 		}
 	}

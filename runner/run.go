@@ -76,7 +76,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if err := ValidJobID(o.JobID); err != nil {
 		return nil, "", usage(err)
 	}
-	paths := Paths{Home: o.Home, Repo: filepath.Base(git.TopLevel()), JobID: o.JobID}
+	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
 	if jobstore.HasCheckpoint(paths) {
 		return nil, "", usage(fmt.Errorf("job %s already exists; use `resume %s`", o.JobID, o.JobID))
 	}
@@ -142,7 +142,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, grace: killGrace, clock: o.Clock, rand: o.Rand},
+			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: killGrace, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
@@ -175,7 +175,7 @@ func (j *job) create(ctx context.Context, o *Options, head string) error {
 		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
-		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, Sparse: j.trees.flagSparse,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudeOverrides(o.Claude), Sparse: j.trees.flagSparse,
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*jobstore.CheckpointItem{},
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
@@ -236,6 +236,9 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	env = append(env, envMap(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		j.rebase = resumed && cp.Status == StatusCompleted && cp.ResultsVerified != ""
+	})
 	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
 		return err
 	}
@@ -314,6 +317,15 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
+	if !setupDone || j.rebase || j.needsVerifiedTip() {
+		// The engine made this tip (setup), or a completed run ended
+		// there: what agents change from here on is checked
+		// (integrity.go).
+		if err := j.markVerified(ctx); err != nil {
+			return j.end(err)
+		}
+	}
+	j.auditBaseline(ctx)
 	defer j.boundHeap()()
 	var byID map[string]*jobstore.CheckpointItem
 	for pages := 0; ; pages++ {
@@ -433,8 +445,10 @@ func (j *job) loadItems(ctx context.Context) error {
 	var list []*jobstore.CheckpointItem
 	var spoolErr error
 	var err error
+	fields := newItemFields(j.wf.Map.AgentTemplate)
 	if !j.noItems {
 		_, err = items.Each(ctx, opts, func(it items.Item) error {
+			fields.add(it.Data)
 			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
 			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
 				return spoolErr
@@ -448,8 +462,20 @@ func (j *job) loadItems(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil && strings.Contains(err.Error(), j.parentDir):
+		// The parent worktree is the job's internal copy: name paths
+		// relative to the repository, and say which version was read.
+		where := fmt.Sprintf("in HEAD of %s and in its working tree", j.git.TopLevel())
+		if len(j.wf.Setup) > 0 {
+			where = fmt.Sprintf("in results branch %s after setup; it starts from HEAD of %s", j.branch, j.git.TopLevel())
+		}
+		msg := strings.ReplaceAll(err.Error(), j.parentDir+string(filepath.Separator), "")
+		return usage(fmt.Errorf("map.input: %s (looked %s)", msg, where))
 	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	if err := fields.err(); err != nil {
+		return usage(err)
 	}
 	if len(j.wf.Setup) == 0 {
 		j.announce(ctx, len(list))
@@ -498,6 +524,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 			// The redrive's budget starts at the record's failure_count;
 			// attempts an interrupted earlier redrive ran count against it.
 			cur.BudgetBase = e.Attempts
+			cur.Lost = 0 // lost attempts before the budget began are in BudgetBase
 			cur.CostBase = cur.CostUSD
 			if e.Attempts > cur.Attempts {
 				cur.Attempts = e.Attempts
@@ -549,6 +576,15 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 	if done {
 		return nil
 	}
+	var inReduce bool
+	j.state.Read(func(cp *jobstore.Checkpoint) { inReduce = cp.ReduceStepHead != "" || cp.ReduceStepsDone > 0 })
+	if !inReduce {
+		// Once, when the map phase is over: reduce never runs on a branch
+		// agents rewrote. A resumed reduce was checked before it began.
+		if _, err := j.checkIntegrity(runCtx); err != nil {
+			return err
+		}
+	}
 	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
 	if j.mergeMode == MergeTree {
 		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
@@ -560,6 +596,10 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 			return err
 		}
 	}
+	if err := j.markVerified(runCtx); err != nil {
+		return err
+	}
+	j.auditBaseline(runCtx) // reduce may configure git; agents are done
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
@@ -620,7 +660,9 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
-		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead = head }); err != nil {
+		// The previous step (or the verified map phase) left head: what
+		// this step commits above it is reduce's own (integrity.go).
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 		before := maps.Clone(vars)
@@ -701,6 +743,15 @@ func (j *job) end(cause error) (*Result, error) {
 			j.warn(fmt.Sprintf("could not delete %d agent branch(es): %v", len(dead), err))
 		}
 	}
+	tip, ierr := j.checkIntegrity(ctx)
+	if ierr != nil {
+		if cause == nil || !errors.Is(cause, errIntegrity) {
+			cause = errors.Join(cause, ierr)
+		}
+		status = StatusFailed
+	} else if tip == "" {
+		tip, _ = j.git.ResolveRef(ctx, "refs/heads/"+j.branch) // nothing recorded to verify (an older job)
+	}
 	if status == StatusCompleted {
 		if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
 			j.orphan(j.parentDir, "", "", "", err)
@@ -747,6 +798,11 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	res.TraceID = j.traceID
 	res.Teardown = purge
+	if ierr != nil {
+		res.IntegrityError = ierr.Error()
+	} else {
+		res.ResultsTip = tip
+	}
 	j.endJobSpan(jobSpanEnd(res))
 	switch status {
 	case StatusCompleted:
@@ -758,6 +814,9 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	j.logf("%s", summaryLine(res))
 	j.logFailedItems(res)
+	if dirExists(j.paths.LogsDir()) {
+		j.logf("item output: `prodigy-action logs %s ITEM [--attempt N]` (kept in %s)", j.id, j.paths.LogsDir())
+	}
 	if werr != nil && cause == nil {
 		cause = fmt.Errorf("%w: %w", ErrJobFailed, werr)
 	}

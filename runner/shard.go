@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -36,6 +35,9 @@ type ShardOptions struct {
 // prints for the shard's items, plus where the shard branch starts and ends.
 type ShardResult struct {
 	*Result
+	// PlanID is the id of the plan the shard ran: gather refuses outputs
+	// of any other plan.
+	PlanID string `json:"plan_id"`
 	// Shard is the shard index.
 	Shard int `json:"shard"`
 	// BaseCommit is the plan's base commit.
@@ -58,9 +60,9 @@ func ShardBranch(resultsBranch string, k int) string {
 	return resultsBranch + "/shard-" + strconv.Itoa(k)
 }
 
-// shardRepo is the state directory name of a shard's job: a shard's state
-// is kept apart from the gatherer's state of the same job.
-func shardRepo(repo string, k int) string { return repo + ".shard-" + strconv.Itoa(k) }
+// shardSuffix is added to the repository's state name for a shard's job:
+// a shard's state is kept apart from the gatherer's state of the same job.
+func shardSuffix(k int) string { return ".shard-" + strconv.Itoa(k) }
 
 // RunShard runs shard K of a plan in the repository at Run.RepoDir (any
 // clone; the base commit is fetched from base.bundle when missing) with
@@ -108,6 +110,13 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	}
 	shardWF := *wf
 	shardWF.Reduce = nil // reduce runs once, in gather
+	// The job-wide limits are the plan's parts for this shard.
+	if part := plan.Shards[so.Shard].MaxFailures; part > 0 {
+		shardWF.ErrorPolicy.MaxFailures = part
+	}
+	if part := plan.Shards[so.Shard].MaxCostUSD; part > 0 {
+		o.MaxCostUSD = part
+	}
 	if ok, _ := git.BranchExists(ctx, plan.ResultsBranch); ok {
 		return nil, usage(fmt.Errorf("branch %s exists here, so %s cannot be created: run the shard in another clone", plan.ResultsBranch, ShardBranch(plan.ResultsBranch, so.Shard)))
 	}
@@ -116,12 +125,13 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 		maxPar = o.MaxParallel
 	}
 	o.JobID = plan.JobID
-	paths := Paths{Home: o.Home, Repo: shardRepo(filepath.Base(git.TopLevel()), so.Shard), JobID: plan.JobID}
+	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel(), shardSuffix(so.Shard)), JobID: plan.JobID}
 	branch := ShardBranch(plan.ResultsBranch, so.Shard)
 	j, err := newJob(&o, &shardWF, git, paths, branch, maxPar)
 	if err != nil {
 		return nil, usage(err)
 	}
+	j.traceParent = plan.TraceParent
 	unlock, err := j.lock()
 	if err != nil {
 		return nil, err
@@ -132,13 +142,17 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	// while the shard runs: after every finished item (shardlive.go).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	live := startShardLive(wctx, j, so.Shard, plan.BaseCommit, so.OutDir)
+	live := startShardLive(wctx, j, ShardResult{PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}, so.OutDir)
 	res, runErr := j.runShard(ctx, plan, so.Shard, so.Continue)
 	live.stop()
 	if res == nil {
 		return nil, runErr
 	}
-	sr := &ShardResult{Result: res, Shard: so.Shard, BaseCommit: plan.BaseCommit}
+	if errors.Is(runErr, ErrBudgetExhausted) {
+		runErr = fmt.Errorf("%w; this is shard %d's part ($%.2f) of the job budget: running the shard again does not add to it; gather with --final, then continue the pending items with `plan WORKFLOW --from-pending %s --max-cost-usd N`",
+			runErr, so.Shard, plan.Shards[so.Shard].MaxCostUSD, plan.JobID)
+	}
+	sr := &ShardResult{Result: res, PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}
 	if err := live.write(wctx, sr); err != nil {
 		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
 	}
@@ -162,6 +176,9 @@ func (j *job) runShard(ctx context.Context, plan *Plan, k int, cont string) (*Re
 			return res, nil
 		}
 		if err := endJobLeftovers(j.paths, j.logf); err != nil {
+			return nil, err
+		}
+		if err := j.resetUnstartedParent(ctx, cp); err != nil {
 			return nil, err
 		}
 		if err := j.recover(ctx, cp); err != nil {
@@ -189,21 +206,30 @@ func (j *job) runShard(ctx context.Context, plan *Plan, k int, cont string) (*Re
 			start, prev = plan.BaseCommit, nil
 		}
 	}
-	if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, start); err != nil {
-		return nil, fmt.Errorf("create the shard's parent worktree: %w", err)
-	}
+	// The checkpoint first (the intent: running the shard again resumes
+	// it), then the branch and parent worktree, then the rest.
 	cp := planCheckpoint(j, plan, plan.Shards[k].Items)
 	adopted := 0
 	if prev != nil {
 		adopted = prev.adopt(cp)
 	}
+	if err := j.recordIntent(ctx, cp, FaultShardIntent); err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		// Continuing: the shard branch starts at the earlier attempt's head.
+		if err := j.git.WorktreeAdd(ctx, j.parentDir, j.branch, start); err != nil {
+			return nil, fmt.Errorf("create the shard's parent worktree: %w", err)
+		}
+	} else if err := j.resetUnstartedParent(ctx, cp); err != nil {
+		return nil, err
+	}
 	if err := j.open(ctx, cp, false); err != nil {
-		j.rollback()
 		return nil, err
 	}
 	defer j.events.close()
 	if prev != nil {
-		if err := prev.importRecords(j); err != nil {
+		if err := prev.importRecords(j, plan.Shards[k]); err != nil {
 			j.warn(fmt.Sprintf("shard %d: DLQ records of %s not imported: %v", k, cont, err))
 		}
 		j.logf("shard %d of job %s: continuing from %s: %d of %d item(s) already final", k, j.id, cont, adopted, len(cp.Items))

@@ -212,8 +212,9 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 	if err := os.WriteFile(bundle, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Shard 2 is held back until shard 1 is in: shards merge in plan order.
 	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
-	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || res.Pending != 2 || res.Successful != 4 {
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1 (output unreadable)") || !strings.Contains(err.Error(), "held back") || res.Pending != 4 || res.Successful != 2 {
 		t.Fatalf("gather with a corrupt bundle: %+v, %v", res, err)
 	}
 	// Re-running shard 1 (already completed) rewrites its output.

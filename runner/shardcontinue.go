@@ -30,7 +30,7 @@ func readPreviousShard(plan *Plan, k int, dir string) (*previousShard, error) {
 	if err := json.Unmarshal(data, &sr); err != nil || sr.Result == nil {
 		return nil, fmt.Errorf("unreadable %s: %v", ShardResultFile, err)
 	}
-	if sr.JobID != plan.JobID || sr.Shard != k || sr.BaseCommit != plan.BaseCommit {
+	if sr.JobID != plan.JobID || sr.Shard != k || sr.BaseCommit != plan.BaseCommit || (sr.PlanID != "" && sr.PlanID != plan.PlanID) {
 		return nil, fmt.Errorf("it is shard %d of job %s from %s, not shard %d of job %s from %s", sr.Shard, sr.JobID, short(sr.BaseCommit), k, plan.JobID, short(plan.BaseCommit))
 	}
 	return &previousShard{dir: dir, res: &sr}, nil
@@ -79,8 +79,8 @@ func (p *previousShard) adopt(cp *jobstore.Checkpoint) int {
 // importRecords stores the previous attempt's DLQ records of the items it
 // failed (a record that cannot be written stays the item's pending record,
 // written by a later run, as in gather).
-func (p *previousShard) importRecords(j *job) error {
-	records, err := readShardDLQ(filepath.Join(p.dir, ShardDLQDir))
+func (p *previousShard) importRecords(j *job, sh PlanShard) error {
+	records, err := readShardDLQ(outputFile(p.dir, ShardDLQDir), sh)
 	if err != nil {
 		return err
 	}

@@ -26,15 +26,15 @@ import (
 // which gather leaves pending.
 type shardLive struct {
 	j    *job
-	sr   ShardResult // Shard and BaseCommit
+	sr   ShardResult // PlanID, Shard and BaseCommit
 	out  string
 	kick chan struct{}
 	done chan struct{}
 	mu   sync.Mutex // one write at a time, the final one included
 }
 
-func startShardLive(ctx context.Context, j *job, shard int, base, out string) *shardLive {
-	l := &shardLive{j: j, sr: ShardResult{Shard: shard, BaseCommit: base}, out: out, kick: make(chan struct{}, 1), done: make(chan struct{})}
+func startShardLive(ctx context.Context, j *job, sr ShardResult, out string) *shardLive {
+	l := &shardLive{j: j, sr: sr, out: out, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	j.hooks = liveHooks{Hooks: j.hooks, kick: l.poke}
 	go func() {
 		defer close(l.done)

@@ -31,11 +31,15 @@ type stepRunner struct {
 	bash       string   // bash for shell steps
 	claudeCmd  string   // the Claude Code executable
 	claudeArgs []string // extra arguments before the fixed flags
-	grace      time.Duration
-	clock      retry.Clock
-	rand       func() float64
-	red        *redact.Redactor // claude transcripts are redacted as they are written
-	values     valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
+	// claudeWF is the workflow's `claude:` block and claudeOver the
+	// caller's overrides (CLI flags, Action inputs): with a step's
+	// claude_options they resolve to the step's Claude Code options.
+	claudeWF, claudeOver config.ClaudeSettings
+	grace                time.Duration
+	clock                retry.Clock
+	rand                 func() float64
+	red                  *redact.Redactor // claude transcripts are redacted as they are written
+	values               valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
 }
 
 // stepContext is what the steps of one phase or agent attempt share.
@@ -301,7 +305,8 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("open transcript: %v", err)}
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
-	args := append(append(append([]string{}, s.claudeArgs...), sc.spend.budgetArgs()...), "--print", "--output-format", "stream-json", "--verbose", prompt)
+	settings := s.claudeSettings(st)
+	args := s.claudeArgv(settings, sc.spend.budgetArgs(), prompt)
 	if len(prompt) > maxArgLen {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
 			Message: fmt.Sprintf("%s: the interpolated prompt is %d bytes, more than the %d bytes one command-line argument can hold; "+
@@ -319,8 +324,10 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	defer cleanup()
 	tw := s.red.JSONLinesWriter(tf)
+	lim := newTranscriptLimiter(tw, maxTranscriptBytes)
 	errTail := &tailBuffer{max: tailSize}
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: tw, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
+	lim.Close()
 	tw.Close()
 	tf.Close()
 	what := sc.label
@@ -328,6 +335,13 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		f.LogPath = sc.transcript
 		if res.Cause == nil && res.StartErr == nil && res.ExitCode != 0 {
 			f.Message = claudeExitMessage(what, res.ExitCode, sc.transcript, start, errTail.String())
+			if r, ok, err := finalClaudeResult(sc.transcript, start); err == nil && ok {
+				noteClaudeResult(sc.log, r)
+				if r.Subtype == subtypeMaxTurns {
+					mt := claudeReportedError(what, r, sc.transcript)
+					f.Type, f.Message = mt.Type, fmt.Sprintf("%s [exited with code %d]", mt.Message, res.ExitCode)
+				}
+			}
 		}
 		return "", f
 	}
@@ -337,18 +351,57 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.Unknown}, Message: fmt.Sprintf("%s: read transcript: %v", what, err), LogPath: sc.transcript}
 	case !ok:
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.Unknown}, Message: what + ": transcript has no final result event", LogPath: sc.transcript, Tail: string(res.Tail)}
+	}
+	noteClaudeResult(sc.log, result)
+	switch {
 	case result.IsError || (result.Subtype != "" && result.Subtype != "success"):
 		return "", claudeReportedError(what, result, sc.transcript)
+	case len(result.PermissionDenials) > 0 && settings.FailOnDenial():
+		return "", claudeDenied(what, result, settings, sc.transcript)
 	}
 	return result.Result, nil
 }
 
-// claudeResult is the final `{"type":"result"}` event of a stream-json transcript.
+// claudeSettings resolves the Claude Code options of step st.
+func (s *stepRunner) claudeSettings(st config.Step) config.ClaudeSettings {
+	return s.claudeWF.Merge(st.ClaudeOptions).Merge(s.claudeOver).WithDefaults()
+}
+
+// claudeArgv is the argument list of a claude step: the resolved options,
+// the caller's extra arguments, the budget cap, the fixed stream-json
+// flags, then "--" and the prompt, so a prompt starting with '-' (item
+// data) is never read as an option.
+func (s *stepRunner) claudeArgv(settings config.ClaudeSettings, budget []string, prompt string) []string {
+	args := settings.CommandArgs()
+	args = append(args, s.claudeArgs...)
+	args = append(args, budget...)
+	return append(args, "--print", "--output-format", "stream-json", "--verbose", "--", prompt)
+}
+
+// ClaudeCommandLine is the command line claude step st runs with the given
+// options, the prompt shown as <prompt> (for validate).
+func ClaudeCommandLine(command string, extra []string, wf *config.Workflow, st config.Step, over config.ClaudeSettings) []string {
+	s := &stepRunner{claudeArgs: extra, claudeWF: wf.Claude, claudeOver: over}
+	return append([]string{command}, s.claudeArgv(s.claudeSettings(st), nil, "<prompt>")...)
+}
+
+// claudeResult is the final `{"type":"result"}` event of a stream-json
+// transcript (SDKResultMessage of @anthropic-ai/claude-agent-sdk).
 type claudeResult struct {
-	Type    string `json:"type"`
-	Subtype string `json:"subtype"`
-	IsError bool   `json:"is_error"`
-	Result  string `json:"result"`
+	Type              string             `json:"type"`
+	Subtype           string             `json:"subtype"`
+	IsError           bool               `json:"is_error"`
+	Result            string             `json:"result"`
+	Errors            []string           `json:"errors"`
+	TerminalReason    string             `json:"terminal_reason"`
+	NumTurns          int                `json:"num_turns"`
+	PermissionDenials []permissionDenial `json:"permission_denials"`
+}
+
+// permissionDenial is one entry of a result's permission_denials.
+type permissionDenial struct {
+	ToolName  string         `json:"tool_name"`
+	ToolInput map[string]any `json:"tool_input"`
 }
 
 // finalClaudeResult returns the last result event written after offset.
@@ -575,6 +628,26 @@ func oneLine(s string, n int) string {
 	r := []rune(s)
 	if len(r) > n {
 		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// claudeOverrides encodes the caller's Claude options for the checkpoint
+// (nil when there are none).
+func claudeOverrides(s config.ClaudeSettings) json.RawMessage {
+	b, err := json.Marshal(s)
+	if err != nil || string(b) == "{}" {
+		return nil
+	}
+	return b
+}
+
+// restoreClaudeOverrides decodes what claudeOverrides wrote; anything it
+// cannot read is no override.
+func restoreClaudeOverrides(raw json.RawMessage) config.ClaudeSettings {
+	var s config.ClaudeSettings
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil || s.Validate() != nil {
+		return config.ClaudeSettings{}
 	}
 	return s
 }

@@ -37,6 +37,10 @@ func DLQJobs(home string) ([]Paths, error) { return jobstore.DLQJobs(home) }
 // FindJob locates a job by id (jobstore.FindJob): "" means the only job,
 // Latest the newest of repo ("" = any repository). A job that does not
 // exist, an ambiguous or an invalid id is a *UsageError.
+// ErrAmbiguousJob is FindJob's error (wrapped in a *UsageError) when no job
+// id is given and several jobs exist.
+var ErrAmbiguousJob = jobstore.ErrAmbiguousJob
+
 func FindJob(home, repo, jobID string) (Paths, error) {
 	p, err := jobstore.FindJob(home, repo, jobID)
 	if errors.Is(err, jobstore.ErrNoJob) || errors.Is(err, jobstore.ErrAmbiguousJob) || errors.Is(err, jobstore.ErrInvalidJobID) {

@@ -42,6 +42,10 @@ type JobSpan struct {
 	// Resumed is set for resumes, redrives and later shard or gather runs
 	// of an existing job.
 	Resumed bool
+	// Parent is the W3C traceparent the job's span continues ("" starts a
+	// new trace): a sharded job's shards and gather pass the plan's, so
+	// the whole job is one trace with the plan's span as its root.
+	Parent string
 	// Redact is the job's redactor (environment values, the workflow's
 	// `secrets:`): the tracer must pass every string attribute and status
 	// message of this trace through it before anything leaves the process.
@@ -146,11 +150,27 @@ func (j *job) startJobSpan(resumed bool) {
 	if j.tracer == nil || j.span != nil {
 		return
 	}
-	j.span = j.tracer.StartJob(JobSpan{JobID: j.id, Workflow: j.wf.Name, ResultsBranch: j.branch, Resumed: resumed, Redact: j.redact})
+	j.span = j.tracer.StartJob(JobSpan{JobID: j.id, Workflow: j.wf.Name, ResultsBranch: j.branch, Resumed: resumed, Parent: j.traceParent, Redact: j.redact})
 	if j.span == nil {
 		return
 	}
 	j.traceID = j.span.TraceID()
+}
+
+// TraceParenter is implemented by spans that can name themselves as a W3C
+// traceparent, so other processes can continue their trace.
+type TraceParenter interface {
+	// TraceParent is the span's traceparent header value ("" when the
+	// span is not recorded).
+	TraceParent() string
+}
+
+// spanTraceParent is sp's traceparent, "" when it has none.
+func spanTraceParent(sp Span) string {
+	if tp, ok := sp.(TraceParenter); ok && sp != nil {
+		return tp.TraceParent()
+	}
+	return ""
 }
 
 // rootSpan is the job's span, or one that does nothing.
@@ -281,7 +301,7 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 func (ir *itemRunner) attemptSpanEnd(f *stepFailure) SpanEnd {
 	e := spanEnd(f, ir.j.redact)
 	if f != nil && !f.Interrupted {
-		if reason, _ := ir.spend.rateLimited(); reason != "" {
+		if reason, _, _ := ir.spend.rateLimited(); reason != "" {
 			e.Outcome = "rate_limited"
 		}
 	}

@@ -27,6 +27,11 @@ type ValidateOptions struct {
 	// GitHubActions adds the check that one item fits in GitHub's job
 	// limit (set when running inside GitHub Actions).
 	GitHubActions bool
+	// ClaudeCommand, ClaudeArgs and Claude are what run would use for
+	// claude steps (see Options); they only shape ClaudeSteps.
+	ClaudeCommand string
+	ClaudeArgs    []string
+	Claude        config.ClaudeSettings
 }
 
 // Validation is the one analysis of a workflow file that `run`,
@@ -45,6 +50,9 @@ type Validation struct {
 	ErrorPolicy      *PolicySummary `json:"error_policy,omitempty"`
 	AgentTimeoutMS   int64          `json:"agent_timeout_ms"`
 	MaxParallel      string         `json:"max_parallel,omitempty"`
+	// ClaudeSteps are the claude steps with the resolved Claude Code
+	// command line each runs (the prompt shown as <prompt>).
+	ClaudeSteps []ClaudeStep `json:"claude_steps,omitempty"`
 
 	// Workflow is the parsed workflow; nil when the file did not parse.
 	Workflow *config.Workflow `json:"-"`
@@ -174,8 +182,43 @@ func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	worst := pol.WorstCase()
 	v.WorstCaseRetryMS = worst.Milliseconds()
 	v.Warnings = append(v.Warnings, timeoutWarnings(wf, pol, worst, o.GitHubActions)...)
+	v.ClaudeSteps = claudeSteps(wf, o)
 	v.Valid = len(v.Errors) == 0
 	return v
+}
+
+// ClaudeStep is one claude step of a workflow and the Claude Code command
+// line it runs.
+type ClaudeStep struct {
+	// Where is "setup", "map", "reduce" or "on_item_failure", with
+	// " on_failure" for a step's handler.
+	Where    string   `json:"where"`
+	Position string   `json:"position"`
+	Command  []string `json:"command"`
+}
+
+// claudeSteps lists every claude step of wf (handlers included) with its
+// resolved command line.
+func claudeSteps(wf *config.Workflow, o ValidateOptions) []ClaudeStep {
+	command := o.ClaudeCommand
+	if command == "" {
+		command = "claude"
+	}
+	var out []ClaudeStep
+	var walk func(where string, steps []config.Step)
+	walk = func(where string, steps []config.Step) {
+		for _, st := range steps {
+			if st.Claude != "" {
+				out = append(out, ClaudeStep{Where: where, Position: st.Pos.String(), Command: ClaudeCommandLine(command, o.ClaudeArgs, wf, st, o.Claude)})
+			}
+			walk(where+" on_failure", st.OnFailure)
+		}
+	}
+	walk("setup", wf.Setup)
+	walk("map", wf.Map.AgentTemplate)
+	walk("on_item_failure", wf.ErrorPolicy.CustomHandler)
+	walk("reduce", wf.Reduce)
+	return out
 }
 
 // checkItemsPipeline compiles the items pipeline options (json_path,

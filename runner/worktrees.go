@@ -434,7 +434,7 @@ func (j *job) cleanupRetry(ctx context.Context, fn func(context.Context) error) 
 // orphan records a worktree cleanup could not remove and warns about it
 // with the agent, item, path and error.
 func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
-	j.warn(fmt.Sprintf("cleanup failed for agent %s (item %s) at %s: %v — the item's outcome is unaffected; remove it later with `action worktree clean-orphaned %s`",
+	j.warn(fmt.Sprintf("cleanup failed for agent %s (item %s) at %s: %v — the item's outcome is unaffected; remove it later with `prodigy-action worktree clean-orphaned %s`",
 		orDash(agentID), orDash(itemID), path, cause, j.id))
 	o := OrphanedWorktree{Path: path, Branch: branch, AgentID: agentID, ItemID: itemID, FailedAt: j.now().UTC(), Error: cause.Error()}
 	if err := j.orphans.Add(o); err != nil {
@@ -448,7 +448,7 @@ func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
 // orphan registry (`worktree clean-orphaned` removes it) with a warning.
 // Unlike orphan it emits no event: it may run after the job has ended.
 func (j *job) unremovable(dir string, cause error) {
-	j.warn(fmt.Sprintf("could not delete the files of a finished pool worktree at %s: %v — remove them with `action worktree clean-orphaned %s`", dir, cause, j.id))
+	j.warn(fmt.Sprintf("could not delete the files of a finished pool worktree at %s: %v — remove them with `prodigy-action worktree clean-orphaned %s`", dir, cause, j.id))
 	if err := j.orphans.Add(OrphanedWorktree{Path: dir, FailedAt: j.now().UTC(), Error: cause.Error()}); err != nil {
 		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", dir, err))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -136,6 +137,17 @@ func (p *span) TraceID() string {
 		return ""
 	}
 	return sc.TraceID().String()
+}
+
+// TraceParent implements runner.TraceParenter: the span as a W3C
+// traceparent, "" when it is not sampled.
+func (p *span) TraceParent() string {
+	if !p.s.SpanContext().IsSampled() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(p.ctx, c)
+	return c["traceparent"]
 }
 
 // attrs collects attributes; every string passes redact, then is bounded.

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -198,7 +199,9 @@ func (t *Tracing) Tracer() runner.Tracer {
 }
 
 // StartJob implements runner.Tracer: it begins the root span of a job
-// execution (a new trace).
+// execution: a new trace, or a child of s.Parent when that is a valid W3C
+// traceparent (a sharded job's shards and gather continue the plan's
+// trace); an invalid Parent starts a new trace.
 func (t *Tracing) StartJob(s runner.JobSpan) runner.Span {
 	red := s.Redact
 	if red == nil {
@@ -209,7 +212,15 @@ func (t *Tracing) StartJob(s runner.JobSpan) runner.Span {
 	a.str(keyWorkflow, s.Workflow)
 	a.str(keyResultsBranch, s.ResultsBranch)
 	a.kv = append(a.kv, attribute.Bool(keyResumed, s.Resumed))
-	ctx, sp := t.tracer.Start(context.Background(), "job", trace.WithNewRoot(), trace.WithAttributes(a.kv...))
+	parent := context.Background()
+	opts := []trace.SpanStartOption{trace.WithAttributes(a.kv...)}
+	if s.Parent != "" {
+		parent = propagation.TraceContext{}.Extract(parent, propagation.MapCarrier{"traceparent": s.Parent})
+	}
+	if !trace.SpanContextFromContext(parent).IsValid() {
+		opts = append(opts, trace.WithNewRoot())
+	}
+	ctx, sp := t.tracer.Start(parent, "job", opts...)
 	return &span{t: t, ctx: ctx, s: sp, redact: red}
 }
 

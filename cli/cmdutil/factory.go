@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
@@ -35,6 +36,11 @@ type Factory struct {
 	// Environ is the process environment whose secret-looking values are
 	// redacted from every output (and the engine's base environment).
 	Environ func() []string
+	// BuildInfo is the build's module information for --version
+	// (debug.ReadBuildInfo); ClaudeVersionFile overrides where the image
+	// records its Claude Code version (ClaudeCodeVersionFile when empty).
+	BuildInfo         func() (*debug.BuildInfo, bool)
+	ClaudeVersionFile string
 
 	red     *redact.Redactor   // built by Redactor
 	tracing *telemetry.Tracing // built by Tracing; nil when off
@@ -85,7 +91,8 @@ func (f *Factory) ShutdownTracing(ctx context.Context) {
 // the real clock and engine.
 func NewFactory(in io.Reader, out, errOut io.Writer, getenv func(string) string) *Factory {
 	return &Factory{In: in, Out: out, ErrOut: errOut, Getenv: getenv, Now: time.Now,
-		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main, Environ: os.Environ}
+		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main, Environ: os.Environ,
+		BuildInfo: readBuildInfo}
 }
 
 // Home returns the state directory: $PRODIGY_HOME, else ~/.prodigy.
@@ -111,6 +118,9 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	if err != nil {
 		return runner.Options{}, err
 	}
+	if err := writableDir(home); err != nil {
+		return runner.Options{}, UsageErrorf("the state directory %s cannot be written (set PRODIGY_HOME to a writable directory): %w", home, err)
+	}
 	o := f.Engine
 	o.Home = home
 	o.Stderr = f.ErrOut
@@ -131,6 +141,22 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 		return o, UsageErrorf("--merge must be tree or worktree, not %q", merge)
 	}
 	return o, nil
+}
+
+// writableDir creates dir if needed and proves that files can be created
+// in it (a read-only mount or a file in the way fails here, before a job
+// changes anything).
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_ = tmp.Close()
+	return os.Remove(name)
 }
 
 // FinishJob prints a job's result (one JSON object on stdout with asJSON),

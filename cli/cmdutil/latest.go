@@ -17,7 +17,7 @@ func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
 	if repoDir == "" {
 		repoDir = "."
 	}
-	repo, err := runner.RepoName(repoDir)
+	repo, err := runner.RepoName(home, repoDir)
 	if err != nil {
 		repo = ""
 	}

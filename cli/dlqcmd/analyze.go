@@ -36,7 +36,7 @@ FILE with --export (or prints it with --json).`,
 		},
 	}
 	fs := cmd.Flags()
-	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to analyse (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to analyse (default: the newest job of this repository)")
 	fs.StringVar(&opts.export, "export", "", "write the analysis as JSON to FILE ('-' = stdout)")
 	fs.BoolVar(&opts.json, "json", false, "print the analysis as one JSON object on stdout")
 	return cmd
@@ -46,12 +46,22 @@ func runDLQAnalyze(f *cmdutil.Factory, opts *dlqAnalyzeOptions) error {
 	if opts.exportSet && opts.export == "" {
 		return errEmptyOutputPath
 	}
+	var src dlq.Source
 	store, ref, err := openDLQ(f, opts.jobID)
-	if err != nil {
+	switch {
+	case isNoDLQ(err):
+		if opts.export == "" && !opts.json {
+			fmt.Fprintln(f.ErrOut, err)
+			return nil
+		}
+		src = dlq.Items(nil) // the analysis of no records
+	case err != nil:
 		return err
+	default:
+		defer store.Close()
+		src = store
 	}
-	defer store.Close()
-	an, err := dlq.Analyze(store)
+	an, err := dlq.Analyze(src)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ func runDLQClear(f *cmdutil.Factory, opts *dlqClearOptions) error {
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		fmt.Fprintf(f.ErrOut, "nothing to clear: no records in the dead letter queue of job %s\n", ref.JobID)
+		return nil
+	}
 	if !opts.yes {
 		if err := f.Confirm(fmt.Sprintf("Delete all %d items of the dead letter queue of job %s (repo %s)?", n, ref.JobID, ref.Repo), "--yes"); err != nil {
 			return err

@@ -35,7 +35,7 @@ The file is written to a temporary name and renamed when complete.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.format, "format", "json", "json or csv")
-	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(cmd.Flags(), &opts.jobID, "job whose DLQ to export (default: the newest job of this repository)")
 	return cmd
 }
 
@@ -51,23 +51,34 @@ func runDLQExport(f *cmdutil.Factory, opts *dlqExportOptions) error {
 	if export == nil {
 		return cmdutil.UsageErrorf("--format must be json or csv, got %q", opts.format)
 	}
+	var src dlq.Source
 	store, ref, err := openDLQ(f, opts.jobID)
-	if err != nil {
+	switch {
+	case isNoDLQ(err):
+		fmt.Fprintln(f.ErrOut, err)
+		src = dlq.Items(nil) // an empty export: [] or the CSV header
+	case err != nil:
 		return err
+	default:
+		defer store.Close()
+		src = store
 	}
-	defer store.Close()
 	n := 0
 	err = f.WriteOutput(opts.file, format == "json", func(w io.Writer) error {
 		var err error
 		if format == "csv" {
-			n, err = dlq.ExportCSVLabeled(w, store, recordLabeler(ref))
+			n, err = dlq.ExportCSVLabeled(w, src, recordLabeler(ref))
 		} else {
-			n, err = export(w, store)
+			n, err = export(w, src)
 		}
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if ref.JobID == "" {
+		fmt.Fprintf(f.ErrOut, "exported 0 items to %s\n", opts.file)
+		return nil
 	}
 	fmt.Fprintf(f.ErrOut, "exported %d items of job %s to %s\n", n, ref.JobID, opts.file)
 	return nil

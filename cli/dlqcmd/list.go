@@ -27,7 +27,7 @@ func NewDLQListCmd(f *cmdutil.Factory) *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return runDLQList(f, opts) },
 	}
 	fs := cmd.Flags()
-	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to list (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to list (default: the newest job of this repository)")
 	fs.BoolVar(&opts.eligible, "eligible", false, "only items eligible for `dlq retry`")
 	fs.IntVar(&opts.limit, "limit", 50, "show at most N items; 0 shows all")
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
@@ -39,6 +39,13 @@ func runDLQList(f *cmdutil.Factory, opts *dlqListOptions) error {
 		return cmdutil.UsageErrorf("--limit must be 0 (no limit) or more, got %d", opts.limit)
 	}
 	store, ref, err := openDLQ(f, opts.jobID)
+	if isNoDLQ(err) {
+		if opts.json {
+			return json.NewEncoder(f.Out).Encode(report.DLQList{Items: []dlq.Summary{}})
+		}
+		fmt.Fprintln(f.ErrOut, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -54,7 +61,7 @@ func runDLQList(f *cmdutil.Factory, opts *dlqListOptions) error {
 		return json.NewEncoder(f.Out).Encode(report.DLQList{JobID: ref.JobID, Repo: ref.Repo, Total: total, Items: rows})
 	}
 	if total == 0 {
-		fmt.Fprintf(f.ErrOut, "no items in the dead letter queue of job %s\n", ref.JobID)
+		fmt.Fprintf(f.ErrOut, "no records in the dead letter queue of job %s\n", ref.JobID)
 		return nil
 	}
 	if err := report.WriteDLQTable(f.Out, rows); err != nil {

@@ -32,7 +32,7 @@ before now. Asks for confirmation on stdin unless --yes, like clear.`,
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&opts.days, "older-than-days", 0, "purge items whose last attempt is older than N days (required)")
-	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to purge (optional when only one job has a DLQ)")
+	cmdutil.JobIDFlag(fs, &opts.jobID, "job whose DLQ to purge (default: the newest job of this repository)")
 	fs.BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
@@ -45,6 +45,10 @@ func runDLQPurge(f *cmdutil.Factory, opts *dlqPurgeOptions) error {
 		return cmdutil.UsageErrorf("--older-than-days must be 0 or more, got %d", opts.days)
 	}
 	store, ref, err := openDLQ(f, opts.jobID)
+	if isNoDLQ(err) {
+		fmt.Fprintf(f.ErrOut, "nothing to purge: %v\n", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -21,6 +22,7 @@ type dlqRetryOptions struct {
 	maxRetries, parallel int
 	force, dryRun, json  bool
 	maxCost              float64
+	claude               config.ClaudeSettings
 	workflow, onto       string
 	signature            string
 	sample, batchSize    int
@@ -68,6 +70,7 @@ which the rest.`,
 	fs.BoolVar(&opts.dryRun, "dry-run", false, "list what would run; change nothing")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
+	cmdutil.ClaudeFlags(fs, &opts.claude)
 	cmdutil.RedriveFlags(fs, &opts.workflow, &opts.onto)
 	fs.StringVar(&opts.signature, "signature", "", "redrive only the records with this error_signature (one failure cluster)")
 	fs.IntVar(&opts.sample, "sample", 0, "with --signature: run this many records of the cluster first and stop if all fail again the same way")
@@ -91,11 +94,15 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
 		return err
 	}
+	if err := cmdutil.CheckClaude(opts.claude); err != nil {
+		return err
+	}
 	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
+	ro.Claude = opts.claude
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ func runJobs(f *cmdutil.Factory, opts *jobsOptions) error {
 		if dir == "" {
 			dir = "."
 		}
-		name, err := runner.RepoName(dir)
+		name, err := runner.RepoName(home, dir)
 		switch {
 		case err == nil:
 			repo = name

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -14,6 +15,7 @@ type resumeOptions struct {
 	jobID            string
 	includeDLQ, json bool
 	maxCost          float64
+	claude           config.ClaudeSettings
 	workflow, onto   string
 }
 
@@ -44,6 +46,7 @@ status budget_exhausted; resume it with a larger budget).`,
 	cmd.Flags().BoolVar(&opts.includeDLQ, "include-dlq", false, "also re-run the job's reprocess-eligible DLQ items")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(cmd.Flags(), &opts.maxCost)
+	cmdutil.ClaudeFlags(cmd.Flags(), &opts.claude)
 	cmdutil.RedriveFlags(cmd.Flags(), &opts.workflow, &opts.onto)
 	return cmd
 }
@@ -52,11 +55,15 @@ func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) err
 	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
 		return err
 	}
+	if err := cmdutil.CheckClaude(opts.claude); err != nil {
+		return err
+	}
 	ro, err := f.RunnerOptions("", "")
 	if err != nil {
 		return err
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
+	ro.Claude = opts.claude
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -17,6 +18,7 @@ type runOptions struct {
 	sparse                        []string
 	json, requireItems            bool
 	maxCost                       float64
+	claude                        config.ClaudeSettings
 }
 
 func NewRunCmd(f *cmdutil.Factory) *cobra.Command {
@@ -47,6 +49,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	fs.IntVar(&opts.maxParallel, "max-parallel", 0, "agents at once (default: the workflow's map.max_parallel)")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
+	cmdutil.ClaudeFlags(fs, &opts.claude)
 	fs.BoolVar(&opts.requireItems, "require-items", false, "fail (exit 2) when the map input selects no items, instead of warning")
 	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
 	fs.StringArrayVar(&opts.sparse, "sparse", nil, "check out only this directory in the parent and agent worktrees (cone mode, repeatable; replaces the workflow's worktree.sparse; merges keep every file)")
@@ -61,6 +64,9 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if err := cmdutil.CheckMaxCost(opts.maxCost); err != nil {
 		return err
 	}
+	if err := cmdutil.CheckClaude(opts.claude); err != nil {
+		return err
+	}
 	ro, err := f.RunnerOptions(opts.isolation, opts.merge)
 	if err != nil {
 		return err
@@ -71,6 +77,7 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	}
 	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
 	ro.MaxCostUSD = opts.maxCost
+	ro.Claude = opts.claude
 	ro.RequireItems = opts.requireItems
 	ro.Sparse = opts.sparse
 	res, err := runner.Run(ctx, ro)

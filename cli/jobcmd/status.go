@@ -1,6 +1,9 @@
 package jobcmd
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
@@ -39,6 +42,17 @@ func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err
+	}
+	if id == "" {
+		// No job named: the only job, else the newest one (of this
+		// repository when run inside one), said on stderr.
+		if _, err := runner.FindJob(home, "", ""); errors.Is(err, runner.ErrAmbiguousJob) {
+			if id, err = f.ResolveJobID(runner.Latest, ""); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.ErrOut, "several jobs: showing the newest, %s (`%s status latest` names it; `%s jobs` lists them)\n",
+				id, cmdutil.Name, cmdutil.Name)
+		}
 	}
 	status := runner.StatusSummary // the text report needs no item list
 	if opts.json {

@@ -8,24 +8,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 type validateOptions struct {
-	file string
-	json bool
+	file   string
+	json   bool
+	claude config.ClaudeSettings
 }
 
 func NewValidateCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate WORKFLOW.yml",
-		Short: "Check a workflow file and show its resolved retry schedule",
+		Short: "Check a workflow file and show its resolved retry schedule and Claude command lines",
 		Long: "Parse and validate a workflow file strictly (unknown keys, wrong types and bad durations are errors\n" +
 			"with file:line:col), then print the map phase's retry settings: the wait before each retry and the\n" +
-			"worst case with jitter. Exit 0 when valid, 2 when not.",
+			"worst case with jitter, and the Claude Code command line of every claude step (the --claude-* flags\n" +
+			"show what they would change). Exit 0 when valid, 2 when not.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.file = args[0]
@@ -33,6 +36,7 @@ func NewValidateCmd(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
+	cmdutil.ClaudeFlags(cmd.Flags(), &opts.claude)
 	return cmd
 }
 
@@ -50,10 +54,14 @@ func runValidate(ctx context.Context, f *cmdutil.Factory, opts *validateOptions)
 	if ctx.Err() != nil {
 		return interrupted()
 	}
+	if err := cmdutil.CheckClaude(opts.claude); err != nil {
+		return err
+	}
+	vo := runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true", ClaudeCommand: f.Getenv("PRODIGY_CLAUDE_COMMAND"), Claude: opts.claude}
 	// A signal stops validation at once.
 	done := make(chan runner.Validation, 1)
 	go func() {
-		done <- runner.ValidateFile(opts.file, runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true"})
+		done <- runner.ValidateFile(opts.file, vo)
 	}()
 	var v runner.Validation
 	select {

@@ -27,8 +27,8 @@ type planMatrix struct {
 }
 
 type planOptions struct {
-	workflow, out, shards, repo, jobID, fromDLQ string
-	json                                        bool
+	workflow, out, shards, repo, jobID, fromDLQ, fromPending string
+	json                                                     bool
 }
 
 // NewPlanCmd is `action plan`.
@@ -44,7 +44,11 @@ gives the same shards). Writes DIR/plan.json and, when setup made commits,
 DIR/base.bundle. --shards auto sizes shards to fit a 6-hour runner from
 the item count, max_parallel and the retry schedule. --from-dlq JOB_ID
 plans only that job's reprocess-eligible DLQ records (ids and histories
-kept).
+kept). --from-pending JOB_ID plans the items of that job still pending
+(cut off by a budget or max_failures, or in shards a final gather closed),
+on that job's results branch. Each shard gets its part of the job-wide
+max_failures and max_cost_usd. Planning a --job-id again after a killed
+plan starts it afresh.
 
 Exit codes: 0 planned, 1 setup failed, 2 usage/config/input error.`,
 		Args: cobra.ExactArgs(1),
@@ -59,6 +63,7 @@ Exit codes: 0 planned, 1 setup failed, 2 usage/config/input error.`,
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
 	cmdutil.JobIDFlag(fs, &opts.jobID, "job id (default mapreduce-<timestamp>-<random>)")
 	fs.StringVar(&opts.fromDLQ, "from-dlq", "", "plan only this job's reprocess-eligible DLQ records")
+	fs.StringVar(&opts.fromPending, "from-pending", "", "plan only this job's pending items (cut off by a limit or a closed shard)")
 	fs.BoolVar(&opts.json, "json", false, "print {job_id, shards, total, matrix, plan} as JSON on stdout")
 	return cmd
 }
@@ -84,7 +89,7 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 		return err
 	}
 	ro.Workflow, ro.RepoDir, ro.JobID = v.Workflow, opts.repo, opts.jobID
-	p, err := runner.PlanJob(ctx, runner.PlanOptions{Run: ro, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ})
+	p, err := runner.PlanJob(ctx, runner.PlanOptions{Run: ro, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ, FromPending: opts.fromPending})
 	if err != nil {
 		return err
 	}
@@ -167,9 +172,9 @@ func runShard(ctx context.Context, f *cmdutil.Factory, opts *shardOptions) error
 }
 
 type gatherOptions struct {
-	dir, repo string
-	outs      []string
-	json      bool
+	dir, repo   string
+	outs        []string
+	json, final bool
 }
 
 // NewGatherCmd is `action gather`.
@@ -179,13 +184,18 @@ func NewGatherCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "gather DIR OUTDIR...",
 		Short: "Merge every shard's branch and DLQ into the job, then run reduce once",
 		Long: `Gather a sharded job in the planning repository or any clone holding the
-base: fetch each shard's bundle and merge the shard branches into
-prodigy/<job_id> one at a time (a conflicting shard's items are replayed one
-by one so only the conflicting items fail, as MergeConflict records), import
-every shard's DLQ records into the job's DLQ, then run reduce once with
-${map.*} over all shards. A missing or unreadable shard output leaves its
-items pending (exit 1); gather again with it to complete the job. Gathering
-the same outputs twice changes nothing.
+base: check every output (the plan's id and job, the shard's items; outputs
+of another plan are refused, exit 2), fetch each shard's bundle and merge
+the shard branches into prodigy/<job_id> in plan order (a conflicting
+shard's items are replayed one by one so only the conflicting items fail, as
+MergeConflict records), import every shard's DLQ records into the job's DLQ,
+then run reduce once with ${map.*} over all shards. The result depends only
+on the outputs, not on their order or arrival: a shard whose output is
+missing or still has pending items holds later shards back (exit 1); gather
+again with it, or with --final to close such shards as they are (their
+items stay pending; the message prints the --from-pending plan that
+continues them). Gathering the same outputs twice changes nothing; a killed
+gather is completed by running it again.
 
 Exit codes: 0 completed, 1 failed or shards missing, 2 usage error, 130 interrupted.`,
 		Args: cobra.MinimumNArgs(1),
@@ -197,6 +207,7 @@ Exit codes: 0 completed, 1 failed or shards missing, 2 usage error, 130 interrup
 	fs := cmd.Flags()
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout (as run does)")
+	fs.BoolVar(&opts.final, "final", false, "close shards whose output is missing or has pending items, and merge the later ones")
 	return cmd
 }
 
@@ -206,6 +217,6 @@ func runGather(ctx context.Context, f *cmdutil.Factory, opts *gatherOptions) err
 		return err
 	}
 	ro.RepoDir = opts.repo
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: ro, PlanDir: opts.dir, Outputs: opts.outs})
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: ro, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final})
 	return f.FinishJob(res, err, opts.json)
 }

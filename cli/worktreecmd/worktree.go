@@ -20,8 +20,8 @@ func NewWorktreeCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 type cleanOrphanedOptions struct {
-	jobID         string
-	dryRun, force bool
+	jobID       string
+	dryRun, yes bool
 }
 
 func NewCleanOrphanedCmd(f *cmdutil.Factory) *cobra.Command {
@@ -35,7 +35,8 @@ $PRODIGY_HOME/worktrees that no job needs any more: preserved failed
 worktrees and leftover parents of jobs that completed, and every worktree of
 a job that was discarded (its state is gone). Worktrees of failed or
 interrupted jobs stay for resume. Every job's, or one job's (JOB_ID, or
-"latest"); their agent branches are deleted and git worktree prune runs. Asks for confirmation unless --force (like dlq clear); --dry-run only
+"latest"); their agent branches are deleted and git worktree prune runs. Asks for confirmation unless --yes (like dlq clear; --force is
+an alias); --dry-run only
 lists them. Worktrees that still cannot be removed stay in the registry.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,7 +47,8 @@ lists them. Worktrees that still cannot be removed stay in the registry.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "list what would be removed")
-	cmd.Flags().BoolVarP(&opts.force, "force", "f", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(&opts.yes, "force", "f", false, "alias of --yes")
 	return cmd
 }
 
@@ -78,8 +80,8 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 		fmt.Fprintf(f.ErrOut, "%d orphaned worktree(s); dry run, nothing removed\n", n)
 		return nil
 	}
-	if !opts.force {
-		if err := f.Confirm(fmt.Sprintf("Remove %d orphaned worktree(s)?", n), "--force"); err != nil {
+	if !opts.yes {
+		if err := f.Confirm(fmt.Sprintf("Remove %d orphaned worktree(s)?", n), "--yes"); err != nil {
 			return err
 		}
 	}

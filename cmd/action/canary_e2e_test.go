@@ -10,7 +10,8 @@ import (
 )
 
 // dlq retry --signature --sample through the CLI: an unknown signature
-// exits 2 listing the known ones, --dry-run prints the plan, and a cluster
+// runs nothing and exits 0 (a selection that matches nothing, issue 29)
+// listing the known ones with eligible/total counts, --dry-run prints the plan, and a cluster
 // that still fails stops after the sample with exit 1, the rest never run.
 func TestCLICanaryRedrive(t *testing.T) {
 	t.Parallel()
@@ -44,10 +45,13 @@ map:
 	ran()
 
 	code, _, errOut := runCLI(t, home, "dlq", "retry", "j1", "--signature", "NoSuch::sig", "--sample", "1")
-	if code != 2 || !strings.Contains(errOut, "known signatures") {
+	if code != 0 || !strings.Contains(errOut, `no records to retry: --signature "NoSuch::sig" matches no DLQ record of job j1`) {
 		t.Fatalf("unknown signature: exit %d\n%s", code, errOut)
 	}
-	m := regexp.MustCompile(`"([^"]*database unreachable[^"]*)" \(3\)`).FindStringSubmatch(errOut)
+	if got := ran(); len(got) != 0 {
+		t.Fatalf("an unknown signature ran %v", got)
+	}
+	m := regexp.MustCompile(`"([^"]*database unreachable[^"]*)" 3/3`).FindStringSubmatch(errOut)
 	if m == nil || !strings.Contains(errOut, "network down") {
 		t.Fatalf("known signatures not listed with their counts:\n%s", errOut)
 	}

@@ -22,11 +22,11 @@ func TestUnknownSubcommandExitsTwoWithSuggestion(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"rn", "wf.yml"}, `unknown command "rn" for "action"; did you mean run?`},
-		{[]string{"dlq", "lst"}, `unknown command "lst" for "action dlq"; did you mean list?`},
+		{[]string{"rn", "wf.yml"}, `unknown command "rn" for "prodigy-action"; did you mean run?`},
+		{[]string{"dlq", "lst"}, `unknown command "lst" for "prodigy-action dlq"; did you mean list?`},
 		{[]string{"dlq", "stat"}, `did you mean stats?`},
-		{[]string{"worktree", "list"}, `unknown command "list" for "action worktree"`},
-		{[]string{"nonsense"}, `unknown command "nonsense" for "action"`},
+		{[]string{"worktree", "list"}, `unknown command "list" for "prodigy-action worktree"`},
+		{[]string{"nonsense"}, `unknown command "nonsense" for "prodigy-action"`},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runDLQ(t, home, "", tt.args...)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,8 +288,21 @@ func (e *crashEnv) check(succeeded, failed []int, reduceRuns int, loose bool) {
 		}
 		ran := e.failCount(n)
 		var nums []int
+		lost := map[int]bool{}
 		for _, f := range rec.FailureHistory {
 			nums = append(nums, int(f.AttemptNumber))
+			if strings.Contains(f.ErrorMessage, "was running when the process running the job died") {
+				lost[int(f.AttemptNumber)] = true
+			}
+		}
+		// The attempt numbers the step itself wrote (one line per run
+		// that reached its failing exit).
+		echoed := map[int]int{}
+		if data, err := os.ReadFile(filepath.Join(e.counters, fmt.Sprintf("fail-%d", n))); err == nil {
+			for _, l := range strings.Fields(string(data)) {
+				a, _ := strconv.Atoi(l)
+				echoed[a]++
+			}
 		}
 		for i, a := range nums {
 			if a != i+1 {
@@ -299,14 +313,29 @@ func (e *crashEnv) check(succeeded, failed []int, reduceRuns int, loose bool) {
 		if int(rec.FailureCount) != len(nums) {
 			t.Errorf("item %d: failure_count %d, history %d", n, rec.FailureCount, len(nums))
 		}
-		switch {
-		case !loose && len(nums) != ran:
-			t.Errorf("item %d: failure_history has %d entries, %d attempts really ran", n, len(nums), ran)
-		case loose && len(nums) > ran:
-			t.Errorf("item %d: failure_history has %d entries, only %d attempts ran", n, len(nums), ran)
+		// Every attempt that ran is exactly one entry: an attempt number
+		// runs once (a kill does not make it run again), every number the
+		// step wrote has its entry, and an entry whose run the step never
+		// reached is the record of an attempt the kill cut short. Without
+		// kills (loose false) no attempt is lost.
+		for a, k := range echoed {
+			if k > 1 {
+				t.Errorf("item %d: attempt %d ran %d times", n, a, k)
+			}
+			if !slices.Contains(nums, a) {
+				t.Errorf("item %d: attempt %d ran but has no failure_history entry (%v)", n, a, nums)
+			}
 		}
-		if len(nums) != e.attempts {
-			t.Errorf("item %d: %d attempts recorded, the budget is %d", n, len(nums), e.attempts)
+		for _, a := range nums {
+			if echoed[a] == 0 && !lost[a] {
+				t.Errorf("item %d: entry for attempt %d, which never ran", n, a)
+			}
+		}
+		if !loose && (len(lost) > 0 || len(nums) != ran) {
+			t.Errorf("item %d: failure_history has %d entries (%d lost), %d attempts really ran", n, len(nums), len(lost), ran)
+		}
+		if len(nums)-len(lost) != e.attempts {
+			t.Errorf("item %d: %d attempts recorded (%d lost to a kill, which do not count), the budget is %d", n, len(nums), len(lost), e.attempts)
 		}
 	}
 
@@ -409,12 +438,13 @@ func TestCrashWindows(t *testing.T) {
 // TestRandomKillLoop kills the real CLI with SIGKILL at random moments,
 // resuming after each kill, and checks the same invariants each time a job
 // completes, then starts another job: PRODIGY_CRASH_LOOP kills in all
-// (default 3), bounded by a minute.
+// (default 8, about 10 s), bounded by a minute. The DLQ history is checked
+// exactly (check): every attempt that ran is one entry.
 func TestRandomKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills processes")
 	}
-	kills := 3
+	kills := 8
 	if s := os.Getenv("PRODIGY_CRASH_LOOP"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

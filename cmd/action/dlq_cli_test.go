@@ -119,29 +119,70 @@ func TestDLQList(t *testing.T) {
 	}
 }
 
+// TestDLQJobResolution: without a job id the dlq commands use the newest
+// job and say which (issue 27), an empty store answers like an empty
+// listing (exit 0, "no records", issue 29), an unknown job id stays a
+// usage error (exit 2).
 func TestDLQJobResolution(t *testing.T) {
 	empty := t.TempDir()
-	code, out, errOut := runDLQ(t, empty, "", "dlq", "stats")
-	if code != 2 || out != "" || !strings.Contains(errOut, "no job has a dead letter queue") {
-		t.Errorf("no jobs: exit %d, %q, %q", code, out, errOut)
+	exportFile := filepath.Join(t.TempDir(), "x.json")
+	for _, tc := range []struct {
+		args    []string
+		stdout  string
+		errPart string
+	}{
+		{[]string{"dlq", "stats"}, "", "no records: no job has a dead letter queue"},
+		{[]string{"dlq", "show"}, "", "no records"},
+		{[]string{"dlq", "list"}, "", "no records"},
+		{[]string{"dlq", "list", "--json"}, `{"job_id":"","repo":"","total":0,"items":[]}` + "\n", ""},
+		{[]string{"dlq", "analyze"}, "", "no records"},
+		{[]string{"dlq", "purge", "--older-than-days", "30"}, "", "nothing to purge: no records"},
+		{[]string{"dlq", "export", exportFile}, "", "exported 0 items"},
+	} {
+		code, out, errOut := runDLQ(t, empty, "", tc.args...)
+		if code != 0 || out != tc.stdout || !strings.Contains(errOut, tc.errPart) {
+			t.Errorf("%v on an empty store: exit %d, %q, %q", tc.args, code, out, errOut)
+		}
+	}
+	if b, err := os.ReadFile(exportFile); err != nil || string(b) != "[]\n" {
+		t.Errorf("empty export = %q, %v", b, err)
+	}
+	code, out, _ := runDLQ(t, empty, "", "dlq", "stats", "--json")
+	if code != 0 || !strings.Contains(out, `"total_items":0`) {
+		t.Errorf("stats --json on an empty store: exit %d, %s", code, out)
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
 		t.Errorf("reading created state: %v", entries)
+	}
+	// Usage errors stay exit 2 on an empty store.
+	for _, args := range [][]string{{"dlq", "list", "--limit", "-1"}, {"dlq", "list", "--job-id", "nope"}, {"dlq", "inspect", "item-1"},
+		{"dlq", "purge"}, {"dlq", "clear", "nope", "--yes"}, {"dlq", "show", "a", "b"}} {
+		if code, _, errOut := runDLQ(t, empty, "", args...); code != 2 {
+			t.Errorf("%v on an empty store: exit %d, want 2 (%s)", args, code, errOut)
+		}
 	}
 
 	home := standardDLQ(t)
 	seedDLQ(t, home, "other", "job-2", seedItem{id: "x", msg: "boom", daysAgo: 1})
 	for _, cmd := range [][]string{{"dlq", "list"}, {"dlq", "stats", "--json"}, {"dlq", "analyze"}, {"dlq", "export", filepath.Join(t.TempDir(), "x.json")},
-		{"dlq", "inspect", "item-1"}, {"dlq", "purge", "--older-than-days", "1", "--yes"}} {
+		{"dlq", "purge", "--older-than-days", "1", "--yes"}} {
 		code, out, errOut := runDLQ(t, home, "", cmd...)
-		if code != 2 || out != "" || !strings.Contains(errOut, "--job-id") || !strings.Contains(errOut, "job-1 (repo proj)") || !strings.Contains(errOut, "job-2 (repo other)") {
+		if code != 0 || !strings.Contains(errOut, "job job-2 (repo other): the newest of 2 jobs") || !strings.Contains(errOut, "`latest`") ||
+			!strings.Contains(errOut, "--job-id") || !strings.Contains(errOut, "job-1 (repo proj)") {
 			t.Errorf("%v with two jobs: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
 		}
+		if cmd[1] != "export" && cmd[1] != "purge" && !strings.Contains(out, "job-2") && !strings.Contains(out, "x ") {
+			t.Errorf("%v with two jobs did not show job-2: %q", cmd, out)
+		}
+	}
+	// inspect finds the item in the one job that holds it.
+	if code, out, errOut := runDLQ(t, home, "", "dlq", "inspect", "item-1"); code != 0 || !strings.Contains(out, `"item_id": "item-1"`) {
+		t.Errorf("inspect item-1 with two jobs: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, out, _ := runDLQ(t, home, "", "dlq", "stats", "--json", "--job-id", "job-2"); code != 0 || !strings.Contains(out, `"total_items":1`) {
 		t.Errorf("--job-id job-2: exit %d %s", code, out)
 	}
-	code, _, errOut = runDLQ(t, home, "", "dlq", "list", "--job-id", "nope")
+	code, _, errOut := runDLQ(t, home, "", "dlq", "list", "--job-id", "nope")
 	if code != 2 || !strings.Contains(errOut, `no dead letter queue for job "nope"`) || !strings.Contains(errOut, "job-2") {
 		t.Errorf("unknown job: exit %d, %q", code, errOut)
 	}

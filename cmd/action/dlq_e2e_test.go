@@ -99,6 +99,13 @@ map:
 	if code != 0 || !strings.Contains(out, "item_1") || strings.Contains(out, "item_2") {
 		t.Fatalf("dry run: %d %s", code, out)
 	}
+	// The plan alone: the job's own totals (1 merged, 2 failed) are not
+	// mixed into it (issue 27).
+	var plan map[string]any
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["total"] != 1.0 || plan["pending"] != 1.0 ||
+		plan["successful"] != 0.0 || plan["failed"] != 0.0 || plan["skipped"] != 0.0 {
+		t.Fatalf("dry-run plan mixes job totals: %v\n%s", err, out)
+	}
 	code, out, errOut = runCLI(t, home, "dlq", "retry", "e2e", "--force", "--max-retries", "1", "--json")
 	if code != 0 {
 		t.Fatalf("dlq retry exit %d\n%s", code, errOut)

@@ -266,7 +266,7 @@ map:
 		}
 		d = readRecord(t, home, "repo", job, "exit")
 		f = d.FailureHistory[len(d.FailureHistory)-1]
-		if f.ErrorMessage != "API Error: overloaded [claude step 1 exited with code 2]" || f.JSONLogLocation == nil ||
+		if f.ErrorMessage != "API Error: overloaded [claude step 1 exited with code 2, subtype error_during_execution]" || f.JSONLogLocation == nil ||
 			f.ErrorType != dlq.CommandFailedWith(2) {
 			t.Errorf("exit 2: %q %v %v", f.ErrorMessage, f.ErrorType, f.JSONLogLocation)
 		}

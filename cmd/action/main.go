@@ -32,6 +32,12 @@ func main() {
 	} else {
 		go hardAbortOnSecondSignal(ctx, sigs, os.Stderr, os.Exit)
 	}
+	// A reader that goes away (`| head -3`) must not kill a running job
+	// and leave it "running (process gone)": with SIGPIPE notified (and
+	// dropped) a write into a closed pipe fails with EPIPE instead, output
+	// is lost and the job finishes. Agents' processes still start with the
+	// default SIGPIPE disposition.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)

@@ -17,10 +17,12 @@ import (
 // A shard killed outright (SIGKILL: a runner past GitHub's cancel
 // sequence, an OOM kill) leaves an output holding every item finished
 // before the kill, because the output is rewritten after each item: gather
-// merges those, imports their DLQ records and leaves the rest pending.
-// Before, a killed shard left no output at all. A re-run on another clone
-// continues from that output (--continue): only the unfinished items run,
-// and a second gather completes the job.
+// (with --final, since the shard's output still has pending items) merges
+// those, imports their DLQ records and leaves only the item that was
+// running and the one never started pending. Before, a killed shard left no output at all.
+// A re-run on another clone continues from that output (--continue): only
+// the unfinished items run, and a gather of the re-run's output completes
+// the job.
 func TestKilledShardLeavesWhatFinished(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a shard and kills it")
@@ -100,10 +102,18 @@ error_policy:
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	gatherRepo, gatherHome := cloneRepo(t, origin, "gather"), t.TempDir()
-	code, stdout, gerr := runCLI(t, gatherHome, "gather", planDir, out, "--repo", gatherRepo, "--json")
+	gatherRepo := cloneRepo(t, origin, "gather")
+	home := t.TempDir()
+	// Gather merges shards in plan order and waits for a shard whose output
+	// still has pending items (it may be run again to finish them) ...
+	code, stdout, gerr := runCLI(t, home, "gather", planDir, out, "--repo", gatherRepo, "--json")
+	if code != 1 || !strings.Contains(stdout+gerr, "waiting for shard 0") || !strings.Contains(stdout+gerr, "--final") {
+		t.Fatalf("gather: exit %d, want 1 waiting for shard 0 and naming --final\n%s\n%s", code, stdout, gerr)
+	}
+	// ... and with --final closes it as it is: what finished is merged.
+	code, stdout, gerr = runCLI(t, home, "gather", planDir, out, "--repo", gatherRepo, "--final", "--json")
 	if code != 1 || !strings.Contains(gerr, "pending") {
-		t.Fatalf("gather: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
+		t.Fatalf("gather --final: exit %d, want 1 with items pending\n%s\n%s", code, stdout, gerr)
 	}
 	var res struct {
 		Successful, Failed, Pending int
@@ -132,14 +142,15 @@ error_policy:
 	if got := strings.Fields(string(runs)); strings.Join(got, " ") != "0 1 2 3 4" {
 		t.Errorf("items run (in order, over both attempts) = %v, want each once: 0 1 2 3 4", got)
 	}
-	code, stdout, gerr = runCLI(t, gatherHome, "gather", planDir, out2, "--repo", gatherRepo, "--json")
+	gatherRepo2 := cloneRepo(t, origin, "gather2")
+	code, stdout, gerr = runCLI(t, t.TempDir(), "gather", planDir, out2, "--repo", gatherRepo2, "--json")
 	if code != 0 {
-		t.Fatalf("second gather: exit %d\n%s\n%s", code, stdout, gerr)
+		t.Fatalf("gather of the re-run: exit %d\n%s\n%s", code, stdout, gerr)
 	}
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Successful != 4 || res.Failed != 1 || res.Pending != 0 {
-		t.Errorf("second gather: %+v (%v), want 4 merged, 1 failed", res, err)
+		t.Errorf("gather of the re-run: %+v (%v), want 4 merged, 1 failed", res, err)
 	}
-	files = gitOut(t, gatherRepo, "ls-tree", "--name-only", res.ResultsBranch)
+	files = gitOut(t, gatherRepo2, "ls-tree", "--name-only", res.ResultsBranch)
 	for _, f := range []string{"out-0.txt", "out-2.txt", "out-3.txt", "out-4.txt"} {
 		if !strings.Contains(files, f) {
 			t.Errorf("results branch lacks %s:\n%s", f, files)

@@ -159,17 +159,18 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	gatherRepo := cloneRepo(t, origin, "gatherer")
 	homeG := t.TempDir()
 
-	// Shard 1's output is missing: its items stay pending, exit 1.
+	// Shard 1's output is missing: its items stay pending and shard 2 is
+	// held back (shards merge in plan order), exit 1.
 	code, stdout, stderr = runCLI(t, homeG, "gather", planDir, outs[0], outs[2], "--repo", gatherRepo, "--json")
-	if code != 1 || !strings.Contains(stderr, "shard 1") {
-		t.Fatalf("gather without shard 1: exit %d, want 1 naming shard 1\n%s", code, stderr)
+	if code != 1 || !strings.Contains(stderr, "shard 1") || !strings.Contains(stderr, "held back") {
+		t.Fatalf("gather without shard 1: exit %d, want 1 naming shard 1 and holding shard 2\n%s", code, stderr)
 	}
 	var partial runner.Result
 	if err := json.Unmarshal([]byte(stdout), &partial); err != nil {
 		t.Fatal(err)
 	}
-	if partial.Pending != 3 {
-		t.Fatalf("pending after a partial gather = %d, want shard 1's 3", partial.Pending)
+	if partial.Pending != 6 {
+		t.Fatalf("pending after a partial gather = %d, want shard 1's and 2's 6", partial.Pending)
 	}
 	if data, _ := os.ReadFile(filepath.Join(sync, "reduce-runs")); strings.Contains(string(data), "fan") {
 		t.Fatal("reduce ran although a shard was missing")

@@ -1,0 +1,249 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// Agents share the repository (its refs and configuration) and the
+// engine's user, so nothing stops one from moving the results branch or
+// adding git configuration. What the engine guarantees instead is that
+// such a change is found before anything is published:
+//
+//   - Results branch. The engine records the commit that holds each merged
+//     item's work (CheckpointItem.MergeCommit) and the last tip it verified
+//     or produced outside the map phase (Checkpoint.ResultsVerified: after
+//     setup, before and after reduce). verifyResults walks the branch's
+//     first-parent chain: above ResultsVerified it may hold only the items'
+//     merge commits, ResultsVerified must be on it, and every merged item's
+//     merge must be on it. Otherwise the job fails, every merged item whose
+//     merge is not at or below ResultsVerified goes back to pending, and
+//     Result.ResultsTip stays empty: nothing is pushed.
+//   - Configuration. The risky entries of the repository's git
+//     configuration (gitops.AuditConfig: credential helpers, url rewrites,
+//     proxies, drivers, includes, …) are read before agents run and again
+//     before reduce and at the end; an entry added in between fails the
+//     job the same way.
+
+// errIntegrity marks integrity failures (wrapped with ErrJobFailed).
+var errIntegrity = errors.New("results cannot be published")
+
+// auditDirs are the worktrees besides the user's checkout whose own git
+// configuration the engine's git reads: the parent worktree (merges,
+// reduce), when it has files.
+func (j *job) auditDirs() []string {
+	if _, err := os.Stat(filepath.Join(j.parentDir, ".git")); err != nil {
+		return nil
+	}
+	return []string{j.parentDir}
+}
+
+// needsVerifiedTip reports whether this execution starts from a tip no agent
+// has touched yet: nothing verified so far and no item merged (a shard's
+// first run, setup done by the plan).
+func (j *job) needsVerifiedTip() bool {
+	need := true
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		if cp.ResultsVerified != "" {
+			need = false
+			return
+		}
+		for _, it := range cp.Items {
+			if it.State == ItemMerged {
+				need = false
+				return
+			}
+		}
+	})
+	return need
+}
+
+// auditBaseline reads the repository's risky configuration before agents
+// of this execution run. A read failure is a warning: the end-of-job check
+// is then skipped.
+func (j *job) auditBaseline(ctx context.Context) {
+	f, err := j.git.AuditConfig(ctx, j.auditDirs()...)
+	if err != nil {
+		j.warn(fmt.Sprintf("could not read the repository's git configuration (%v); changes agents make to it will not be detected", err))
+		j.cfgAudited = false
+		return
+	}
+	j.cfgBaseline, j.cfgAudited = f, true
+}
+
+// markVerified records the results branch's current tip as verified: the
+// engine itself produced it outside the map phase (setup, reduce), a
+// completed earlier run ended there, or no agent has run on it yet.
+func (j *job) markVerified(ctx context.Context) error {
+	tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	if err != nil {
+		return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+	}
+	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
+}
+
+// checkIntegrity runs verifyResults and the configuration check once the
+// agents are done (before reduce, at the end). It returns the verified tip,
+// or an error wrapping ErrJobFailed and errIntegrity. A failure is
+// remembered: later calls return it again.
+func (j *job) checkIntegrity(ctx context.Context) (string, error) {
+	if j.integrityErr != nil {
+		return "", j.integrityErr
+	}
+	var problems []string
+	tip, reset, err := j.verifyResults(ctx)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if j.cfgAudited {
+		now, aerr := j.git.AuditConfig(ctx, j.auditDirs()...)
+		switch {
+		case aerr != nil:
+			problems = append(problems, fmt.Sprintf("the repository's git configuration could not be read again: %v", aerr))
+		default:
+			if added := gitops.AddedConfig(j.cfgBaseline, now); len(added) > 0 {
+				var s []string
+				for _, f := range added {
+					s = append(s, f.String())
+				}
+				s = firstN(s, 10)
+				problems = append(problems, fmt.Sprintf("the repository's git configuration gained %d risky entr(ies) while agents ran: %s (remove them before publishing)", len(added), strings.Join(s, "; ")))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return tip, nil
+	}
+	msg := strings.Join(problems, "; ")
+	if len(reset) > 0 {
+		msg += fmt.Sprintf("; %d item(s) whose merge is not verified are pending again (%s)", len(reset), strings.Join(firstN(reset, 10), ", "))
+	}
+	j.integrityErr = fmt.Errorf("%w: %w: %s", ErrJobFailed, errIntegrity, msg)
+	j.warn(j.integrityErr.Error())
+	return "", j.integrityErr
+}
+
+// verifyResults checks the results branch against what the engine wrote
+// (see the top of this file). On a mismatch it returns why, and the ids of
+// the merged items it put back to pending.
+func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, err error) {
+	ref := "refs/heads/" + j.branch
+	var base, verified string
+	merges := map[string][]*jobstore.CheckpointItem{}
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		base, verified = cp.BaseCommit, cp.ResultsVerified
+		for _, it := range cp.Items {
+			if it.State == ItemMerged && it.MergeCommit != "" {
+				merges[it.MergeCommit] = append(merges[it.MergeCommit], it)
+			}
+		}
+	})
+	if verified == "" && len(merges) == 0 {
+		return "", nil, nil // nothing recorded to verify against (a job of an older version)
+	}
+	tip, rerr := j.git.ResolveRef(ctx, ref)
+	if rerr != nil {
+		err = fmt.Errorf("the results branch %s is gone (deleted outside the engine?): %w", j.branch, rerr)
+		reset = j.resetUnverified(nil, merges)
+		sort.Strings(reset)
+		return "", reset, err
+	}
+	limit := len(merges) + 100000
+	chain, lerr := j.git.FirstParentLog(ctx, tip, base, limit)
+	if lerr != nil {
+		return "", nil, fmt.Errorf("read the results branch %s: %w", j.branch, lerr)
+	}
+	pos := make(map[string]int, len(chain)+1)
+	for i, c := range chain {
+		pos[c.ID] = i
+	}
+	pos[base] = len(chain)
+	reachedBase := len(chain) == 0 || (len(chain[len(chain)-1].Parents) > 0 && chain[len(chain)-1].Parents[0] == base)
+	var problems []string
+	if !reachedBase {
+		problems = append(problems, fmt.Sprintf("its history no longer starts from the job's base commit %s", shortSHA(base)))
+	}
+	vpos, onChain := pos[verified]
+	if verified != "" && !onChain {
+		problems = append(problems, fmt.Sprintf("the tip the engine last verified (%s) is no longer on it: it was rewound or rewritten", shortSHA(verified)))
+		vpos = -1
+	}
+	if verified == "" {
+		vpos = 0 // a job of an older version: no segment to check
+	}
+	var unknown []string
+	for _, c := range chain[:max(vpos, 0)] {
+		if _, ok := merges[c.ID]; !ok {
+			unknown = append(unknown, shortSHA(c.ID))
+		}
+	}
+	if len(unknown) > 0 {
+		problems = append(problems, fmt.Sprintf("it holds %d commit(s) the engine did not make (%s)", len(unknown), strings.Join(firstN(unknown, 5), ", ")))
+	}
+	var missing []string
+	for mc, its := range merges {
+		if _, ok := pos[mc]; !ok {
+			for _, it := range its {
+				missing = append(missing, it.ItemID)
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("the merges of %d item(s) reported merged are not on it (%s)", len(missing), strings.Join(firstN(missing, 10), ", ")))
+	}
+	if len(problems) == 0 {
+		return tip, nil, nil
+	}
+	keep := map[string]bool{}
+	rewritten := !reachedBase || vpos < 0 || len(unknown) > 0
+	for id, p := range pos {
+		// Merges still on the branch stay merged, unless what is above
+		// the verified tip can no longer be trusted: then only what is at
+		// or below it does.
+		if !rewritten || p >= vpos {
+			keep[id] = true
+		}
+	}
+	reset = j.resetUnverified(keep, merges)
+	sort.Strings(reset)
+	move := "`resume " + j.id + "` redoes the items whose merge is missing"
+	if rewritten {
+		move = "inspect it"
+		if verified != "" && vpos >= 0 {
+			move += fmt.Sprintf(", move it back with `git update-ref refs/heads/%s %s`", j.branch, verified)
+		}
+		move += " and `resume " + j.id + "`"
+	}
+	err = fmt.Errorf("the results branch %s was changed outside the engine (now at %s): %s; refusing to publish it — %s",
+		j.branch, shortSHA(tip), strings.Join(problems, "; "), move)
+	return "", reset, err
+}
+
+// resetUnverified puts every merged item whose merge commit is not in keep
+// back to pending (its work is redone by a resume) and returns their ids.
+func (j *job) resetUnverified(keep map[string]bool, merges map[string][]*jobstore.CheckpointItem) []string {
+	var ids []string
+	for mc, its := range merges {
+		if keep[mc] {
+			continue
+		}
+		for _, it := range its {
+			ids = append(ids, it.ItemID)
+			_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+				it.State = ItemPending
+				it.MergeCommit = ""
+				it.Error = "its merge is not on the results branch as the engine left it"
+			})
+		}
+	}
+	return ids
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prodigy-action/prodigy-action/redact"
+)
+
+// MaxAttemptLog bounds one attempt's output log (attemptLogPath): the
+// first and the last half are kept, with a line saying how much was left
+// out between them.
+const MaxAttemptLog = 1 << 20
+
+// attemptLogPath is where attempt n of an item keeps its output: every
+// step's stdout and stderr (shell and Claude; a claude step's stream-json
+// is in attempt-n.jsonl beside it), redacted. `prodigy-action logs JOB
+// ITEM` prints them.
+func attemptLogPath(logsDir string, n int) string {
+	return filepath.Join(logsDir, fmt.Sprintf("attempt-%d.log", n))
+}
+
+// attemptLog is one attempt's output log: writes are redacted as a stream,
+// then bounded (boundedFile). Safe for concurrent use (a step's stdout and
+// stderr are copied by two goroutines). Close flushes it.
+type attemptLog struct {
+	mu   sync.Mutex
+	red  *redact.Writer
+	file *boundedFile
+}
+
+// openAttemptLog creates (or truncates: an attempt re-run after a crash
+// starts again) the log at path; nil when it cannot be created, and the
+// attempt runs without it.
+func openAttemptLog(path string, red *redact.Redactor, max int) *attemptLog {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil
+	}
+	bf := &boundedFile{f: f, half: max / 2}
+	var w *redact.Writer
+	if red != nil {
+		w = red.Writer(bf)
+	}
+	return &attemptLog{red: w, file: bf}
+}
+
+func (l *attemptLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.red != nil {
+		_, _ = l.red.Write(p)
+	} else {
+		_, _ = l.file.Write(p)
+	}
+	return len(p), nil // a log that cannot be written never fails a step
+}
+
+// Close flushes the redactor and writes the kept tail.
+func (l *attemptLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.red != nil {
+		_ = l.red.Flush()
+	}
+	return l.file.Close()
+}
+
+// boundedFile writes the first half bytes to f, then keeps only the last
+// half bytes in memory; Close appends them after a line counting what was
+// left out.
+type boundedFile struct {
+	f       *os.File
+	half    int
+	written int
+	tail    []byte
+	dropped int64
+}
+
+func (b *boundedFile) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.half - b.written; room > 0 {
+		k := min(room, len(p))
+		if _, err := b.f.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		b.written += k
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		b.tail = append(b.tail, p...)
+		if over := len(b.tail) - b.half; over > 0 {
+			b.dropped += int64(over)
+			b.tail = append(b.tail[:0], b.tail[over:]...)
+		}
+	}
+	return n, nil
+}
+
+func (b *boundedFile) Close() error {
+	if b.dropped > 0 {
+		fmt.Fprintf(b.f, "\n[… %d byte(s) of output not kept: the log keeps the first and last %d KiB …]\n", b.dropped, b.half>>10)
+	}
+	_, werr := b.f.Write(b.tail)
+	cerr := b.f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+var _ io.WriteCloser = (*attemptLog)(nil)
+
+// AttemptLogs is what is kept of one attempt of an item: its output log
+// and, for claude steps, the stream-json transcript ("" when absent).
+type AttemptLogs struct {
+	Attempt    int    `json:"attempt"`
+	Log        string `json:"log,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
+}
+
+// ItemLogs lists the kept attempts of item itemID of job p, by attempt
+// number. An item without any is a *UsageError naming (some of) the items
+// that have logs.
+func ItemLogs(p Paths, itemID string) ([]AttemptLogs, error) {
+	dir := p.Logs(itemID)
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		var names []string
+		if all, err := os.ReadDir(p.LogsDir()); err == nil {
+			for _, e := range all {
+				if len(names) == 20 {
+					names = append(names, "…")
+					break
+				}
+				names = append(names, e.Name())
+			}
+		}
+		if len(names) == 0 {
+			return nil, usage(fmt.Errorf("job %s kept no item output (no attempt has run)", p.JobID))
+		}
+		return nil, usage(fmt.Errorf("job %s kept no output for item %q; items with output: %s", p.JobID, itemID, strings.Join(names, ", ")))
+	}
+	byN := map[int]*AttemptLogs{}
+	for _, e := range entries {
+		var n int
+		var ext string
+		name := e.Name()
+		if _, err := fmt.Sscanf(name, "attempt-%d.%s", &n, &ext); err != nil || n <= 0 {
+			continue
+		}
+		a := byN[n]
+		if a == nil {
+			a = &AttemptLogs{Attempt: n}
+			byN[n] = a
+		}
+		switch ext {
+		case "log":
+			a.Log = filepath.Join(dir, name)
+		case "jsonl":
+			a.Transcript = filepath.Join(dir, name)
+		}
+	}
+	out := make([]AttemptLogs, 0, len(byN))
+	for _, a := range byN {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Attempt < out[k].Attempt })
+	return out, nil
+}
