@@ -407,24 +407,13 @@ func workingDir(system string, in inbound) string {
 	return ""
 }
 
-// systemText joins a system field that is a string or a list of text blocks.
+// systemText joins a system field that is a string or a list of text
+// blocks (the same shapes as a message's content).
 func systemText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &blocks)
-	parts := make([]string, 0, len(blocks))
-	for _, b := range blocks {
-		parts = append(parts, b.Text)
-	}
-	return strings.Join(parts, "\n")
+	return contentText(raw)
 }
 
 // toolResults reads the tool_result blocks of a user message's content.
