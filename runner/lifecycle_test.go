@@ -282,3 +282,55 @@ reduce:
 		t.Errorf("reduce ran %d times, want once", strings.Count(string(b), "reduce"))
 	}
 }
+
+// TestCleanupFailureOfAFailedItemIsOnlyAWarning is spec 136's "cleanup
+// error handling consistent across all merge paths (success/failure)" on
+// the failure path: a failed item whose worktree cannot be removed stays
+// failed for its own reason (one DLQ history entry, the step's error), and
+// the cleanup failure is a warning and an orphan entry, never a second
+// failure or a changed error.
+func TestCleanupFailureOfAFailedItemIsOnlyAWarning(t *testing.T) {
+	chattrImmutable(t)
+	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
+		t.Run(string(iso), func(t *testing.T) {
+			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
+			wf := r.workflow(`
+name: cleanup-failed
+mode: mapreduce
+map:
+  input: items.json
+  agent_template:
+    - shell: |
+        mkdir -p junk && echo x > junk/locked && chattr +i junk/locked
+        echo "the work failed" >&2; exit 7
+`)
+			o, _, stderr, _ := r.options(wf)
+			o.Isolation = iso
+			t.Cleanup(func() {
+				matches, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "junk", "locked"))
+				for _, m := range matches {
+					_ = exec.Command("chattr", "-i", m).Run()
+				}
+			})
+			res, err := r.run(o)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			if res.Failed != 1 || res.Successful != 0 || res.Status != runner.StatusCompleted {
+				t.Fatalf("result = %+v\n%s", res, stderr)
+			}
+			recs := r.dlqRecords("job-1")
+			if len(recs) != 1 {
+				t.Fatalf("DLQ records = %d, want 1", len(recs))
+			}
+			rec := recs["item_0"]
+			if rec.FailureCount != 1 || len(rec.FailureHistory) != 1 || rec.FailureHistory[0].ErrorType.Kind != "CommandFailed" ||
+				strings.Contains(strings.ToLower(rec.FailureHistory[0].ErrorMessage), "cleanup") {
+				t.Fatalf("the record is not the step's one failure: %+v", rec.FailureHistory)
+			}
+			if len(res.OrphanedWorktrees) != 1 || !strings.Contains(stderr.String(), "WARN") {
+				t.Fatalf("cleanup failure not reported as a warning and an orphan: orphans %+v\n%s", res.OrphanedWorktrees, stderr)
+			}
+		})
+	}
+}
