@@ -20,14 +20,14 @@ import (
 var seedCriteria = map[string][]string{
 	// spec-136-cleanup-failure-handling.md
 	"Agent marked as **successful** when work completes and merges, regardless of cleanup status": {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Agent marked as **failed** only when work or merge fails":                                     {"runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning", "runner.TestRealFailuresHaveTheSeedShape"},
-	"Cleanup failures logged at WARN level with full context":                                      {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Cleanup error handling consistent across all merge paths (success/failure)":                   {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan", "runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning"},
-	"MapReduce event `AgentCompleted` includes cleanup status as metadata (not as failure)":        {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Orphaned worktrees tracked and reported separately from agent failures":                       {"main.TestSeedSpec136CleanupFailure", "main.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
-	"Existing tests pass with updated cleanup handling":                                            {"main.TestSeedAcceptanceCriteria"}, // the suite itself (.ci/test)
-	"New tests verify agent success despite cleanup failure":                                       {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Documentation updated to explain cleanup failure handling":                                    {"main.TestSeedAcceptanceCriteria"}, // README, checked below
+	"Agent marked as **failed** only when work or merge fails":                                    {"runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning", "runner.TestRealFailuresHaveTheSeedShape"},
+	"Cleanup failures logged at WARN level with full context":                                     {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
+	"Cleanup error handling consistent across all merge paths (success/failure)":                  {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan", "runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning"},
+	"MapReduce event `AgentCompleted` includes cleanup status as metadata (not as failure)":       {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
+	"Orphaned worktrees tracked and reported separately from agent failures":                      {"main.TestSeedSpec136CleanupFailure", "main.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
+	"Existing tests pass with updated cleanup handling":                                           {"main.TestSeedAcceptanceCriteria"}, // the suite itself (.ci/test)
+	"New tests verify agent success despite cleanup failure":                                      {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
+	"Documentation updated to explain cleanup failure handling":                                   {"main.TestSeedAcceptanceCriteria"}, // README, checked below
 	// spec-138-dlq-integration.md
 	"Pure function `agent_result_to_dlq_item()` converts AgentResult to DeadLetteredItem": {"dlq.TestFromAgentResult", "dlq.TestFromAgentResultKeepsDetails"},
 	"Orchestrator calls DLQ add on AgentStatus::Failed":                                   {"runner.TestRealFailuresHaveTheSeedShape", "main.TestDLQEndToEnd"},
