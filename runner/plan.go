@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,7 +284,14 @@ func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive [
 	}
 	p.Shards = SplitShards(p.Items, n)
 	divideLimits(p, planSpend)
-	if p.PlanID, err = newPlanID(p, fmt.Sprintf("%d/%v", j.now().UnixNano(), j.rand())); err != nil {
+	// The id must differ between any two plans, also two of the same job
+	// and content made at the same (injected) time: 128 random bits from
+	// the system, whatever the job's injected randomness.
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("plan id: %w", err)
+	}
+	if p.PlanID, err = newPlanID(p, fmt.Sprintf("%d/%v/%x", j.now().UnixNano(), j.rand(), nonce)); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(po.Dir, 0o755); err != nil {
