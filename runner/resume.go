@@ -223,6 +223,9 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 			it.State = ItemMerged
 			it.MergeCommit = j.foundMerges[it.ItemID]
 			it.Commits = max(it.Commits, 1)
+			// The attempt that merged ran: it counts even when the kill
+			// came before its outcome was checkpointed.
+			it.Attempts = max(it.Attempts, it.InFlight, 1)
 			it.Failures = nil
 			clearInFlight(it)
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
