@@ -373,3 +373,54 @@ func jobIDOf(t *testing.T, home, repo string) string {
 	}
 	return dirs[0].Name()
 }
+
+// TestValidatePrintsEachClaudeCommandLine: validate shows the command line
+// every claude step runs (workflow block, step options, flags resolved;
+// secrets redacted), in text and in --json.
+func TestValidatePrintsEachClaudeCommandLine(t *testing.T) {
+	t.Parallel()
+	wf := writeWorkflow(t, `
+name: claude-lines
+claude:
+  model: sonnet
+  max_turns: 20
+setup:
+  - claude: "/prepare"
+map:
+  input: items.json
+  agent_template:
+    - claude: "fix ${item.path}"
+      claude_options:
+        allowed_tools: ["Bash(git:*)", "Bash(go test:*)"]
+        args: ["--append-system-prompt", "use ghp_abcdefghijklmnopqrstuvwxyz0123456789"]
+`)
+	code, out, errOut := runCLI(t, t.TempDir(), "validate", wf, "--claude-permission-mode", "plan")
+	if code != 0 {
+		t.Fatalf("validate: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"claude step (setup, " + wf + ":7:5): claude --model sonnet --permission-mode plan --allowedTools Bash --max-turns 20 --print --output-format stream-json --verbose -- '<prompt>'",
+		"--allowedTools 'Bash(git:*),Bash(go test:*)' --max-turns 20 --append-system-prompt 'use ***'",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "ghp_") {
+		t.Error("a token reached validate's output")
+	}
+	code, out, _ = runCLI(t, t.TempDir(), "validate", wf, "--json")
+	var v struct {
+		ClaudeSteps []struct {
+			Where   string   `json:"where"`
+			Command []string `json:"command"`
+		} `json:"claude_steps"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.ClaudeSteps) != 2 || v.ClaudeSteps[1].Where != "map" ||
+		!strings.Contains(strings.Join(v.ClaudeSteps[1].Command, " "), "--permission-mode acceptEdits") {
+		t.Fatalf("validate --json claude_steps: exit %d %s", code, out)
+	}
+	if code, _, errOut := runCLI(t, t.TempDir(), "validate", wf, "--claude-permission-mode", "yolo"); code != 2 || !strings.Contains(errOut, "unknown Claude permission mode") {
+		t.Fatalf("a bad --claude-permission-mode: exit %d\n%s", code, errOut)
+	}
+}
