@@ -227,9 +227,15 @@ func (d *decoder) claudeSettings(e entry) ClaudeSettings {
 	return s
 }
 
-// ClaudeFor resolves the Claude Code options of step st: the workflow's
-// `claude:` block, then the step's `claude_options:`, then over (CLI flags
-// or Action inputs), then the unattended defaults.
+// For resolves the Claude Code options of step st from s (a workflow's
+// `claude:` block): s, then the step's `claude_options:`, then over (CLI
+// flags or Action inputs), then the unattended defaults.
+func (s ClaudeSettings) For(st Step, over ClaudeSettings) ClaudeSettings {
+	return s.Merge(st.ClaudeOptions).Merge(over).WithDefaults()
+}
+
+// ClaudeFor resolves the Claude Code options of step st (ClaudeSettings.For
+// of the workflow's `claude:` block).
 func (w *Workflow) ClaudeFor(st Step, over ClaudeSettings) ClaudeSettings {
-	return w.Claude.Merge(st.ClaudeOptions).Merge(over).WithDefaults()
+	return w.Claude.For(st, over)
 }

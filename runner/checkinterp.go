@@ -30,13 +30,16 @@ func CheckInterpolation(wf *config.Workflow) []error {
 
 	var errs []error
 	check := func(steps []config.Step, scope interp.Scope) {
-		walkSteps(steps, func(st config.Step) { errs = append(errs, checkStep(st, scope)...) })
+		walkSteps(steps, func(st config.Step) {
+			errs = append(errs, checkStep(st, scope)...)
+			errs = append(errs, envTypos(wf, st, scope)...)
+		})
 	}
 	check(wf.Setup, base)
 	check(wf.Map.AgentTemplate, mapScope)
 	check(wf.ErrorPolicy.CustomHandler, handlerScope)
 	check(wf.Reduce, reduceScope)
-	return append(errs, checkEnvTypos(wf)...)
+	return errs
 }
 
 // checkStep checks one step's texts against its scope.

@@ -15,12 +15,13 @@ const subtypeMaxTurns = "error_max_turns"
 
 // claudeExitMessage is the one message of a claude step that exited with
 // a non-zero code: the final result event's text when the transcript has
-// one, else the last line Claude wrote to stderr that is not a JSON event,
-// else the bare exit. It depends only on what Claude wrote, never on how
-// stdout and stderr interleaved, so one cause gives one error signature.
-func claudeExitMessage(what string, code int, transcript string, start int64, stderr string) string {
+// one (r, nil when it has none), else the last line Claude wrote to stderr
+// that is not a JSON event, else the bare exit. It depends only on what
+// Claude wrote, never on how stdout and stderr interleaved, so one cause
+// gives one error signature.
+func claudeExitMessage(what string, code int, r *claudeResult, stderr string) string {
 	exit := fmt.Sprintf("%s exited with code %d", what, code)
-	if r, ok, err := finalClaudeResult(transcript, start); err == nil && ok {
+	if r != nil {
 		if text := oneLine(r.text(), 300); text != "" {
 			return fmt.Sprintf("%s [%s%s]", text, exit, r.details())
 		}

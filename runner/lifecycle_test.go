@@ -28,6 +28,17 @@ func chattrImmutable(t *testing.T) {
 	_ = exec.Command("chattr", "-i", probe).Run()
 }
 
+// unlockJunkAfter makes the immutable junk/locked files agents left under
+// home's worktrees deletable again when the test ends.
+func unlockJunkAfter(t *testing.T, home string) {
+	t.Cleanup(func() {
+		matches, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*", "*", "junk", "locked"))
+		for _, m := range matches {
+			_ = exec.Command("chattr", "-i", m).Run()
+		}
+	})
+}
+
 func TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan(t *testing.T) {
 	chattrImmutable(t)
 	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
@@ -45,12 +56,7 @@ map:
 `)
 			o, _, stderr, hooks := r.options(wf)
 			o.Isolation = iso
-			t.Cleanup(func() {
-				matches, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "junk", "locked"))
-				for _, m := range matches {
-					_ = exec.Command("chattr", "-i", m).Run()
-				}
-			})
+			unlockJunkAfter(t, r.home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
@@ -306,12 +312,7 @@ map:
 `)
 			o, _, stderr, _ := r.options(wf)
 			o.Isolation = iso
-			t.Cleanup(func() {
-				matches, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "junk", "locked"))
-				for _, m := range matches {
-					_ = exec.Command("chattr", "-i", m).Run()
-				}
-			})
+			unlockJunkAfter(t, r.home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)

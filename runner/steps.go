@@ -334,13 +334,15 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	if f := processFailure(what, res, st.Timeout); f != nil {
 		f.LogPath = sc.transcript
 		if res.Cause == nil && res.StartErr == nil && res.ExitCode != 0 {
-			f.Message = claudeExitMessage(what, res.ExitCode, sc.transcript, start, errTail.String())
+			var final *claudeResult
 			if r, ok, err := finalClaudeResult(sc.transcript, start); err == nil && ok {
+				final = &r
 				noteClaudeResult(sc.log, r)
-				if r.Subtype == subtypeMaxTurns {
-					mt := claudeReportedError(what, r, sc.transcript)
-					f.Type, f.Message = mt.Type, fmt.Sprintf("%s [exited with code %d]", mt.Message, res.ExitCode)
-				}
+			}
+			f.Message = claudeExitMessage(what, res.ExitCode, final, errTail.String())
+			if final != nil && final.Subtype == subtypeMaxTurns {
+				mt := claudeReportedError(what, *final, sc.transcript)
+				f.Type, f.Message = mt.Type, fmt.Sprintf("%s [exited with code %d]", mt.Message, res.ExitCode)
 			}
 		}
 		return "", f
@@ -364,7 +366,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 
 // claudeSettings resolves the Claude Code options of step st.
 func (s *stepRunner) claudeSettings(st config.Step) config.ClaudeSettings {
-	return s.claudeWF.Merge(st.ClaudeOptions).Merge(s.claudeOver).WithDefaults()
+	return s.claudeWF.For(st, s.claudeOver)
 }
 
 // claudeArgv is the argument list of a claude step: the resolved options,

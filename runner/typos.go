@@ -12,63 +12,60 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 )
 
-// bashRefRE finds variable references in a shell step ($NAME, ${NAME…});
-// checkEnvTypos skips the escaped ones ($${ is a literal ${ for bash, \$
-// a literal $) and those on comment lines.
+// bashRefRE finds variable references in a shell step's text ($NAME,
+// ${NAME…}) to point at them; envTypos skips the escaped ones ($${ is a
+// literal ${ for bash, \$ a literal $) and those on comment lines.
 var bashRefRE = regexp.MustCompile(`\$(\{)?([A-Za-z_][A-Za-z0-9_]*)`)
 
-// checkEnvTypos finds, in every shell step, references to variables that
-// the workflow does not set but whose name is one edit or two away from
-// one it does (workflow env, the step's env): ${MAX_LINE} for MAX_LINES
-// is left to bash, which expands it from the environment (empty when
-// unset), so the step silently does something else. Names the script
-// assigns itself (NAME=, for/read/local/export/declare NAME) are not
-// reported; $${NAME} says "bash's own variable" explicitly.
-func checkEnvTypos(wf *config.Workflow) []error {
-	var errs []error
-	check := func(steps []config.Step) {
-		walkSteps(steps, func(st config.Step) {
-			if st.Shell == "" {
-				return
-			}
-			known := make([]string, 0, len(wf.Env)+len(st.Env))
-			for k := range wf.Env {
-				known = append(known, k)
-			}
-			for k := range st.Env {
-				known = append(known, k)
-			}
-			if len(known) == 0 {
-				return
-			}
-			reported := map[string]bool{}
-			for _, m := range bashRefRE.FindAllStringSubmatchIndex(st.Shell, -1) {
-				name := st.Shell[m[4]:m[5]]
-				if m[0] > 0 && (st.Shell[m[0]-1] == '$' || st.Shell[m[0]-1] == '\\') || onCommentLine(st.Shell, m[0]) {
-					continue
-				}
-				if reported[name] || slices.Contains(known, name) || assignedInScript(st.Shell, name) {
-					continue
-				}
-				near := interp.Closest(name, known)
-				if near == "" {
-					continue
-				}
-				reported[name] = true
-				ref := "$" + name
-				if m[2] >= 0 {
-					ref = "${" + name + "}"
-				}
-				line, col := lineCol(st.Shell, m[0])
-				errs = append(errs, fmt.Errorf("%s: %s is not set by the workflow (did you mean %s?): bash would expand it from the environment, empty when unset; write $${%s} if you mean bash's own variable",
-					st.TextPosition(line, col), ref, strings.Replace(ref, name, near, 1), name))
-			}
-		})
+// envTypos finds, in a shell step, references to variables that the
+// workflow does not set but whose name is one edit or two away from one it
+// does (workflow env, the step's env): ${MAX_LINE} for MAX_LINES is left to
+// bash, which expands it from the environment (empty when unset), so the
+// step silently does something else. Which names bash really expands, and
+// which the script sets itself, comes from the bash syntax tree
+// (interp.ShellNames): text in single quotes, quoted here-documents and
+// comments is never reported; $${NAME} says "bash's own variable".
+func envTypos(wf *config.Workflow, st config.Step, scope interp.Scope) []error {
+	if st.Shell == "" {
+		return nil
 	}
-	check(wf.Setup)
-	check(wf.Map.AgentTemplate)
-	check(wf.ErrorPolicy.CustomHandler)
-	check(wf.Reduce)
+	known := make([]string, 0, len(wf.Env)+len(st.Env))
+	for k := range wf.Env {
+		known = append(known, k)
+	}
+	for k := range st.Env {
+		known = append(known, k)
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	expanded, assigned, ok := interp.ShellNames(st.Shell, scope)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	reported := map[string]bool{}
+	for _, m := range bashRefRE.FindAllStringSubmatchIndex(st.Shell, -1) {
+		name := st.Shell[m[4]:m[5]]
+		if m[0] > 0 && (st.Shell[m[0]-1] == '$' || st.Shell[m[0]-1] == '\\') || onCommentLine(st.Shell, m[0]) {
+			continue
+		}
+		if reported[name] || !expanded[name] || assigned[name] || slices.Contains(known, name) {
+			continue
+		}
+		near := interp.Closest(name, known)
+		if near == "" {
+			continue
+		}
+		reported[name] = true
+		ref := "$" + name
+		if m[2] >= 0 {
+			ref = "${" + name + "}"
+		}
+		line, col := lineCol(st.Shell, m[0])
+		errs = append(errs, fmt.Errorf("%s: %s is not set by the workflow (did you mean %s?): bash would expand it from the environment, empty when unset; write $${%s} if you mean bash's own variable",
+			st.TextPosition(line, col), ref, strings.Replace(ref, name, near, 1), name))
+	}
 	return errs
 }
 
@@ -77,13 +74,6 @@ func checkEnvTypos(wf *config.Workflow) []error {
 func onCommentLine(s string, i int) bool {
 	start := strings.LastIndex(s[:i], "\n") + 1
 	return strings.HasPrefix(strings.TrimLeft(s[start:i], " \t"), "#")
-}
-
-// assignedInScript reports whether script sets name itself.
-func assignedInScript(script, name string) bool {
-	q := regexp.QuoteMeta(name)
-	re := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + q + `(\[[^]]*\])?\+?=|\b(for|read|local|export|declare|typeset|readonly|unset)\b[^;\n]*\b` + q + `\b`)
-	return re.MatchString(script)
 }
 
 // lineCol is the 1-based line and column of byte offset i in s.

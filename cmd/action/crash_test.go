@@ -435,16 +435,12 @@ func TestCrashWindows(t *testing.T) {
 	}
 }
 
-// TestRandomKillLoop kills the real CLI with SIGKILL at random moments,
-// resuming after each kill, and checks the same invariants each time a job
-// completes, then starts another job: PRODIGY_CRASH_LOOP kills in all
-// (default 8, about 10 s), bounded by a minute. The DLQ history is checked
-// exactly (check): every attempt that ran is one entry.
-func TestRandomKillLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns and kills processes")
-	}
-	kills := 8
+// crashLoop is the kill count of a random-kill test (PRODIGY_CRASH_LOOP,
+// else def) and its random source, seeded from the clock (the seed is
+// logged to replay a failure).
+func crashLoop(t *testing.T, def int) (int, *rand.Rand) {
+	t.Helper()
+	kills := def
 	if s := os.Getenv("PRODIGY_CRASH_LOOP"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -454,7 +450,19 @@ func TestRandomKillLoop(t *testing.T) {
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	return kills, rand.New(rand.NewPCG(seed, seed>>1))
+}
+
+// TestRandomKillLoop kills the real CLI with SIGKILL at random moments,
+// resuming after each kill, and checks the same invariants each time a job
+// completes, then starts another job: PRODIGY_CRASH_LOOP kills in all
+// (default 8, about 10 s), bounded by a minute. The DLQ history is checked
+// exactly (check): every attempt that ran is one entry.
+func TestRandomKillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	kills, rng := crashLoop(t, 8)
 	const items, attempts = 12, 2
 	deadline := time.Now().Add(time.Minute)
 	killed, jobs := 0, 0

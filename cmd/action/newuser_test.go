@@ -290,6 +290,13 @@ map:
     - shell: |
         # $MAX_LIN in a comment is no reference
         echo "$${MAX_LIN} \$MAX_LIN"
+    - shell: |
+        # text bash does not expand: single quotes, a quoted here-document
+        echo 'costs $MAX_LIN dollars' > note.txt
+        cat <<'TXT' >> note.txt
+        $MAX_LINE is text here
+        TXT
+        for MAX_LIN in 1 2; do echo "$MAX_LIN"; done
 `)
 	if code, out, errOut := runCLI(t, home, "validate", fine); code != 0 {
 		t.Errorf("validate of a script that sets its own variable: exit %d\n%s%s", code, out, errOut)

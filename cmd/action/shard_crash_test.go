@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,17 +309,7 @@ func TestShardAndGatherRandomKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills processes")
 	}
-	kills := 3
-	if s := os.Getenv("PRODIGY_CRASH_LOOP"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("PRODIGY_CRASH_LOOP=%q: %v", s, err)
-		}
-		kills = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	kills, rng := crashLoop(t, 3)
 	t.Setenv("PRODIGY_SHARD_SCALE", "")
 	e := newShardCrashEnv(t)
 	fresh := func(name string) (string, string) { return cloneRepo(t, e.origin, name), t.TempDir() }

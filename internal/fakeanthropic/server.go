@@ -112,7 +112,7 @@ type Server struct {
 	srv  *http.Server
 	mu   sync.Mutex
 	conv map[string]*progress // by conversation key
-	next int                  // tool_use id counter
+	next int                  // id counter (tool_use and message ids)
 	reqs []Request
 	// script is the main conversation.
 	script []Turn
@@ -302,11 +302,12 @@ func expand(in any, r *strings.Replacer) any {
 	return in
 }
 
-func (s *Server) toolID() string {
+// newID returns prefix and a number unique within the server.
+func (s *Server) newID(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next++
-	return fmt.Sprintf("toolu_fake%04d", s.next)
+	return fmt.Sprintf("%s%04d", prefix, s.next)
 }
 
 // errorBody is the documented error JSON for status.
@@ -348,10 +349,10 @@ func (s *Server) answer(w http.ResponseWriter, stream bool, model string, t Turn
 		if input == nil {
 			input = map[string]any{}
 		}
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": s.toolID(), "name": t.Tool.Name, "input": input})
+		blocks = append(blocks, map[string]any{"type": "tool_use", "id": s.newID("toolu_fake"), "name": t.Tool.Name, "input": input})
 		stop = "tool_use"
 	}
-	id := "msg_fake" + strconv.Itoa(len(s.Requests()))
+	id := s.newID("msg_fake")
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck
