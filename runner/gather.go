@@ -397,6 +397,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
 	var waiting, held, alsoMissing, closedOpen []string
+	var stopped []int // shards closed because a policy stopped them
 	for _, sh := range plan.Shards {
 		if ctx.Err() != nil {
 			return j.end(fmt.Errorf("%w while gathering", ErrInterrupted))
@@ -422,10 +423,14 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			why = "output missing"
 		case out.unreadable != nil:
 			why, out = "output unreadable", nil
+		case out.res.Pending > 0 && out.res.StopReason != "":
+			// Stopped by a policy: running the shard again cannot help
+			// before a fix, so it is closed now (its items stay pending).
+			why, stopped = "stopped: "+out.res.StopReason, append(stopped, sh.Shard)
 		case out.res.Pending > 0:
 			why = fmt.Sprintf("output has %d pending item(s)", out.res.Pending)
 		}
-		if why != "" && !final {
+		if why != "" && !final && !slices.Contains(stopped, sh.Shard) {
 			waiting = append(waiting, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
 			continue
 		}
@@ -438,7 +443,11 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 		if why != "" {
 			reason = why
 			closedOpen = append(closedOpen, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
-			j.warn(fmt.Sprintf("shard %d closed by a final gather (%s): its pending items stay pending", sh.Shard, why))
+			if slices.Contains(stopped, sh.Shard) {
+				j.warn(fmt.Sprintf("shard %d %s: closed, its pending items stay pending", sh.Shard, why))
+			} else {
+				j.warn(fmt.Sprintf("shard %d closed by a final gather (%s): its pending items stay pending", sh.Shard, why))
+			}
 		}
 		gs.Closed[sh.Shard] = reason
 		if err := jobstore.SaveGatherState(j.paths, gs); err != nil {
@@ -460,10 +469,17 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			}
 			msg += "; gather again with the missing output(s) (run the shard again to finish its pending items), or with --final to close those shards as they are"
 		} else {
-			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; continue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
-				pending, strings.Join(firstN(closedOpen, 12), "; "), j.id)
+			fix := ""
+			if len(stopped) > 0 {
+				fix = "fix the cause of the stop, then "
+			}
+			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; %scontinue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
+				pending, strings.Join(firstN(closedOpen, 12), "; "), fix, j.id)
 		}
 		return j.end(fmt.Errorf("%w: %s", ErrJobFailed, msg))
+	}
+	if why := j.jobWideStop(); why != "" {
+		return j.end(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", ErrJobFailed, why, j.id))
 	}
 	// reduce brings the parent worktree up to the results branch first.
 	if err := j.reduce(ctx, runCtx); err != nil {

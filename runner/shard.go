@@ -45,6 +45,13 @@ type ShardResult struct {
 	// Head is the shard branch's tip; equal to BaseCommit when nothing
 	// merged (then there is no shard.bundle).
 	Head string `json:"head"`
+	// StopReason says why the shard stopped launching items with some
+	// still pending: a failure policy (on_item_failure: stop,
+	// continue_on_failure: false, its part of max_failures,
+	// failure_threshold) or its part of the budget. Running the shard
+	// again cannot finish those items before the cause is fixed, so gather
+	// closes such a shard instead of waiting for it. Empty otherwise.
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // Files of a shard's output directory.
@@ -149,10 +156,17 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 		return nil, runErr
 	}
 	if errors.Is(runErr, ErrBudgetExhausted) {
-		runErr = fmt.Errorf("%w; this is shard %d's part ($%.2f) of the job budget: running the shard again does not add to it; gather with --final, then continue the pending items with `plan WORKFLOW --from-pending %s --max-cost-usd N`",
+		runErr = fmt.Errorf("%w; this is shard %d's part ($%.2f) of the job budget: running the shard again does not add to it; gather (which closes this shard), then continue the pending items with `plan WORKFLOW --from-pending %s --max-cost-usd N`",
 			runErr, so.Shard, plan.Shards[so.Shard].MaxCostUSD, plan.JobID)
 	}
 	sr := &ShardResult{Result: res, PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}
+	switch {
+	case res.Pending == 0:
+	case errors.Is(runErr, ErrBudgetExhausted):
+		sr.StopReason = fmt.Sprintf("its part ($%.2f) of the job budget is spent", plan.Shards[so.Shard].MaxCostUSD)
+	case j.stopping.Load():
+		sr.StopReason = j.stopReason()
+	}
 	if err := live.write(wctx, sr); err != nil {
 		return sr, errors.Join(runErr, fmt.Errorf("%w: write the shard output: %w", ErrJobFailed, err))
 	}

@@ -407,9 +407,8 @@ reduce:
 
 // TestJobLimitsHoldAcrossShards: max_failures 2 over two shards is one
 // failure per shard (4 bad items used to fail 4 times: 2 per shard); the
-// job budget is divided the same way. The cut-off items hold the gather
-// until a --final gather closes the shards, which names the
-// --from-pending plan; that plan continues exactly the pending items on
+// job budget is divided the same way. The stopped shards are closed by
+// the gather, which names the --from-pending plan; that plan continues exactly the pending items on
 // the job's results, and its gather completes.
 func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	fixed := filepath.Join(t.TempDir(), "fixed")
@@ -454,14 +453,14 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	if failed != 2 {
 		t.Fatalf("%d items failed over the shards, max_failures is 2", failed)
 	}
+	// Running a stopped shard again cannot finish its items before a fix,
+	// so gather closes both at once (no --final needed) and names the
+	// --from-pending plan.
 	g := r.clone("g")
-	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
-	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 0 (output has 3 pending item(s))") || !strings.Contains(err.Error(), "--final") {
-		t.Fatalf("gather of cut-off shards = %v, want it to wait naming --final", err)
-	}
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Final: true})
-	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "--from-pending job-1") || res.Pending != 6 || res.Failed != 2 || res.Successful != 0 {
-		t.Fatalf("final gather = %+v, %v, want 6 pending and the --from-pending command", res, err)
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 0 (stopped: max_failures (1) reached)") ||
+		!strings.Contains(err.Error(), "--from-pending job-1") || res.Pending != 6 || res.Failed != 2 || res.Successful != 0 {
+		t.Fatalf("gather of cut-off shards = %+v, %v, want both closed as stopped, 6 pending and the --from-pending command", res, err)
 	}
 	// Continue the pending items (now fixed) as a new sharded job.
 	if err := os.WriteFile(fixed, nil, 0o644); err != nil {

@@ -121,8 +121,9 @@ reduce:
 
 // TestFailedShardWritesItsOutputAndGatherWaitsForIt: a shard stopped by
 // on_item_failure: stop fails (ErrJobFailed) yet writes its output; gather
-// imports what finished, leaves the rest pending and fails naming why;
-// no setup commit means no base.bundle.
+// imports what finished and applies the policy to the whole job, as a
+// single runner would: the job fails naming the stop and reduce does not
+// run; no setup commit means no base.bundle.
 func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"no"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
 	dir, o := shardFixture(t, r, stopWorkflow, 2)
@@ -153,16 +154,79 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	// Gather in the planning repository itself: the results branch is there, at the base.
 	head := r.git("rev-parse", "HEAD")
 	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
-	if err != nil || res.Successful != 3 || res.Failed != 1 {
-		t.Fatalf("gather: %+v, %v", res, err)
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "on_item_failure: stop") || !strings.Contains(err.Error(), "dlq retry job-1") {
+		t.Fatalf("gather = %v, want the job stopped by on_item_failure: stop across the shards", err)
 	}
-	if got := r.git("show", "prodigy/job-1:reduced.txt"); got != "3" {
-		t.Fatalf("reduce saw %s successes, want 3", got)
+	if res == nil || res.Successful != 3 || res.Failed != 1 || res.Pending != 0 {
+		t.Fatalf("gather: %+v", res)
+	}
+	if out := r.git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
+		t.Fatal("reduce ran in a job its failure policy stopped")
 	}
 	r.assertUntouched(head)
 	if rec := r.dlqRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
 		t.Fatalf("DLQ = %v", rec)
 	}
+}
+
+// TestJobWidePoliciesHoldAcrossShards: a failure policy is the job's, not
+// each shard's. A shard that continue_on_failure: false stopped with
+// items pending is closed at once (not waited for) and the gather names
+// the fix-then-continue command; failure_threshold counts the whole job,
+// so shards too small to reach it alone (5 items each) still stop the
+// job at gather.
+func TestJobWidePoliciesHoldAcrossShards(t *testing.T) {
+	ctx := context.Background()
+	t.Run("continue_on_failure false", func(t *testing.T) {
+		r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"yes"},{"bad":"no"},{"bad":"no"},{"bad":"no"}]`})
+		dir, o := shardFixture(t, r, strings.Replace(stopWorkflow, "on_item_failure: stop", "continue_on_failure: false", 1), 2)
+		outs := runShardsAllowingStops(t, r, dir, o, 2)
+		g := r.clone("g")
+		res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "stopped: continue_on_failure: false") ||
+			!strings.Contains(err.Error(), "fix the cause of the stop, then continue them with `plan WORKFLOW --from-pending job-1") {
+			t.Fatalf("gather = %v, want shard 0 closed as stopped and the continue command", err)
+		}
+		if res.Pending != 1 || res.Failed != 1 || res.Successful != 2 {
+			t.Fatalf("gather: %+v", res)
+		}
+	})
+	t.Run("failure_threshold", func(t *testing.T) {
+		var items []string
+		for i := range 20 {
+			items = append(items, fmt.Sprintf(`{"bad":%q}`, map[bool]string{true: "yes", false: "no"}[i%5 < 2]))
+		}
+		r := newTestRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})
+		wf := strings.Replace(stopWorkflow, "on_item_failure: stop", "on_item_failure: dlq\n  failure_threshold: 0.3", 1)
+		dir, o := shardFixture(t, r, wf, 4)
+		outs := runShardsAllowingStops(t, r, dir, o, 4)
+		g := r.clone("g")
+		res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "failure rate 40% (8 of 20) exceeds failure_threshold 30% across the shards") {
+			t.Fatalf("gather = %v, want the job stopped by its failure_threshold", err)
+		}
+		if res.Failed != 8 || res.Successful != 12 {
+			t.Fatalf("gather: %+v", res)
+		}
+		if out := g.git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
+			t.Fatal("reduce ran in a job its failure policy stopped")
+		}
+	})
+}
+
+// runShardsAllowingStops runs every shard in its own clone; a shard may
+// fail because its failure policy stopped it.
+func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o runner.Options, n int) []string {
+	t.Helper()
+	outs := make([]string, n)
+	for k := range n {
+		c := r.clone(fmt.Sprintf("s%d", k))
+		outs[k] = filepath.Join(t.TempDir(), "out")
+		if _, err := runner.RunShard(context.Background(), runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil && !errors.Is(err, runner.ErrJobFailed) {
+			t.Fatalf("shard %d: %v", k, err)
+		}
+	}
+	return outs
 }
 
 const okWorkflow = `

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -177,7 +179,13 @@ func (e *shardCrashEnv) cliOut(home string, args ...string) string {
 // TestShardCrashWindows kills the real `plan`, `shard` and `gather` with
 // SIGKILL at each named moment, runs the same command again, and checks
 // the job completes with the same results tree and DLQ as a run that was
-// never killed.
+// never killed. The killed shard is gathered with the reference's other
+// outputs, so every window costs one shard and one gather, which keeps it
+// affordable at scale (PRODIGY_SHARD_SCALE=10000x50). At scale a killed
+// plan is compared with the reference plan (same items, shards, limits and
+// base tree) and one of its shards with the reference's, since running
+// every shard again would only repeat the small-scale check; forged and
+// foreign outputs among the real ones are refused.
 func TestShardCrashWindows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills processes")
@@ -205,39 +213,205 @@ func TestShardCrashWindows(t *testing.T) {
 	if !strings.Contains(want, "MergeConflict") || !strings.Contains(want, "CommandFailed") {
 		t.Fatalf("the fixture has no cross-shard conflict or failure: %s", want)
 	}
-	if scaled {
-		// At scale only gather and discard are killed (over the
-		// reference's outputs): a shard at scale is the same shard.
-		ref.gatherWindows(t, want, fresh, shards)
-		return
-	}
+	var otherPlanOut string // outlives the subtest that made it
+	keep := func(dir string) { otherPlanOut = copyDir(t, dir) }
 	for _, fault := range []string{runner.FaultJobIntent + ":1", runner.FaultJobCreated + ":1", runner.FaultPlanWritten + ":1"} {
 		t.Run("plan "+fault, func(t *testing.T) {
+			start := time.Now()
 			e := newShardCrashEnv(t)
-			e.origin = ref.origin
-			e.crash(e.planCmd(fresh(e, "planner")), fault)
+			e.origin, e.wfPath, e.fixed = ref.origin, ref.wfPath, ref.fixed
+			p, h := fresh(e, "planner")
+			e.crash(e.planCmd(p, h), fault)
+			if scaled {
+				if diff := planDiff(t, e.plan, ref.plan, p); diff != "" {
+					t.Fatalf("the plan made after a killed plan differs from the reference in %s", diff)
+				}
+				k := len(e.outs) - 1
+				s, sh := fresh(e, "shard")
+				e.run(e.shardCmd(k, s, sh))
+				if got, want := shardOutcomes(t, e.outs[k]), shardOutcomes(t, ref.outs[k]); got != want {
+					t.Fatalf("shard %d of the plan made after a killed plan: %s\nwant %s", k, got, want)
+				}
+				keep(e.outs[k])
+				t.Logf("killed and completed in %v", time.Since(start))
+				return
+			}
 			if got := all(e, true); got != want {
 				t.Fatalf("after a killed plan: %s\nwant %s", got, want)
 			}
+			keep(e.outs[0])
 		})
 	}
 	for _, fault := range []string{runner.FaultShardIntent + ":1", runner.FaultParentCreated + ":1", runner.FaultItemMerged + ":1", runner.FaultDLQAdded + ":1"} {
 		t.Run("shard "+fault, func(t *testing.T) {
-			e := newShardCrashEnv(t)
-			e.origin = ref.origin
-			e.run(e.planCmd(fresh(e, "planner")))
-			s1, h1 := fresh(e, "shard1")
+			start := time.Now()
+			e := *ref
+			e.t = t
+			e.outs = slices.Clone(ref.outs)
+			e.outs[1] = filepath.Join(t.TempDir(), "out1")
+			s1, h1 := fresh(&e, "shard1")
 			e.crash(e.shardCmd(1, s1, h1), fault)
-			s0, h0 := fresh(e, "shard0")
-			e.run(e.shardCmd(0, s0, h0))
-			g, h := fresh(e, "gatherer")
+			if got, want := shardOutcomes(t, e.outs[1]), shardOutcomes(t, ref.outs[1]); got != want {
+				t.Fatalf("shard 1 after a kill: %s\nwant %s", got, want)
+			}
+			g, h := fresh(&e, "gatherer")
 			e.run(e.gatherCmd(g, h))
 			if got := e.result(g, h); got != want {
 				t.Fatalf("after a killed shard: %s\nwant %s", got, want)
 			}
+			t.Logf("killed and completed in %v", time.Since(start))
 		})
 	}
+	t.Run("forged and foreign outputs", func(t *testing.T) {
+		ref.refusals(t, fresh, otherPlanOut)
+	})
 	ref.gatherWindows(t, want, fresh, shards)
+}
+
+// refusals gathers the reference's outputs with one of them replaced by a
+// forged or foreign output: each gather is refused (exit 2) naming that
+// output, before any state is written.
+func (e *shardCrashEnv) refusals(t *testing.T, fresh func(*shardCrashEnv, string) (string, string), otherPlan string) {
+	last := len(e.outs) - 1
+	var plan runner.Plan
+	data, err := os.ReadFile(runner.PlanFile(e.plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &plan); err != nil {
+		t.Fatal(err)
+	}
+	foreignItem := plan.Shards[0].Items[0]
+	claim := copyDir(t, e.outs[last])
+	editShardResult(t, claim, func(sr map[string]any) {
+		items := sr["items"].([]any)
+		items[0].(map[string]any)["item_id"] = foreignItem
+	})
+	record := copyDir(t, e.outs[last])
+	rec := fmt.Sprintf(`{"item_id":%q,"item_data":0,"first_attempt":"2026-01-01T00:00:00Z","last_attempt":"2026-01-01T00:00:00Z","failure_count":1,"failure_history":[{"attempt_number":1,"timestamp":"2026-01-01T00:00:00Z","error_type":"CommandFailed","error_message":"x"}],"error_signature":"x","reprocess_eligible":true,"manual_review_required":false}`, foreignItem)
+	if err := os.WriteFile(filepath.Join(record, runner.ShardDLQDir, foreignItem+".json"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := copyDir(t, e.outs[last])
+	if err := os.Truncate(filepath.Join(huge, runner.ShardResultFile), 3<<30); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, out, want string }{
+		{"an item of another shard in result.json", claim, "which is not an item of shard"},
+		{"a DLQ record of another shard's item", record, "not an item of shard"},
+		{"result.json past its limit", huge, "file too large"},
+	}
+	if otherPlan != "" {
+		cases = append(cases, struct{ name, out, want string }{"an output of another plan of the job", otherPlan, "another plan of job fan"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, h := fresh(e, "gatherer")
+			outs := slices.Clone(e.outs)
+			outs[last] = c.out
+			args := append([]string{"gather", e.plan, "--repo", g}, outs...)
+			code, _, errOut := runCLI(t, h, args...)
+			if code != 2 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, c.out) {
+				t.Fatalf("gather with %s: exit %d, want 2 and a refusal naming %s and %q:\n%s", c.name, code, c.out, c.want, errOut)
+			}
+			if code, out, errOut := runCLI(t, h, "status", "--json"); code == 0 || !strings.Contains(errOut, "no jobs") {
+				t.Fatalf("a refused gather left state: status exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// planDiff names the keys of plan.json in which the plans in dirs got and
+// want differ, besides what differs between two plans of the same job
+// (plan id, trace, the base commit's id: its tree must be the same); ""
+// when they agree. repo is a clone to read the base trees in.
+func planDiff(t *testing.T, got, want, repo string) string {
+	t.Helper()
+	read := func(dir string) map[string]json.RawMessage {
+		data, err := os.ReadFile(runner.PlanFile(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		// The base commit's id differs (setup's commit time); its tree must not.
+		var base string
+		if err := json.Unmarshal(p["base_commit"], &base); err != nil {
+			t.Fatal(err)
+		}
+		gitOut(t, repo, "fetch", "-q", runner.BaseBundle(dir), "+refs/heads/*:refs/plan-base/*")
+		p["base_commit"] = json.RawMessage(strconv.Quote(gitOut(t, repo, "rev-parse", base+"^{tree}")))
+		delete(p, "plan_id")
+		delete(p, "trace_parent")
+		return p
+	}
+	g, w := read(got), read(want)
+	var diff []string
+	for k := range w {
+		if !bytes.Equal(g[k], w[k]) {
+			diff = append(diff, k)
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			diff = append(diff, k)
+		}
+	}
+	slices.Sort(diff)
+	return strings.Join(diff, ", ")
+}
+
+// shardOutcomes is a shard output's items (id, state, attempts, error
+// type) and the tree of its branch tip.
+func shardOutcomes(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, runner.ShardResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr runner.ShardResult
+	if err := json.Unmarshal(data, &sr); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pending %d:", sr.Pending)
+	for _, it := range sr.Items {
+		fmt.Fprintf(&b, " %s:%s:%d:%s", it.ItemID, it.State, it.Attempts, it.ErrorType)
+	}
+	recs, _ := filepath.Glob(filepath.Join(dir, runner.ShardDLQDir, "*.json"))
+	fmt.Fprintf(&b, " dlq %d", len(recs))
+	return b.String()
+}
+
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func editShardResult(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, runner.ShardResultFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr map[string]any
+	if err := json.Unmarshal(data, &sr); err != nil {
+		t.Fatal(err)
+	}
+	edit(sr)
+	if data, err = json.Marshal(sr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // gatherWindows kills `gather` (over e's outputs, each time in a new
