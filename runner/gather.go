@@ -8,10 +8,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -322,23 +325,42 @@ func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string
 // be read is dropped from outs and reported; one that is not this plan's
 // keeps its refusal (refusals).
 func fetchShardOutputs(ctx context.Context, git *gitops.Client, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState) []string {
-	var unreadable []string
+	// Outputs are independent: their bundles are verified, fetched (git
+	// serialises the ref updates), their branches checked and their DLQ
+	// records read side by side, so gathering many shards does not wait on
+	// one core; merging stays in plan order (gather).
+	var g errgroup.Group
+	g.SetLimit(fetchParallelism())
 	for _, k := range slices.Sorted(maps.Keys(outs)) {
 		out := outs[k]
 		if _, closed := gs.Closed[k]; closed {
 			continue
 		}
-		err := fetchShardOutput(ctx, git, plan, plan.Shards[k], out)
-		switch {
-		case errors.Is(err, errForeignOutput):
-			out.refused = err
-		case err != nil:
-			unreadable = append(unreadable, fmt.Sprintf("shard %d: output %s is unreadable: %v", k, out.dir, err))
-			out.unreadable = err
+		g.Go(func() error {
+			err := fetchShardOutput(ctx, git, plan, plan.Shards[k], out)
+			switch {
+			case errors.Is(err, errForeignOutput):
+				out.refused = err
+			case err != nil:
+				out.unreadable = err
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var unreadable []string
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		if out := outs[k]; out.unreadable != nil {
+			unreadable = append(unreadable, fmt.Sprintf("shard %d: output %s is unreadable: %v", k, out.dir, out.unreadable))
 		}
 	}
 	return unreadable
 }
+
+// fetchParallelism is how many shard outputs are fetched and checked at
+// once: the git children are CPU-bound, so one per core (at least 2, so a
+// slow bundle read overlaps another's checks).
+func fetchParallelism() int { return max(2, runtime.NumCPU()) }
 
 func fetchShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh PlanShard, out *shardOutput) error {
 	sr := out.res
