@@ -45,6 +45,9 @@ type fakeGitHub struct {
 	runs     map[string]map[string]any // run objects by id; missing ids get a same-repository run
 	zipGets  int                       // artifact zip downloads
 	hang     atomic.Bool               // artifact-service calls hang until the client gives up
+	// approvals are the review histories of runs by id
+	// (GET …/actions/runs/{id}/approvals); none: an empty list.
+	approvals map[string][]map[string]any
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -122,6 +125,14 @@ func (f *fakeGitHub) runEndpoints(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rest := strings.TrimPrefix(r.URL.Path, "/api/repos/o/r/actions/runs/")
+	if run, ok := strings.CutSuffix(rest, "/approvals"); ok {
+		list := f.approvals[run]
+		if list == nil {
+			list = []map[string]any{}
+		}
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	}
 	run, isList := strings.CutSuffix(rest, "/artifacts")
 	obj, ok := f.runs[run]
 	if !ok {

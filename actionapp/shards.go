@@ -186,7 +186,11 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 			}
 		}
 	}
-	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs)})
+	reject, err := r.reviewRejections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs), Reject: reject})
 }
 
 // previousShardOutput is the shard-continue input resolved for shard k:

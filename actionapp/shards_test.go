@@ -152,3 +152,65 @@ func TestActionShardRerunContinuesFromTheEarlierAttempt(t *testing.T) {
 		t.Errorf("previousShardOutput of a missing directory = %q", got)
 	}
 }
+
+// TestActionGatherBehindAReviewGate: with review-environment set, gather
+// publishes only after an approval of that environment in the run's review
+// history (fails closed without one: exit 1, no push, no artifact, no
+// comment), and an approving reviewer's "reject ITEM_ID: reason" lines
+// (plus the reject input) leave those items out and dead-letter them with
+// the reason.
+func TestActionGatherBehindAReviewGate(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	gh.runID = 555
+	items := `{"items":[{"name":"a","broken":false},{"name":"b","broken":false},{"name":"c","broken":false},{"name":"d","broken":false}]}`
+	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": items})
+	clone := func(name string) string {
+		dir := filepath.Join(t.TempDir(), name)
+		if out, err := exec.Command("git", "clone", "-q", "--no-local", repo, dir).CombinedOutput(); err != nil {
+			t.Fatalf("clone: %v %s", err, out)
+		}
+		return dir
+	}
+	planDir := filepath.Join(t.TempDir(), "plan")
+	outs := filepath.Join(t.TempDir(), "outs")
+	if at := newActionTest(t, gh, repo, map[string]string{"INPUT_COMMAND": "plan", "INPUT_SHARDS": "2", "INPUT_PLAN-DIR": planDir}); at.run(t) != exitOK {
+		t.Fatalf("plan failed\n%s", at.errb.String())
+	}
+	for k := range 2 {
+		st := newActionTest(t, gh, clone(fmt.Sprintf("shard%d", k)), map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": fmt.Sprint(k), "INPUT_PLAN-DIR": planDir,
+			"INPUT_SHARD-OUT": filepath.Join(outs, fmt.Sprintf("prodigy-shard-555-1-%d", k))})
+		if code := st.run(t); code != exitOK {
+			t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
+		}
+	}
+	gather := map[string]string{"INPUT_COMMAND": "gather", "INPUT_PLAN-DIR": planDir, "INPUT_SHARD-OUTPUTS": outs, "INPUT_REVIEW-ENVIRONMENT": "Publish"}
+	// No approval (an environment without required reviewers): nothing published.
+	gh.approvals = map[string][]map[string]any{"555": {{"state": "approved", "comment": "reject item_0", "environments": []map[string]any{{"name": "staging"}}, "user": map[string]any{"login": "other"}}}}
+	gt := newActionTest(t, gh, clone("gather0"), gather)
+	if code := gt.run(t); code != 1 || !strings.Contains(gt.out.String()+gt.errb.String(), "no approved review of that environment") {
+		t.Fatalf("unapproved gather: exit %d\n%s\n%s", code, gt.out.String(), gt.errb.String())
+	}
+	if len(gh.arts) != 0 || len(gh.comments) != 0 {
+		t.Fatalf("an unapproved gather published: %d artifact(s), %d comment(s)", len(gh.arts), len(gh.comments))
+	}
+	// Approved, with two items rejected (one in the comment, one in the input).
+	gh.approvals["555"] = append(gh.approvals["555"], map[string]any{"state": "approved", "environments": []map[string]any{{"name": "publish"}},
+		"user": map[string]any{"login": "reviewer"}, "comment": "Looks fine except:\nreject item_1: renames a public function\nthanks"})
+	gather["INPUT_REJECT"] = "item_2: no tests"
+	gt = newActionTest(t, gh, clone("gather1"), gather)
+	if code := gt.run(t); code != exitOK {
+		t.Fatalf("approved gather: exit %d\n%s\n%s", code, gt.out.String(), gt.errb.String())
+	}
+	out := gt.outputs(t)
+	if out["successful"] != "2" || out["dlq-count"] != "2" {
+		t.Fatalf("approved gather outputs = %v, want 2 merged and the 2 rejected in the DLQ", out)
+	}
+	files := gh.unzipped(t, "prodigy-dlq-555-1")
+	for id, why := range map[string]string{"item_1": "rejected in review: renames a public function (@reviewer)", "item_2": "rejected in review: no tests"} {
+		rec, ok := files["items/"+id+".json"]
+		if !ok || !strings.Contains(string(rec), why) || !strings.Contains(string(rec), "ValidationFailed") {
+			t.Errorf("DLQ artifact record of %s = %s, want ValidationFailed %q", id, rec, why)
+		}
+	}
+}

@@ -18,6 +18,10 @@ type GatherState struct {
 	// Closed maps a shard index to why it is closed ("gathered",
 	// "missing", "incomplete: N pending").
 	Closed map[int]string `json:"closed"`
+	// Rejected maps an item id to the reason a reviewer rejected it
+	// (gather --reject): those items are not merged; they go to the DLQ.
+	// Kept so a gather run again after a crash rejects the same items.
+	Rejected map[string]string `json:"rejected,omitempty"`
 }
 
 // GatherStateFile is the gatherer's state of a sharded job.

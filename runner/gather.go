@@ -36,6 +36,12 @@ type GatherOptions struct {
 	// pending for good (continue them with `plan --from-pending`), and
 	// later shards are merged. Without it gather waits for them.
 	Final bool
+	// Reject maps item ids to the reason a reviewer rejected them (a review
+	// gate before anything is published): their merges are left out of the
+	// results branch and they go to the DLQ as ValidationFailed with the
+	// reason, redrivable like any other failure. Only items of shards not
+	// gathered yet can be rejected; an id not in the plan is a usage error.
+	Reject map[string]string
 }
 
 // Gather completes a sharded job in the repository at Run.RepoDir (the
@@ -115,6 +121,9 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	if hasGS && gs.PlanID != plan.PlanID {
 		return nil, usage(fmt.Errorf("%w: job %s in this repository is gathered from plan %s, not from plan %s in %s (another plan of the same job id): gather that plan's outputs, or discard the job first (`jobs discard %s`)",
 			errForeignOutput, j.id, gs.PlanID, plan.PlanID, g.PlanDir, j.id))
+	}
+	if err := addRejections(plan, gs, !hasGS, g.Reject); err != nil {
+		return nil, err
 	}
 	outs, unreadable, err := readShardOutputs(plan, g.Outputs)
 	if err != nil {
@@ -457,7 +466,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			continue
 		}
 		if out != nil {
-			if err := j.gatherShard(ctx, plan, sh, out); err != nil {
+			if err := j.gatherShard(ctx, plan, gs, sh, out); err != nil {
 				return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
 			}
 		}
@@ -527,18 +536,27 @@ func checkpointItems(cp *jobstore.Checkpoint) map[string]*jobstore.CheckpointIte
 // fetchShardOutputs) and records its items' outcomes. Merging a shard
 // already merged changes nothing, so a gather killed between the merge and
 // the import does it again.
-func (j *job) gatherShard(ctx context.Context, plan *Plan, sh PlanShard, out *shardOutput) error {
+func (j *job) gatherShard(ctx context.Context, plan *Plan, gs *jobstore.GatherState, sh PlanShard, out *shardOutput) error {
 	sr := out.res
 	conflicts := map[string]string{} // item id → conflict message
+	rejected := rejectedIn(gs, sh, sr)
 	if sr.Head != "" && sr.Head != plan.BaseCommit {
 		ref := shardRef(j.id, sh.Shard)
 		msg := fmt.Sprintf("Merge shard %d of job %s\n\nProdigy-Job: %s\nProdigy-Shard: %d\n", sh.Shard, j.id, j.id, sh.Shard)
-		_, err := j.git.MergeTree(ctx, "refs/heads/"+j.branch, ref, msg)
+		var err error
+		if len(rejected) == 0 {
+			_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ref, msg)
+		} else {
+			j.logf("shard %d has %d item(s) rejected in review; replaying the others one by one", sh.Shard, len(rejected))
+			err = &gitops.MergeConflictError{}
+		}
 		var mc *gitops.MergeConflictError
 		switch {
 		case errors.As(err, &mc):
-			j.logf("shard %d conflicts with the results branch (%s); replaying its items one by one", sh.Shard, strings.Join(mc.Files, ", "))
-			if conflicts, err = j.replayShard(ctx, plan, ref); err != nil {
+			if len(rejected) == 0 {
+				j.logf("shard %d conflicts with the results branch (%s); replaying its items one by one", sh.Shard, strings.Join(mc.Files, ", "))
+			}
+			if conflicts, err = j.replayShard(ctx, plan, ref, rejected); err != nil {
 				return err
 			}
 		case err != nil:
@@ -548,12 +566,12 @@ func (j *job) gatherShard(ctx context.Context, plan *Plan, sh PlanShard, out *sh
 		}
 		fault(ctx, FaultGatherShardMerged, strconv.Itoa(sh.Shard))
 	}
-	return j.importShard(plan, sh, sr, conflicts, out.records)
+	return j.importShard(plan, sh, sr, conflicts, rejected, out.records)
 }
 
 // replayShard applies the shard's item merges onto the results branch one
 // at a time; it returns the items whose merge conflicts.
-func (j *job) replayShard(ctx context.Context, plan *Plan, ref string) (map[string]string, error) {
+func (j *job) replayShard(ctx context.Context, plan *Plan, ref string, skip map[string]string) (map[string]string, error) {
 	merges, err := j.git.FirstParentMerges(ctx, plan.BaseCommit, ref)
 	if err != nil {
 		return nil, err
@@ -564,6 +582,10 @@ func (j *job) replayShard(ctx context.Context, plan *Plan, ref string) (map[stri
 		label := "merge " + short(m.OID)
 		if ok {
 			label = "item " + id
+			if _, rejected := skip[id]; rejected {
+				j.logf("✗ %s rejected in review: left out of %s", id, j.branch)
+				continue
+			}
 		}
 		_, err := j.git.ReplayMerge(ctx, "refs/heads/"+j.branch, m.OID, label, m.Message)
 		var mc *gitops.MergeConflictError
@@ -648,7 +670,7 @@ func readShardDLQ(dir string, sh PlanShard) (map[string]dlq.DeadLetteredItem, er
 // importShard records the outcomes of a shard's items in the checkpoint
 // and its DLQ records (and the merge conflicts found by the replay) in
 // the job's DLQ. Items already final are left alone.
-func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts map[string]string, records map[string]dlq.DeadLetteredItem) error {
+func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts, rejected map[string]string, records map[string]dlq.DeadLetteredItem) error {
 	outcomes := make(map[string]ItemOutcome, len(sr.Items))
 	for _, it := range sr.Items {
 		outcomes[it.ItemID] = it
@@ -678,7 +700,17 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts m
 		var pending json.RawMessage
 		switch oc.State {
 		case ItemMerged:
-			if msg, bad := conflicts[id]; bad {
+			if why, bad := rejected[id]; bad {
+				t := dlq.ErrorType{Kind: dlq.ValidationFailed}
+				msg := "rejected in review: " + why
+				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
+					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "review",
+					Context: []string{fmt.Sprintf("Gathering shard %d of job %s: a reviewer rejected the item's result", sh.Shard, j.id)},
+				}}})
+				pending = j.importRecord(withPrior(j, pi, rec))
+				oc.State, oc.Error, oc.ErrorType = ItemDLQ, msg, t.String()
+				j.events.emit(AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: false})
+			} else if msg, bad := conflicts[id]; bad {
 				t := dlq.ErrorType{Kind: dlq.MergeConflict}
 				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
 					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "merge",

@@ -361,3 +361,71 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 		t.Fatalf("gather: %+v, %v", res, err)
 	}
 }
+
+// TestGatherRejectionsGoToTheDLQ: a review gate's verdict. Rejected items'
+// merges are left out of the results branch (the shard is replayed item by
+// item without them), they go to the DLQ as ValidationFailed with the
+// reviewer's reason (marked for manual review, as every ValidationFailed
+// record), reduce sees only what was accepted, and `dlq retry --force`
+// redrives them. An id not in the plan is refused before
+// anything is gathered; rejections are fixed by the job's first gather.
+func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4,5,6]`})
+	dir, o := shardFixture(t, r, okWorkflow, 2)
+	outs := runAllShards(t, r, dir, o, 2)
+	ctx := context.Background()
+	g := r.clone("g")
+	_, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_9": "x"}})
+	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), `"item_9": no such item`) {
+		t.Fatalf("rejecting an unknown item = %v, want a usage error", err)
+	}
+	if jobs, _ := runner.ListJobs(g.home, ""); len(jobs) != 0 {
+		t.Fatalf("a refused gather left state: %+v", jobs)
+	}
+	reject := map[string]string{"item_1": "breaks the public API", "item_4": ""}
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject})
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.Failed != 2 {
+		t.Fatalf("gather with rejections: %+v, %v", res, err)
+	}
+	files := g.git("ls-tree", "--name-only", "prodigy/job-1")
+	for _, f := range []string{"f0.txt", "f2.txt", "f3.txt", "f5.txt"} {
+		if !strings.Contains(files, f) {
+			t.Errorf("accepted %s missing from the results branch:\n%s", f, files)
+		}
+	}
+	for _, f := range []string{"f1.txt", "f4.txt"} {
+		if strings.Contains(files, f) {
+			t.Errorf("rejected %s is on the results branch", f)
+		}
+	}
+	if got := strings.TrimSpace(g.git("show", "prodigy/job-1:count.txt")); got != "4" {
+		t.Errorf("reduce counted %s files, want the 4 accepted", got)
+	}
+	recs := g.dlqRecords("job-1")
+	if len(recs) != 2 {
+		t.Fatalf("DLQ = %v, want the two rejected items", recs)
+	}
+	for id, why := range map[string]string{"item_1": "rejected in review: breaks the public API", "item_4": "rejected in review: rejected by the reviewer"} {
+		h := recs[id].FailureHistory
+		if len(h) != 1 || h[0].ErrorType.String() != "ValidationFailed" || h[0].ErrorMessage != why || !recs[id].ManualReviewRequired {
+			t.Errorf("%s: history %+v, want one ValidationFailed attempt %q, marked for manual review", id, h, why)
+		}
+	}
+	// The same gather again (after a crash, say) changes nothing; a new
+	// rejection now is refused.
+	if res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject}); err != nil || res.Failed != 2 {
+		t.Fatalf("gather again: %+v, %v", res, err)
+	}
+	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_2": "late"}})
+	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "first gather") {
+		t.Fatalf("a rejection after the first gather = %v, want a usage error", err)
+	}
+	// A human rejected them, so they need a human to redrive them (as
+	// every ValidationFailed record): dlq retry --force.
+	o2 := shardOpts(g, o)
+	o2.Workflow = nil
+	res, err = runner.RetryDLQ(ctx, runner.RetryOptions{Home: g.home, JobID: "job-1", Run: o2, Force: true})
+	if err != nil || res.Successful != 6 {
+		t.Fatalf("dlq retry of the rejected items: %+v, %v", res, err)
+	}
+}

@@ -175,6 +175,7 @@ type gatherOptions struct {
 	dir, repo   string
 	outs        []string
 	json, final bool
+	reject      []string
 }
 
 // NewGatherCmd is `action gather`.
@@ -197,6 +198,12 @@ items stay pending; the message prints the --from-pending plan that
 continues them). Gathering the same outputs twice changes nothing; a killed
 gather is completed by running it again.
 
+--reject ITEM_ID[=REASON] (repeatable) is a review gate's verdict: the item's
+merge is left out of the results branch and the item goes to the DLQ as
+ValidationFailed with the reason ("rejected in review: REASON"), redrivable
+with dlq retry like any failure. Rejections are given to the job's first
+gather (again, unchanged, when it is run again).
+
 Exit codes: 0 completed, 1 failed or shards missing, 2 usage error, 130 interrupted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -208,6 +215,7 @@ Exit codes: 0 completed, 1 failed or shards missing, 2 usage error, 130 interrup
 	fs.StringVar(&opts.repo, "repo", ".", "a directory inside the git checkout to work on")
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout (as run does)")
 	fs.BoolVar(&opts.final, "final", false, "close shards whose output is missing or has pending items, and merge the later ones")
+	fs.StringArrayVar(&opts.reject, "reject", nil, "ITEM_ID[=REASON]: leave the item's result out (a reviewer rejected it) and dead-letter it with the reason (repeatable)")
 	return cmd
 }
 
@@ -217,6 +225,10 @@ func runGather(ctx context.Context, f *cmdutil.Factory, opts *gatherOptions) err
 		return err
 	}
 	ro.RepoDir = opts.repo
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: ro, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final})
+	reject, err := runner.ParseRejections(opts.reject)
+	if err != nil {
+		return cmdutil.UsageErrorf("--reject: %w", err)
+	}
+	res, err := runner.Gather(ctx, runner.GatherOptions{Run: ro, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final, Reject: reject})
 	return f.FinishJob(res, err, opts.json)
 }

@@ -8,6 +8,8 @@
 //	PATCH  /repos/{o}/{r}/issues/comments/{id}     edit
 //	GET    /repos/{o}/{r}/actions/runs/{id}        the run (same repository, event pull_request)
 //	GET    /repos/{o}/{r}/actions/runs/{id}/artifacts  the zips act's artifact server stored
+//	GET    /repos/{o}/{r}/actions/runs/{id}/approvals  one approval of -approve ENV by e2e-reviewer
+//	                                               with -approval-comment (none without -approve)
 //	GET    /repos/{o}/{r}/actions/artifacts/{id}/zip   302 to /blob/{id} (no token allowed there)
 //	GET    /_state                                 every comment and request, as JSON (for checks)
 //
@@ -45,6 +47,7 @@ type comment struct {
 
 type server struct {
 	repo, token, artifacts string
+	approve, approval      string // environment approved in every run, its comment
 	mu                     sync.Mutex
 	comments               []*comment
 	nextID                 int64
@@ -57,8 +60,11 @@ func main() {
 	repo := flag.String("repo", "prodigy-action/prodigy-action", "owner/repo served")
 	token := flag.String("token", "", "required bearer token")
 	arts := flag.String("artifacts", "", "act artifact-server directory")
+	approve := flag.String("approve", "", "environment every run's review history approves")
+	approval := flag.String("approval-comment", "", "the approving reviewer's comment (\\n: a new line)")
 	flag.Parse()
-	s := &server{repo: *repo, token: *token, artifacts: *arts, nextID: 1000}
+	s := &server{repo: *repo, token: *token, artifacts: *arts, nextID: 1000, approve: *approve,
+		approval: strings.ReplaceAll(*approval, `\n`, "\n")}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
@@ -119,6 +125,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		full := map[string]any{"full_name": s.repo}
 		writeJSON(w, http.StatusOK, map[string]any{"id": run, "event": "pull_request", "path": ".github/workflows/example.yml",
 			"repository": full, "head_repository": full, "status": "completed"})
+		return
+	case len(parts) == 4 && parts[0] == "actions" && parts[1] == "runs" && parts[3] == "approvals":
+		list := []map[string]any{}
+		if s.approve != "" {
+			list = append(list, map[string]any{"state": "approved", "comment": s.approval,
+				"environments": []map[string]any{{"name": s.approve}}, "user": map[string]any{"login": "e2e-reviewer"}})
+		}
+		writeJSON(w, http.StatusOK, list)
 		return
 	case len(parts) == 4 && parts[0] == "actions" && parts[1] == "runs" && parts[3] == "artifacts":
 		s.listArtifacts(w, r, parts[2])
