@@ -28,6 +28,10 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 		Command: r.in.Command, Total: res.Total, Successful: res.Successful, Failed: res.Failed,
 		Skipped: res.Skipped, Pending: res.Pending, DLQCount: res.DLQCount, ResultsBranch: res.ResultsBranch,
 		RunURL: r.runURL(), CostUSD: res.CostUSD, MaxCostUSD: res.MaxCostUSD, FleetCooldowns: res.FleetCooldowns,
+		MergedCostUSD: res.MergedCostUSD, FailedCostUSD: res.FailedCostUSD, CostPerMergedUSD: res.CostPerMergedUSD,
+	}
+	if s := res.Storm; s != nil {
+		in.Storm = &report.Storm{Signature: s.Signature, Items: s.Items, Consecutive: s.Limit}
 	}
 	for _, o := range res.OrphanedWorktrees {
 		in.Orphaned = append(in.Orphaned, report.OrphanedWorktree{Path: o.Path, Branch: o.Branch, ItemID: o.ItemID, Error: o.Error})

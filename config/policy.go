@@ -19,6 +19,7 @@ type policySrc struct {
 	continueOnFailure setting[bool]
 	maxFailures       setting[int]
 	failureThreshold  setting[float64]
+	circuitBreaker    setting[int]
 	retry             setting[*RetryConfig]
 }
 
@@ -52,9 +53,49 @@ func (d *decoder) policyFields(o *object, src *policySrc) {
 			}
 		}
 	}
+	if kv, ok := o.take("circuit_breaker"); ok {
+		if v, ok := d.circuitBreaker(kv); ok {
+			src.circuitBreaker = setting[int]{true, v, kv.keyNode, kv.path}
+		}
+	}
 	if kv, ok := o.take("error_collection"); ok {
 		d.errorCollection(kv)
 	}
+}
+
+// circuitBreaker decodes `circuit_breaker: N` (trip after N consecutive
+// finished items failing with one error signature), `false` (off; true is
+// the default) or `{consecutive: N}`.
+func (d *decoder) circuitBreaker(e entry) (int, bool) {
+	switch v := d.value(e.val).(type) {
+	case *ast.BoolNode:
+		if v.Value {
+			return DefaultCircuitBreaker, true
+		}
+		return 0, true
+	case *ast.MappingNode:
+		o := d.object(e.val, e.path)
+		defer o.finish()
+		kv, ok := o.take("consecutive")
+		if !ok {
+			d.fail(e.val, e.path, "a mapping here must be {consecutive: N}")
+			return 0, false
+		}
+		return d.breakerCount(kv)
+	}
+	return d.breakerCount(e)
+}
+
+func (d *decoder) breakerCount(e entry) (int, bool) {
+	n, ok := d.integer(e, 0)
+	if !ok {
+		return 0, false
+	}
+	if n == 1 {
+		d.fail(e.val, e.path, "must be at least 2 (one failure is not a storm; use on_item_failure: stop or max_failures: 1), or 0/false for off")
+		return 0, false
+	}
+	return n, true
 }
 
 // retryField takes a retry_config key of o into src.
@@ -134,6 +175,7 @@ func (d *decoder) sameLevel(a, b policySrc) policySrc {
 	pick(d, &a.continueOnFailure, b.continueOnFailure)
 	pick(d, &a.maxFailures, b.maxFailures)
 	pick(d, &a.failureThreshold, b.failureThreshold)
+	pick(d, &a.circuitBreaker, b.circuitBreaker)
 	pick(d, &a.retry, b.retry)
 	return a
 }
@@ -152,7 +194,7 @@ func pick[T any](d *decoder, dst *setting[T], src setting[T]) {
 // resolvePolicy applies precedence (map level beats top level) and the
 // defaults.
 func resolvePolicy(mapLevel, top policySrc) ErrorPolicy {
-	p := ErrorPolicy{OnItemFailure: OnFailureDLQ, ContinueOnFailure: true}
+	p := ErrorPolicy{OnItemFailure: OnFailureDLQ, ContinueOnFailure: true, CircuitBreaker: DefaultCircuitBreaker}
 	for _, src := range []policySrc{top, mapLevel} { // later wins
 		if src.onItemFailure.set {
 			p.OnItemFailure, p.CustomHandler = src.onItemFailure.v, src.custom
@@ -165,6 +207,9 @@ func resolvePolicy(mapLevel, top policySrc) ErrorPolicy {
 		}
 		if src.failureThreshold.set {
 			p.FailureThreshold = src.failureThreshold.v
+		}
+		if src.circuitBreaker.set {
+			p.CircuitBreaker = src.circuitBreaker.v
 		}
 		if src.retry.set {
 			p.Retry = src.retry.v

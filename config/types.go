@@ -105,9 +105,20 @@ type ErrorPolicy struct {
 	// FailureThreshold stops the job when, after at least 10 finished
 	// items, failed/finished exceeds it (Prodigy §4.6); 0 = no threshold.
 	FailureThreshold float64
+	// CircuitBreaker stops launching items when this many finished items
+	// in a row failed with one error signature (a failure storm: a broken
+	// dependency, prompt or key); the rest stay pending. 0 = off; default
+	// DefaultCircuitBreaker. Rate limits and overloads do not count (the
+	// fleet cool-down holds them).
+	CircuitBreaker int
 	// Retry is the per-item retry config; nil when none was given anywhere.
 	Retry *RetryConfig
 }
+
+// DefaultCircuitBreaker is error_policy.circuit_breaker's default: the
+// breaker trips after 10 consecutive finished items failed with one error
+// signature.
+const DefaultCircuitBreaker = 10
 
 // Backoff kinds (BackoffConfig.Kind).
 const (

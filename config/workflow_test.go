@@ -165,7 +165,7 @@ func TestDefaults(t *testing.T) {
 	if w.Name != "minimal" || w.Mode != "mapreduce" || w.Map.MaxParallel != "10" {
 		t.Errorf("defaults: name %q mode %q max_parallel %q", w.Name, w.Mode, w.Map.MaxParallel)
 	}
-	want := config.ErrorPolicy{OnItemFailure: "dlq", ContinueOnFailure: true}
+	want := config.ErrorPolicy{OnItemFailure: "dlq", ContinueOnFailure: true, CircuitBreaker: config.DefaultCircuitBreaker}
 	if !reflect.DeepEqual(w.ErrorPolicy, want) {
 		t.Errorf("error policy = %+v, want %+v", w.ErrorPolicy, want)
 	}

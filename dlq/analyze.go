@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ type PatternGroup struct {
 	LastOccurrence time.Time `json:"last_occurrence"`
 	// SampleItems holds up to three item ids of the group, the smallest ids.
 	SampleItems []string `json:"sample_items"`
+	// SpendLostUSD is what the group's items cost (every attempt, as the
+	// job's checkpoint recorded it): spend lost to this cause. Absent when
+	// no cost is known (AnalyzeWithSpend).
+	SpendLostUSD float64 `json:"spend_lost_usd,omitempty"`
 }
 
 // HourBucket counts records whose last_attempt falls in one UTC hour.
@@ -42,7 +47,11 @@ type Analysis struct {
 }
 
 // Analyze streams src once and groups its failures.
-func Analyze(src Source) (Analysis, error) {
+func Analyze(src Source) (Analysis, error) { return AnalyzeWithSpend(src, nil) }
+
+// AnalyzeWithSpend is Analyze with each group's SpendLostUSD summed from
+// cost (an item id's spend; nil: none known).
+func AnalyzeWithSpend(src Source, cost func(itemID string) float64) (Analysis, error) {
 	a := Analysis{ErrorDistribution: map[string]int{}, PatternGroups: []PatternGroup{}, TemporalDistribution: []HourBucket{}}
 	groups := map[string]*PatternGroup{}
 	hours := map[time.Time]int{}
@@ -60,6 +69,9 @@ func Analyze(src Source) (Analysis, error) {
 			groups[d.ErrorSignature] = g
 		}
 		g.Count++
+		if cost != nil {
+			g.SpendLostUSD += cost(d.ItemID)
+		}
 		if d.FirstAttempt.Before(g.FirstOccurrence) {
 			g.FirstOccurrence = d.FirstAttempt.UTC()
 		}
@@ -73,6 +85,7 @@ func Analyze(src Source) (Analysis, error) {
 		return Analysis{}, fmt.Errorf("dlq analyze: %w", err)
 	}
 	for _, g := range groups {
+		g.SpendLostUSD = math.Round(g.SpendLostUSD*1e6) / 1e6
 		a.PatternGroups = append(a.PatternGroups, *g)
 	}
 	sort.Slice(a.PatternGroups, func(i, j int) bool {

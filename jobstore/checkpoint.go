@@ -55,6 +55,10 @@ const (
 	// next item; unstarted items stay pending (resume with a larger
 	// budget).
 	StatusBudgetExhausted JobStatus = "budget_exhausted"
+	// StatusStoppedByBreaker: the failure-storm breaker stopped launching
+	// (error_policy.circuit_breaker): items that failed with one error
+	// signature are in the DLQ, the rest pending; resumable after a fix.
+	StatusStoppedByBreaker JobStatus = "stopped_by_breaker"
 )
 
 // ItemState is the final (or current) state of one work item.
@@ -263,6 +267,12 @@ type Counts struct {
 	Unrecorded int `json:"unrecorded"`
 	// ItemsCostUSD sums the items' cost_usd (round it with RoundUSD).
 	ItemsCostUSD float64 `json:"items_cost_usd"`
+	// MergedCostUSD sums the cost_usd of merged items (every attempt of
+	// them, failed ones included): what the useful results cost.
+	MergedCostUSD float64 `json:"merged_cost_usd,omitempty"`
+	// FailedCostUSD sums the cost_usd of items in the DLQ or skipped:
+	// spend lost to failures.
+	FailedCostUSD float64 `json:"failed_cost_usd,omitempty"`
 }
 
 // add counts it (d = 1) or takes it out of the counts (d = -1), Total
@@ -272,10 +282,13 @@ func (n *Counts) add(it *CheckpointItem, d int) {
 	switch it.State {
 	case ItemMerged:
 		n.Merged += d
+		n.MergedCostUSD += float64(d) * it.CostUSD
 	case ItemSkipped:
 		n.Skipped += d
+		n.FailedCostUSD += float64(d) * it.CostUSD
 	case ItemDLQ:
 		n.DLQ += d
+		n.FailedCostUSD += float64(d) * it.CostUSD
 		if it.PendingRecord != nil {
 			n.Unrecorded += d
 		}

@@ -39,7 +39,7 @@ func sessionStatus(cp *Checkpoint) string {
 		return "Completed"
 	case StatusFailed:
 		return "Failed"
-	case StatusInterrupted, StatusBudgetExhausted:
+	case StatusInterrupted, StatusBudgetExhausted, StatusStoppedByBreaker:
 		return "Paused"
 	}
 	if cp.CheckpointVersion <= 1 && cp.Phase == PhaseSetup && !cp.SetupCompleted {

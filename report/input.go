@@ -24,6 +24,12 @@ type Input struct {
 	CostUSD float64
 	// MaxCostUSD is the job budget; 0 = none.
 	MaxCostUSD float64
+	// MergedCostUSD and FailedCostUSD split CostUSD by the items' outcome
+	// (merged: every attempt of the merged items; failed: the items in the
+	// DLQ or skipped); CostPerMergedUSD is CostUSD over the merged items.
+	MergedCostUSD, FailedCostUSD, CostPerMergedUSD float64
+	// Storm is what tripped the failure-storm breaker; nil hides it.
+	Storm *Storm
 	// FleetCooldowns counts the fleet-wide rate-limit cool-downs.
 	FleetCooldowns int
 	// ResultsBranch is the branch holding the merged work; Pushed says
@@ -45,6 +51,16 @@ type Input struct {
 	// Notices are extra lines shown near the top (e.g. why the PR comment
 	// could not be posted). They are escaped like item text.
 	Notices []string
+}
+
+// Storm is a failure storm that stopped the job: Consecutive items in a
+// row failed with Signature (Items: their ids) and the rest were not
+// started; Continue is the command line that continues after the fix.
+type Storm struct {
+	Signature   string
+	Items       []string
+	Consecutive int
+	Continue    string
 }
 
 // FailedItem is one dead-lettered item.

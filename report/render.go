@@ -62,6 +62,7 @@ func fit(limit, n int, render func(rows int) string) string {
 func summary(in Input, rows int) string {
 	var b strings.Builder
 	header(&b, in, "##")
+	storm(&b, in)
 	notices(&b, in)
 	totals(&b, in)
 	if len(in.FailedItems) > 0 {
@@ -89,6 +90,7 @@ func summary(in Input, rows int) string {
 func comment(in Input, rows int) string {
 	var b strings.Builder
 	header(&b, in, "###")
+	storm(&b, in)
 	notices(&b, in)
 	fmt.Fprintf(&b, "**%d** items: **%d** merged, **%d** failed, **%d** skipped", in.Total, in.Successful, in.Failed, in.Skipped)
 	if in.Pending > 0 {
@@ -149,6 +151,29 @@ func header(b *strings.Builder, in Input, level string) {
 	}
 }
 
+// storm writes the failure storm that stopped the job, if one did.
+func storm(b *strings.Builder, in Input) {
+	s := in.Storm
+	if s == nil {
+		return
+	}
+	ids := s.Items
+	more := ""
+	if len(ids) > 10 {
+		ids, more = ids[:10], fmt.Sprintf(" and %d more", len(s.Items)-10)
+	}
+	cells := make([]string, len(ids))
+	for i, id := range ids {
+		cells[i] = Escape(Truncate(id, 80))
+	}
+	fmt.Fprintf(b, "> [!WARNING]\n> **Failure storm: launching stopped.** %d items in a row failed with %s (%s%s); %d item(s) were not started and stay pending.\n",
+		s.Consecutive, Escape(Truncate(s.Signature, 200)), strings.Join(cells, ", "), more, in.Pending)
+	if s.Continue != "" {
+		fmt.Fprintf(b, "> After fixing the cause: %s\n", Escape(Truncate(s.Continue, 500)))
+	}
+	b.WriteString("\n")
+}
+
 func notices(b *strings.Builder, in Input) {
 	for i, n := range in.Notices {
 		if i == maxNotices {
@@ -176,12 +201,20 @@ func USD(v float64) string {
 	return s
 }
 
-// spend writes the job's cost (and budget) and its rate-limit cool-downs.
+// spend writes the job's cost (and budget, what the merged items cost,
+// what failures cost, the cost per merged item) and its rate-limit
+// cool-downs.
 func spend(b *strings.Builder, in Input) {
 	if in.CostUSD > 0 || in.MaxCostUSD > 0 {
 		fmt.Fprintf(b, "Spend: **$%s**", USD(in.CostUSD))
 		if in.MaxCostUSD > 0 {
 			fmt.Fprintf(b, " of the $%s budget", USD(in.MaxCostUSD))
+		}
+		if in.CostUSD > 0 {
+			fmt.Fprintf(b, " · merged items $%s · lost to failures $%s", USD(in.MergedCostUSD), USD(in.FailedCostUSD))
+			if in.CostPerMergedUSD > 0 {
+				fmt.Fprintf(b, " · **$%s per merged item**", USD(in.CostPerMergedUSD))
+			}
 		}
 		b.WriteString("\n\n")
 	}

@@ -75,11 +75,23 @@ func WriteDLQAnalysis(w io.Writer, ref runner.Paths, an dlq.Analysis) error {
 	}
 	fmt.Fprintln(w, "\nPattern groups (records sharing an error signature):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  COUNT\tSIGNATURE\tLAST SEEN\tSAMPLE ITEMS")
+	spent := false
+	for _, g := range an.PatternGroups {
+		spent = spent || g.SpendLostUSD > 0
+	}
+	if spent {
+		fmt.Fprintln(tw, "  COUNT\tSPEND LOST\tSIGNATURE\tLAST SEEN\tSAMPLE ITEMS")
+	} else {
+		fmt.Fprintln(tw, "  COUNT\tSIGNATURE\tLAST SEEN\tSAMPLE ITEMS")
+	}
 	for _, g := range an.PatternGroups {
 		samples := make([]string, len(g.SampleItems))
 		for i, s := range g.SampleItems {
 			samples[i] = TermCell(s)
+		}
+		if spent {
+			fmt.Fprintf(tw, "  %d\t$%s\t%s\t%s\t%s\n", g.Count, USD(g.SpendLostUSD), TermCell(g.Signature), g.LastOccurrence.Format(time.RFC3339), strings.Join(samples, ", "))
+			continue
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", g.Count, TermCell(g.Signature), g.LastOccurrence.Format(time.RFC3339), strings.Join(samples, ", "))
 	}
@@ -149,6 +161,13 @@ func WriteStatus(w io.Writer, res *runner.Result) {
 		fmt.Fprintf(w, "cost:           $%.4f", res.CostUSD)
 		if res.MaxCostUSD > 0 {
 			fmt.Fprintf(w, " of the $%s budget", USD(res.MaxCostUSD))
+		}
+		if res.CostUSD > 0 {
+			fmt.Fprintf(w, " (merged items $%s, lost to failures $%s", USD(res.MergedCostUSD), USD(res.FailedCostUSD))
+			if res.CostPerMergedUSD > 0 {
+				fmt.Fprintf(w, ", $%s per merged item", USD(res.CostPerMergedUSD))
+			}
+			fmt.Fprint(w, ")")
 		}
 		fmt.Fprintln(w)
 	}

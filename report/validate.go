@@ -27,9 +27,9 @@ func WriteValidation(out, errw io.Writer, v runner.Validation) {
 		fmt.Fprintf(out, "claude step (%s, %s): %s\n", c.Where, c.Position, shellQuote(c.Command))
 	}
 	if p := v.ErrorPolicy; p != nil {
-		fmt.Fprintf(out, "on_item_failure: %s, continue_on_failure: %t, max_failures: %s, failure_threshold: %s\n",
+		fmt.Fprintf(out, "on_item_failure: %s, continue_on_failure: %t, max_failures: %s, failure_threshold: %s, circuit_breaker: %s\n",
 			p.OnItemFailure, p.ContinueOnFailure, orNone(p.MaxFailures > 0, fmt.Sprint(p.MaxFailures)),
-			orNone(p.FailureThreshold > 0, fmt.Sprint(p.FailureThreshold)))
+			orNone(p.FailureThreshold > 0, fmt.Sprint(p.FailureThreshold)), orNone(p.CircuitBreaker > 0, fmt.Sprintf("%d consecutive", p.CircuitBreaker)))
 	}
 	if v.Retry == nil {
 		fmt.Fprintln(out, "map phase retry: none (each item runs once)")

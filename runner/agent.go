@@ -131,6 +131,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		cs := ir.release(runCtx, false)
 		j.clearFromDLQ(it.ItemID)
 		ir.finish(ItemMerged, "", "", duration, nil)
+		j.breaker.Succeeded()
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
@@ -543,6 +544,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if state != ItemDLQ {
 		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
+		j.observeFailure(it.ItemID, lastType, last.Message)
 		j.checkThresholds(policy)
 		return
 	}
@@ -574,6 +576,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 			j.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, j.id, err))
 		}
 	}
+	j.observeFailure(it.ItemID, lastType, last.Message)
 	j.checkThresholds(policy)
 }
 

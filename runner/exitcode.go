@@ -8,16 +8,19 @@ import (
 // Exit codes of the command line contract (DESIGN.md), shared by the CLI
 // and the GitHub Action.
 const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+	// ExitStorm: the failure-storm breaker stopped the job (items pending,
+	// resumable after the cause is fixed).
+	ExitStorm       = 3
 	ExitInterrupted = 130
 )
 
 // ExitCode maps an error of this package (Run, Resume, RetryDLQ, Status,
 // Validation.Err, …) to its exit code: nil 0; a *UsageError (usage, config
-// or input error: nothing was run) 2; ErrInterrupted or a cancelled context
-// 130; any other failure 1.
+// or input error: nothing was run) 2; ErrFailureStorm (the breaker stopped
+// the job) 3; ErrInterrupted or a cancelled context 130; any other failure 1.
 func ExitCode(err error) int {
 	var ue *UsageError
 	switch {
@@ -27,6 +30,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
+	case isStorm(err):
+		return ExitStorm
 	}
 	return ExitFailed
 }

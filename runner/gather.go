@@ -458,6 +458,9 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			// Stopped by a policy: running the shard again cannot help
 			// before a fix, so it is closed now (its items stay pending).
 			why, stopped = "stopped: "+out.res.StopReason, append(stopped, sh.Shard)
+			if out.res.Storm != nil && j.shardStorm == nil {
+				j.shardStorm = out.res.Storm // the first in plan order
+			}
 		case out.res.Pending > 0:
 			why = fmt.Sprintf("output has %d pending item(s)", out.res.Pending)
 		}
@@ -506,6 +509,11 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			}
 			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; %scontinue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
 				pending, strings.Join(firstN(closedOpen, 12), "; "), fix, j.id)
+		}
+		if j.shardStorm != nil && len(waiting) == 0 {
+			// A shard's breaker stopped it: the gathered job is stopped by
+			// the storm too (exit 3), resumable after the fix.
+			return j.end(fmt.Errorf("%w: %s", ErrFailureStorm, msg))
 		}
 		return j.end(fmt.Errorf("%w: %s", ErrJobFailed, msg))
 	}

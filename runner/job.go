@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // job is one execution (run, resume or redrive) of a job: what it runs
@@ -87,6 +88,9 @@ type services struct {
 type tally struct {
 	stopping     atomic.Bool
 	stopWhy      atomic.Value    // string
+	breaker      *spend.Breaker  // the failure-storm breaker (breakerhook.go)
+	costAtOpen   float64         // the job's cost when this execution opened it
+	shardStorm   *Storm          // gather: the storm that stopped a shard
 	failures     atomic.Int64    // items that ended failed in this execution
 	finished     atomic.Int64    // items that ended (any state) in this execution
 	agentSeq     atomic.Int64    // last agent number handed out

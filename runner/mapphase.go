@@ -79,6 +79,8 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)
 	case j.budget.isExhausted() && left > 0:
 		return j.budgetError(left)
+	case j.breaker.Tripped() != nil:
+		return j.stormError(left)
 	case j.stopping.Load():
 		return fmt.Errorf("%w: %s; %d item(s) left pending", ErrJobFailed, j.stopReason(), left)
 	}

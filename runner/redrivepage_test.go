@@ -35,6 +35,7 @@ map:
         if [ ! -e %s ]; then echo "service unavailable: network timeout" >&2; exit 1; fi
         echo "${item.n}" > "out-${item.n}.txt" && git add . && git commit -qm "item ${item.n}"
   error_policy:
+    circuit_breaker: false # every item fails the same way on purpose: the DLQ is the subject
     retry_config:
       attempts: 1
 `, fixed))

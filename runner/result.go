@@ -21,6 +21,17 @@ type Result struct {
 	Status JobStatus `json:"status"`
 	// CostUSD is what the job's claude steps cost so far (all runs).
 	CostUSD float64 `json:"cost_usd"`
+	// MergedCostUSD is what the merged items cost (all their attempts,
+	// failed ones included); FailedCostUSD what the items in the DLQ or
+	// skipped cost (spend lost to failures); CostPerMergedUSD is CostUSD
+	// over the merged items (what one useful result cost, everything
+	// counted). Absent while zero.
+	MergedCostUSD    float64 `json:"merged_cost_usd,omitempty"`
+	FailedCostUSD    float64 `json:"failed_cost_usd,omitempty"`
+	CostPerMergedUSD float64 `json:"cost_per_merged_usd,omitempty"`
+	// ExecutionCostUSD is what this execution (run, resume, redrive, shard,
+	// gather) spent: for a redrive, what recovering its items cost.
+	ExecutionCostUSD float64 `json:"execution_cost_usd,omitempty"`
 	// FleetCooldowns counts this execution's fleet-wide rate-limit
 	// cool-downs.
 	FleetCooldowns int `json:"fleet_cooldowns,omitempty"`
@@ -60,6 +71,10 @@ type Result struct {
 	// it was moved, rewound or deleted outside the engine, or the
 	// repository's git configuration gained risky entries while agents ran.
 	IntegrityError string `json:"integrity_error,omitempty"`
+	// Storm is what tripped the failure-storm breaker in this execution
+	// (error_policy.circuit_breaker): the shared error signature and the
+	// items that showed it; nil when it did not trip.
+	Storm *Storm `json:"storm,omitempty"`
 	// Teardown deletes the pool worktrees this execution moved aside when
 	// Options.DeferTeardown was set; nil when there is nothing to delete.
 	// Safe to call more than once.
@@ -110,6 +125,8 @@ func resultFrom(c *jobstore.Checkpoint, n jobstore.Counts, cost float64) *Result
 		JobID:         c.JobID,
 		Status:        c.Status,
 		CostUSD:       cost,
+		MergedCostUSD: jobstore.RoundUSD(n.MergedCostUSD),
+		FailedCostUSD: jobstore.RoundUSD(n.FailedCostUSD),
 		MaxCostUSD:    c.BudgetUSD,
 		Total:         n.Total,
 		Successful:    n.Merged,
@@ -124,6 +141,9 @@ func resultFrom(c *jobstore.Checkpoint, n jobstore.Counts, cost float64) *Result
 		WorkflowName:  c.WorkflowName,
 		Error:         c.Error,
 		Items:         make([]ItemOutcome, 0, len(c.Items)),
+	}
+	if n.Merged > 0 && cost > 0 {
+		r.CostPerMergedUSD = jobstore.RoundUSD(cost / float64(n.Merged))
 	}
 	return r
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // Run executes a workflow as a new job: setup in a parent worktree on the
@@ -147,6 +148,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 	}
 	j.cool = &cooldown{clock: o.Clock, emit: func(e Event) { j.events.emit(e) }}
+	j.breaker = &spend.Breaker{Limit: wf.ErrorPolicy.CircuitBreaker}
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
 	j.steps.red = j.red
@@ -201,6 +203,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	if j.state == nil {
 		j.state = jobstore.NewState(j.paths, cp, j.now)
 	}
+	j.costAtOpen = cp.JobCost()
 	j.state.RedactWith(j.red.JSON)
 	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
 	j.events.redact = j.red.JSON
@@ -728,6 +731,8 @@ func (j *job) end(cause error) (*Result, error) {
 		status = StatusInterrupted
 	case errors.Is(cause, ErrBudgetExhausted):
 		status = StatusBudgetExhausted
+	case errors.Is(cause, ErrFailureStorm):
+		status = StatusStoppedByBreaker
 	default:
 		status = StatusFailed
 	}
@@ -798,6 +803,11 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	res.TraceID = j.traceID
 	res.Teardown = purge
+	res.Storm = j.breaker.Tripped()
+	if res.Storm == nil {
+		res.Storm = j.shardStorm
+	}
+	res.ExecutionCostUSD = jobstore.RoundUSD(max(res.CostUSD-j.costAtOpen, 0))
 	if ierr != nil {
 		res.IntegrityError = ierr.Error()
 	} else {
@@ -850,8 +860,16 @@ func (j *job) rollback() {
 }
 
 func summaryLine(r *Result) string {
-	return fmt.Sprintf("job %s %s: %d total, %d succeeded, %d failed (DLQ %d), %d skipped, %d pending; results branch %s",
+	line := fmt.Sprintf("job %s %s: %d total, %d succeeded, %d failed (DLQ %d), %d skipped, %d pending; results branch %s",
 		r.JobID, r.Status, r.Total, r.Successful, r.Failed, r.DLQCount, r.Skipped, r.Pending, r.ResultsBranch)
+	if r.CostUSD > 0 {
+		line += fmt.Sprintf("; spent $%s (this run $%s): merged items $%s, lost to failures $%s", formatUSD(r.CostUSD),
+			formatUSD(r.ExecutionCostUSD), formatUSD(r.MergedCostUSD), formatUSD(r.FailedCostUSD))
+		if r.CostPerMergedUSD > 0 {
+			line += fmt.Sprintf(", $%s per merged item", formatUSD(r.CostPerMergedUSD))
+		}
+	}
+	return line
 }
 
 func newJobID(now time.Time) string {

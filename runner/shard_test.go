@@ -214,6 +214,29 @@ func TestJobWidePoliciesHoldAcrossShards(t *testing.T) {
 	})
 }
 
+// TestShardStormStopsTheGatheredJob: each shard has its own failure-storm
+// breaker; a shard it stopped is closed at gather (not waited for), and
+// the gathered job ends stopped_by_breaker (exit 3) with the shard's storm
+// and the --from-pending command, while the other shard's work is merged.
+func TestShardStormStopsTheGatheredJob(t *testing.T) {
+	var items []string
+	for i := range 30 {
+		items = append(items, fmt.Sprintf(`{"bad":%q}`, map[bool]string{true: "yes", false: "no"}[i >= 15]))
+	}
+	r := newTestRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})
+	dir, o := shardFixture(t, r, strings.Replace(stopWorkflow, "on_item_failure: stop", "on_item_failure: dlq", 1), 2)
+	outs := runShardsAllowingStops(t, r, dir, o, 2)
+	g := r.clone("g")
+	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	if runner.ExitCode(err) != runner.ExitStorm || res.Status != runner.StatusStoppedByBreaker || res.Storm == nil || res.Storm.Limit != 10 ||
+		!strings.Contains(err.Error(), "stopped: failure storm") || !strings.Contains(err.Error(), "--from-pending job-1") {
+		t.Fatalf("gather = %+v, %v (exit %d), want the shard's storm to stop the job", res, err, runner.ExitCode(err))
+	}
+	if res.Successful != 15 || res.Failed != 10 || res.Pending != 5 {
+		t.Fatalf("gather: %+v, want shard 0's 15 merged, the storm's 10 failed, 5 never started", res)
+	}
+}
+
 // runShardsAllowingStops runs every shard in its own clone; a shard may
 // fail because its failure policy stopped it.
 func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o runner.Options, n int) []string {

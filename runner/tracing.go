@@ -338,6 +338,8 @@ func mapOutcome(err error) string {
 		return "interrupted"
 	case errors.Is(err, ErrBudgetExhausted):
 		return string(StatusBudgetExhausted)
+	case errors.Is(err, ErrFailureStorm):
+		return string(StatusStoppedByBreaker)
 	}
 	return "stopped"
 }

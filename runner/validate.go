@@ -92,6 +92,7 @@ type PolicySummary struct {
 	ContinueOnFailure bool    `json:"continue_on_failure"`
 	MaxFailures       int     `json:"max_failures"`
 	FailureThreshold  float64 `json:"failure_threshold"`
+	CircuitBreaker    int     `json:"circuit_breaker"`
 }
 
 // Err returns nil for a valid workflow, else a *UsageError with the first
@@ -162,7 +163,7 @@ func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	}
 	v.Warnings = append(v.Warnings, wf.Warnings...)
 	p := wf.ErrorPolicy
-	v.ErrorPolicy = &PolicySummary{p.OnItemFailure, p.ContinueOnFailure, p.MaxFailures, p.FailureThreshold}
+	v.ErrorPolicy = &PolicySummary{p.OnItemFailure, p.ContinueOnFailure, p.MaxFailures, p.FailureThreshold, p.CircuitBreaker}
 	v.AgentTimeoutMS = wf.Map.AgentTimeout.Milliseconds()
 	v.MaxParallel = wf.Map.MaxParallel
 	rc, source := ItemRetryConfig(p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 type dlqAnalyzeOptions struct {
@@ -61,7 +62,21 @@ func runDLQAnalyze(f *cmdutil.Factory, opts *dlqAnalyzeOptions) error {
 		defer store.Close()
 		src = store
 	}
-	an, err := dlq.Analyze(src)
+	// What each cause cost: the items' spend from the job's checkpoint
+	// (every attempt), when the job's state is here.
+	var cost func(string) float64
+	if home, herr := f.Home(); herr == nil && ref.JobID != "" {
+		if res, serr := runner.Status(home, ref.JobID); serr == nil {
+			byItem := make(map[string]float64, len(res.Items))
+			for _, it := range res.Items {
+				if it.CostUSD > 0 {
+					byItem[it.ItemID] = it.CostUSD
+				}
+			}
+			cost = func(id string) float64 { return byItem[id] }
+		}
+	}
+	an, err := dlq.AnalyzeWithSpend(src, cost)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ var dag = map[string][]string{
 	"cmd/action": {"cli", "runner"},
 	"cli":        {"actionapp", "runner", "dlq", "report", "config", "telemetry"},
 	"actionapp":  {"runner", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
-	"runner":     {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore"},
+	"runner":     {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend"},
 	// telemetry implements runner.Tracer with the OpenTelemetry SDK, so the
 	// engine never imports otel; only the CLI and the Action wire it.
 	"telemetry": {"runner"},
@@ -34,6 +34,7 @@ var dag = map[string][]string{
 	"items":     {"config"},
 	"interp":    {},
 	"jobstore":  {},
+	"spend":     {},
 	"config":    {},
 	"retry":     {},
 	"gitops":    {},
