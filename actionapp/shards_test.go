@@ -20,16 +20,8 @@ func TestActionModeShardedFanOut(t *testing.T) {
 	t.Parallel()
 	gh := newFakeGitHub(t)
 	gh.runID = 555
-	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": actionItems})
-	clone := func(name string) string {
-		dir := filepath.Join(t.TempDir(), name)
-		if out, err := exec.Command("git", "clone", "-q", "--no-local", repo, dir).CombinedOutput(); err != nil {
-			t.Fatalf("clone: %v %s", err, out)
-		}
-		return dir
-	}
-	planDir := filepath.Join(t.TempDir(), "plan")
-	outs := filepath.Join(t.TempDir(), "outs")
+	fo := newFanOut(t, gh, actionItems)
+	repo, clone, planDir, outs := fo.repo, fo.clone, fo.plan, fo.outs
 
 	at := newActionTest(t, gh, repo, map[string]string{"INPUT_COMMAND": "plan", "INPUT_SHARDS": "2", "INPUT_PLAN-DIR": planDir})
 	if code := at.run(t); code != exitOK {
@@ -40,12 +32,7 @@ func TestActionModeShardedFanOut(t *testing.T) {
 		t.Fatalf("plan outputs = %v", out)
 	}
 	for k := range 2 {
-		ws := clone(fmt.Sprintf("shard%d", k))
-		st := newActionTest(t, gh, ws, map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": fmt.Sprint(k), "INPUT_PLAN-DIR": planDir,
-			"INPUT_SHARD-OUT": filepath.Join(outs, fmt.Sprintf("prodigy-shard-555-1-%d", k))})
-		if code := st.run(t); code != exitOK {
-			t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
-		}
+		fo.shard(k)
 	}
 	// What the shards' items cost (their claude steps; item outcomes carry
 	// cost_usd) reaches gather's cost-usd output.
@@ -163,26 +150,13 @@ func TestActionGatherBehindAReviewGate(t *testing.T) {
 	t.Parallel()
 	gh := newFakeGitHub(t)
 	gh.runID = 555
-	items := `{"items":[{"name":"a","broken":false},{"name":"b","broken":false},{"name":"c","broken":false},{"name":"d","broken":false}]}`
-	repo := cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": items})
-	clone := func(name string) string {
-		dir := filepath.Join(t.TempDir(), name)
-		if out, err := exec.Command("git", "clone", "-q", "--no-local", repo, dir).CombinedOutput(); err != nil {
-			t.Fatalf("clone: %v %s", err, out)
-		}
-		return dir
-	}
-	planDir := filepath.Join(t.TempDir(), "plan")
-	outs := filepath.Join(t.TempDir(), "outs")
-	if at := newActionTest(t, gh, repo, map[string]string{"INPUT_COMMAND": "plan", "INPUT_SHARDS": "2", "INPUT_PLAN-DIR": planDir}); at.run(t) != exitOK {
+	fo := newFanOut(t, gh, `{"items":[{"name":"a","broken":false},{"name":"b","broken":false},{"name":"c","broken":false},{"name":"d","broken":false}]}`)
+	clone, planDir, outs := fo.clone, fo.plan, fo.outs
+	if at := newActionTest(t, gh, fo.repo, map[string]string{"INPUT_COMMAND": "plan", "INPUT_SHARDS": "2", "INPUT_PLAN-DIR": planDir}); at.run(t) != exitOK {
 		t.Fatalf("plan failed\n%s", at.errb.String())
 	}
 	for k := range 2 {
-		st := newActionTest(t, gh, clone(fmt.Sprintf("shard%d", k)), map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": fmt.Sprint(k), "INPUT_PLAN-DIR": planDir,
-			"INPUT_SHARD-OUT": filepath.Join(outs, fmt.Sprintf("prodigy-shard-555-1-%d", k))})
-		if code := st.run(t); code != exitOK {
-			t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
-		}
+		fo.shard(k)
 	}
 	gather := map[string]string{"INPUT_COMMAND": "gather", "INPUT_PLAN-DIR": planDir, "INPUT_SHARD-OUTPUTS": outs, "INPUT_REVIEW-ENVIRONMENT": "Publish"}
 	// No approval (an environment without required reviewers): nothing published.
@@ -212,5 +186,41 @@ func TestActionGatherBehindAReviewGate(t *testing.T) {
 		if !ok || !strings.Contains(string(rec), why) || !strings.Contains(string(rec), "ValidationFailed") {
 			t.Errorf("DLQ artifact record of %s = %s, want ValidationFailed %q", id, rec, why)
 		}
+	}
+}
+
+// fanOut is a sharded fan-out of the Action's test workflow over items: a
+// repository, its clones (one per matrix job, as GitHub gives each job a
+// fresh checkout), the plan directory and where the shard outputs go.
+type fanOut struct {
+	t                *testing.T
+	gh               *fakeGitHub
+	repo, plan, outs string
+}
+
+func newFanOut(t *testing.T, gh *fakeGitHub, items string) *fanOut {
+	t.Helper()
+	return &fanOut{t: t, gh: gh, repo: cliRepo(t, map[string]string{"workflow.yml": actionWorkflow, "items.json": items}),
+		plan: filepath.Join(t.TempDir(), "plan"), outs: filepath.Join(t.TempDir(), "outs")}
+}
+
+// clone is a fresh clone of the repository.
+func (f *fanOut) clone(name string) string {
+	f.t.Helper()
+	dir := filepath.Join(f.t.TempDir(), name)
+	if out, err := exec.Command("git", "clone", "-q", "--no-local", f.repo, dir).CombinedOutput(); err != nil {
+		f.t.Fatalf("clone: %v %s", err, out)
+	}
+	return dir
+}
+
+// shard runs shard k in its own clone, its output laid out as
+// actions/download-artifact does for the gather.
+func (f *fanOut) shard(k int) {
+	f.t.Helper()
+	st := newActionTest(f.t, f.gh, f.clone(fmt.Sprintf("shard%d", k)), map[string]string{"INPUT_COMMAND": "shard", "INPUT_SHARD": fmt.Sprint(k), "INPUT_PLAN-DIR": f.plan,
+		"INPUT_SHARD-OUT": filepath.Join(f.outs, fmt.Sprintf("prodigy-shard-555-1-%d", k))})
+	if code := st.run(f.t); code != exitOK {
+		f.t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
 	}
 }

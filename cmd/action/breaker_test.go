@@ -31,11 +31,7 @@ type stormResult struct {
 // after the fix one command finishes every item.
 func TestFailureStormBreaker(t *testing.T) {
 	t.Parallel()
-	var items []string
-	for i := range 200 {
-		items = append(items, fmt.Sprintf(`{"n": %d}`, i))
-	}
-	repo := cliRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})
+	repo := cliRepo(t, map[string]string{"items.json": numberedItems(200)})
 	dir := t.TempDir()
 	broken, runs, fixed := filepath.Join(dir, "broken"), filepath.Join(dir, "runs"), filepath.Join(dir, "fixed")
 	wf := writeWorkflow(t, fmt.Sprintf(`
@@ -105,11 +101,7 @@ map:
 // holds them instead), and `circuit_breaker: false` turns it off.
 func TestBreakerIgnoresOverloads(t *testing.T) {
 	t.Parallel()
-	var items []string
-	for i := range 14 {
-		items = append(items, fmt.Sprintf(`{"n": %d}`, i))
-	}
-	repo := cliRepo(t, map[string]string{"items.json": "[" + strings.Join(items, ",") + "]"})
+	repo := cliRepo(t, map[string]string{"items.json": numberedItems(14)})
 	claude := fakeClaude(t, `echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":1,"error_status":529,"error":"overloaded"}'
 echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: Repeated 529 Overloaded errors","api_error_status":529}'
 exit 1
@@ -230,4 +222,13 @@ error_policy:
 	if got != want {
 		t.Fatalf("redrive: %+v\nwant %+v\n%s", got, want, errOut)
 	}
+}
+
+// numberedItems is a JSON array of n items {"n": 0} … {"n": n-1}.
+func numberedItems(n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"n": %d}`, i)
+	}
+	return "[" + strings.Join(items, ",") + "]"
 }
