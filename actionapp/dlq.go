@@ -43,6 +43,7 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 	if err != nil {
 		return in, err
 	}
+	defer store.Close() // read only: nothing to flush
 	ineligible := false
 	err = store.Each(func(d dlq.DeadLetteredItem) error {
 		fi := report.FailedItem{ItemID: d.ItemID, ErrorType: d.LastErrorType().String(), Signature: d.ErrorSignature,

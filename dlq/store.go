@@ -73,10 +73,19 @@ type Options struct {
 // rewritten within FlushDelay (or by Flush/Close), so the index never
 // disagrees with items/ at rest; after a crash the next operation rebuilds
 // it from items/ (see docs/dlq.md). Call Close when done.
+// openStores counts the stores opened and not closed yet in this process.
+var openStores atomic.Int64
+
+// OpenStores is how many stores of this process are open (opened, not yet
+// closed): a leak test's measure, since an unclosed store may hold an
+// unwritten index.
+func OpenStores() int64 { return openStores.Load() }
+
 type Store struct {
 	root, jobID   string
 	dir, itemsDir string
 	opts          Options
+	closed        atomic.Bool
 
 	mu         sync.Mutex
 	idx        *indexState // nil until loaded under the lock
@@ -132,6 +141,7 @@ func Open(root, jobID string, o Options) (*Store, error) {
 		o.Redact = func(b []byte) []byte { return b }
 	}
 	dir := Dir(root, jobID)
+	openStores.Add(1)
 	return &Store{root: filepath.Clean(root), jobID: jobID, dir: dir, itemsDir: filepath.Join(dir, "items"), opts: o}, nil
 }
 
@@ -347,6 +357,9 @@ func (s *Store) Flush() error {
 // Close waits for or cancels the background flush, then flushes. The
 // store stays usable.
 func (s *Store) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		openStores.Add(-1)
+	}
 	s.mu.Lock()
 	if s.timerArmed && s.timer.Stop() {
 		s.timerArmed = false

@@ -135,7 +135,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
 		ir.release(runCtx, false)
-		_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) })
+		j.persisted("item "+it.ItemID+" back to pending", j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) }))
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
@@ -147,7 +147,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 // calls it when no fleet cool-down is on).
 func (ir *itemRunner) announce() {
 	j, it := ir.j, ir.it
-	_ = j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
+	j.persisted("item "+it.ItemID+" started", j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
 		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
 		// The item's first attempt of this run starts now (run makes one
@@ -159,7 +159,7 @@ func (ir *itemRunner) announce() {
 		if ir.reservation > 0 {
 			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
 		}
-	})
+	}))
 	j.prog.started()
 	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 }
@@ -639,7 +639,7 @@ func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem
 // stored. A merged or skipped item drops its failures.
 func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration, pending json.RawMessage) {
 	j, it := ir.j, ir.it
-	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+	j.persisted("item "+it.ItemID+" finished", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
 		it.SpendCeiling = 0
 		it.PendingRecord = pending
@@ -657,7 +657,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 		if state == ItemMerged {
 			it.MergeCommit = ir.mergeCommit
 		}
-	})
+	}))
 	j.finished.Add(1)
 	if state != ItemMerged {
 		j.failures.Add(1)

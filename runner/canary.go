@@ -101,6 +101,7 @@ func planCanary(ro RetryOptions) (*CanaryPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer store.Close() // read only: nothing to flush
 	var ids []string
 	type counts struct{ eligible, total int }
 	known := map[string]*counts{}
@@ -163,6 +164,7 @@ func sameSignature(ro RetryOptions, sig string, ids []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer store.Close() // read only: nothing to flush
 	n := 0
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
 		if r.ErrorSignature == sig && slices.Contains(ids, r.ItemID) {

@@ -161,3 +161,59 @@ map:
 		t.Errorf("error type = %v, want ResourceExhausted (%s)", got, rec.FailureHistory[0].ErrorMessage)
 	}
 }
+
+// TestCheckpointWriteFailureIsNeverDropped: the disk under the job's state
+// fills while items run. The failed checkpoint write is not dropped: no
+// new item starts, the job ends failed naming the write, and after space
+// is freed `resume` finishes every item exactly once from the state on
+// disk.
+func TestCheckpointWriteFailureIsNeverDropped(t *testing.T) {
+	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4,5,6,7,8]`})
+	state := runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}.JobStateDir()
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var sudo []string
+	if os.Geteuid() != 0 {
+		sudo = []string{"sudo", "-n"}
+	}
+	mount := append(sudo, "mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=512k,uid=%d,gid=%d,mode=0755", os.Geteuid(), os.Getegid()), "tmpfs", state)
+	if out, err := exec.Command(mount[0], mount[1:]...).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(append(sudo, "umount", "-l", state)[0], append(sudo, "umount", "-l", state)[1:]...).Run() })
+	filler := filepath.Join(state, "filler")
+	// Item 3 fills the disk under the state directory once it is done.
+	wf := r.workflow(fmt.Sprintf(`
+name: full
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+        if [ "$PRODIGY_ITEM_INDEX" = 2 ]; then head -c 1048576 /dev/zero > %q 2>/dev/null || true; fi
+`, filler))
+	o, _, _, _ := r.options(wf)
+	res, err := r.run(o)
+	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "write the checkpoint") || !strings.Contains(err.Error(), "resume job-1") {
+		t.Fatalf("run on a full disk = %v, want the job failed naming the checkpoint write", err)
+	}
+	if res != nil && res.Successful+res.Pending != 8 {
+		t.Fatalf("result %+v: every item merged or pending", res)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	res, err = runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o})
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 8 {
+		t.Fatalf("resume after freeing space: %+v, %v", res, err)
+	}
+	log := r.git("log", "--format=%s", "prodigy/job-1") + "\n"
+	for i := range 8 {
+		if n := strings.Count(log, fmt.Sprintf("item %d\n", i)); n != 1 {
+			t.Errorf("item %d is on the results branch %d times:\n%s", i, n, log)
+		}
+	}
+}

@@ -90,6 +90,7 @@ type tally struct {
 	stopWhy      atomic.Value    // string
 	breaker      *spend.Breaker  // the failure-storm breaker (breakerhook.go)
 	costAtOpen   float64         // the job's cost when this execution opened it
+	stateErr     atomic.Value    // error: the first checkpoint write that failed (persisted)
 	shardStorm   *Storm          // gather: the storm that stopped a shard
 	failures     atomic.Int64    // items that ended failed in this execution
 	finished     atomic.Int64    // items that ended (any state) in this execution
@@ -252,4 +253,27 @@ func jobRedactor(base *redact.Redactor, environ []string, wf *config.Workflow) *
 	}
 	all := append(append([]string{}, environ...), wfEnv...)
 	return base.WithNames(all, wf.Secrets...).With(redact.New(redact.Config{Environ: wfEnv}).Values()...)
+}
+
+// persisted takes the error of a checkpoint write. A write that failed
+// (a full or read-only disk) leaves the state on disk behind the job, so
+// it is never dropped: the first one is kept, warned about and stops
+// launching (running agents finish; their outcomes stay in memory and the
+// next write that succeeds carries them), and the job ends failed naming
+// it (stateError) so `resume` starts from what is on disk.
+func (j *job) persisted(what string, err error) {
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("write the checkpoint (%s): %w", what, err)
+	if j.stateErr.CompareAndSwap(nil, err) {
+		j.warn(err.Error())
+		j.stop("the checkpoint could not be written")
+	}
+}
+
+// stateError is the first checkpoint write that failed, or nil.
+func (j *job) stateError() error {
+	err, _ := j.stateErr.Load().(error)
+	return err
 }

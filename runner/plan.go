@@ -515,6 +515,7 @@ func eligibleRecords(p Paths) ([]*dlq.DeadLetteredItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer store.Close() // read only: nothing to flush
 	recs := []*dlq.DeadLetteredItem{}
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
 		if r.ReprocessEligible {

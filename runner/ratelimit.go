@@ -167,9 +167,9 @@ func (ir *itemRunner) saveSpend() {
 		return
 	}
 	j, it := ir.j, ir.it
-	_ = j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+	j.persisted("item "+it.ItemID+" cost", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.CostUSD = jobstore.RoundUSD(ir.priorCost + spent)
 		t := ir.priorTokens.Add(tokens)
 		it.Tokens = &t
-	})
+	}))
 }

@@ -152,10 +152,10 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer j.events.close()
-	_ = j.state.Update(func(cp *jobstore.Checkpoint) {
+	j.persisted("redrive start", j.state.Update(func(cp *jobstore.Checkpoint) {
 		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
-	})
+	}))
 	if !pages.more {
 		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(pages.first), j.id, attempts, j.maxParallel)
 	} else {
@@ -270,6 +270,7 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 	if err != nil {
 		return 0, err
 	}
+	defer store.Close() // read only: nothing to flush
 	if filter != nil {
 		fields := map[string]bool{}
 		err := store.Each(func(r dlq.DeadLetteredItem) error {

@@ -82,7 +82,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	defer j.events.close()
 	if added {
-		_ = j.state.Update(restartReduce)
+		j.persisted("reduce to run again", j.state.Update(restartReduce))
 	}
 	return j.executePaged(ctx, next)
 }
@@ -301,7 +301,7 @@ func (j *job) reconcileDLQ(cp *jobstore.Checkpoint, merged map[string]bool) erro
 				continue
 			}
 			if err := store.Remove(id); err != nil {
-				return fmt.Errorf("remove the DLQ record of merged item %s: %w", id, err)
+				return errors.Join(fmt.Errorf("remove the DLQ record of merged item %s: %w", id, err), store.Close())
 			}
 			j.logf("%s is merged on the results branch; removed its DLQ record", id)
 		}
@@ -406,6 +406,7 @@ func (j *job) preservedWorktrees() map[string]bool {
 	if err != nil {
 		return out
 	}
+	defer store.Close() // read only: nothing to flush
 	_ = store.Each(func(r dlq.DeadLetteredItem) error {
 		if a := r.WorktreeArtifacts; a != nil && a.WorktreePath != "" {
 			out[a.WorktreePath] = true

@@ -405,7 +405,7 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 // setup runs the setup steps in the parent worktree under runCtx; ctx
 // ending means an interrupt.
 func (j *job) setup(ctx, runCtx context.Context) error {
-	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup })
+	j.persisted("setup phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup }))
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
@@ -427,12 +427,12 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 				captured[k] = s
 			}
 		}
-		_ = j.state.Update(func(cp *jobstore.Checkpoint) {
+		j.persisted("setup values", j.state.Update(func(cp *jobstore.Checkpoint) {
 			for k, v := range captured {
 				cp.Vars[k] = v
 				j.vars[k] = v
 			}
-		})
+		}))
 		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseSetup})
 	}
 	return nil
@@ -588,7 +588,7 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 			return err
 		}
 	}
-	_ = j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce })
+	j.persisted("reduce phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }))
 	if j.mergeMode == MergeTree {
 		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
 			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
@@ -724,6 +724,10 @@ func shortSHA(s string) string {
 func (j *job) end(cause error) (*Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if serr := j.stateError(); serr != nil {
+		// A checkpoint write failed: what is on disk is behind this run.
+		cause = errors.Join(cause, fmt.Errorf("%w: %w; `resume %s` continues from the state on disk", ErrJobFailed, serr, j.id))
+	}
 	status := StatusCompleted
 	switch {
 	case cause == nil:

@@ -118,6 +118,7 @@ func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string)
 	if err != nil {
 		return err
 	}
+	defer store.Close() // read only: nothing to flush
 	names := map[string]bool{}
 	err = store.Each(func(r dlq.DeadLetteredItem) error {
 		b, err := dlq.Encode(r)

@@ -110,5 +110,6 @@ func countDLQ(p Paths) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer store.Close() // read only: nothing to flush
 	return store.Count()
 }

@@ -37,6 +37,7 @@ func runDLQClear(f *cmdutil.Factory, opts *dlqClearOptions) error {
 	if err != nil {
 		return err
 	}
+	defer store.Close() // idempotent: the error that matters is checked after Clear
 	n, err := store.Count()
 	if err != nil {
 		return err
@@ -51,6 +52,9 @@ func runDLQClear(f *cmdutil.Factory, opts *dlqClearOptions) error {
 		}
 	}
 	if err := store.Clear(); err != nil {
+		return err
+	}
+	if err := store.Close(); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.ErrOut, "cleared %d items of job %s\n", n, ref.JobID)
