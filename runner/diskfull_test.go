@@ -181,7 +181,9 @@ func TestCheckpointWriteFailureIsNeverDropped(t *testing.T) {
 	if out, err := exec.Command(mount[0], mount[1:]...).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command(append(sudo, "umount", "-l", state)[0], append(sudo, "umount", "-l", state)[1:]...).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command(append(sudo, "umount", "-l", state)[0], append(sudo, "umount", "-l", state)[1:]...).Run()
+	})
 	filler := filepath.Join(state, "filler")
 	// Item 3 fills the disk under the state directory once it is done.
 	wf := r.workflow(fmt.Sprintf(`
