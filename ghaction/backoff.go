@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/retry"
 )
 
 // Sleeper waits for d or until ctx is done, returning ctx's error in the
@@ -83,24 +86,29 @@ func isTransportError(err error) bool {
 }
 
 // do runs fn until it succeeds, returns a non-retryable error, or the
-// attempts are used up. fn marks transient errors with retryable{}; the last
-// error is returned unwrapped from that marker.
+// attempts are used up: the project's one retry loop (retry.Do), with
+// fn's errors marked retryable{} retried and every other error returned at
+// once. The last error is returned unwrapped from the marker; a context
+// cancelled while waiting returns an error wrapping both.
 func (p RetryPolicy) do(ctx context.Context, fn func() error) error {
 	p = p.withDefaults()
-	wait := p.Base
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = fn()
+	policy := retry.Policy{Attempts: p.Attempts, Backoff: retry.Exponential(p.Base, p.Multiplier), MaxDelay: math.MaxInt64}
+	return retry.Do(ctx, policy, retry.Options{Clock: sleeperClock(p.Sleep)}, func(context.Context, int) error {
+		err := fn()
 		var r retryable
-		if err == nil || !errors.As(err, &r) {
-			return err
+		if err == nil {
+			return nil
 		}
-		if attempt >= p.Attempts {
-			return r.err
+		if !errors.As(err, &r) {
+			return retry.Permanent(err)
 		}
-		if serr := p.Sleep(ctx, wait); serr != nil {
-			return errors.Join(r.err, serr)
-		}
-		wait = time.Duration(float64(wait) * p.Multiplier)
-	}
+		return r.err
+	})
 }
+
+// sleeperClock adapts a Sleeper to retry.Clock.
+type sleeperClock Sleeper
+
+func (s sleeperClock) Now() time.Time { return time.Now() }
+
+func (s sleeperClock) Sleep(ctx context.Context, d time.Duration) error { return s(ctx, d) }
