@@ -16,8 +16,14 @@ import (
 	"testing"
 )
 
-// dag is the package DAG of DESIGN.md: each node (a package path relative
-// to the module, covering its subpackages) with the nodes it may import.
+// dag is the import graph enforced today: each node (a package path
+// relative to the module, covering its subpackages) with the nodes it may
+// import. It is ../shared/DESIGN.md's target graph but for the departures
+// listed in design_test.go (checked by TestDAGDepartsFromDesignOnlyAsSaid)
+// and the edges not there yet: the target's shard/ and
+// internal/procsup/ packages and its cli → jobstore edge wait for the
+// "runner becomes an Engine" redesign (issue 23), which moves that code out
+// of runner; spend/ holds only the failure-storm breaker so far.
 // Nodes that do not exist yet are fine.
 var dag = map[string][]string{
 	// cmd/action is main only; its command tree is cli (cli/cli's cmd/gh +

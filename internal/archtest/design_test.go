@@ -1,0 +1,73 @@
+package archtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// departures are the edges of dag that ../shared/DESIGN.md's target graph
+// does not have ("from → to": why). Apart from them dag is a subgraph of
+// the target (the target's shard/, internal/procsup/ and cli → jobstore
+// edges wait for the redesign of issue 23, which moves that code out of
+// runner).
+var departures = map[string]string{
+	"cmd/action → runner": "main's abort path kills the agents' process groups with runner.KillProcesses; " +
+		"process supervision moves to internal/procsup (a leaf anyone may import) with issue 23",
+}
+
+// TestDAGDepartsFromDesignOnlyAsSaid reads DESIGN.md's graph (when the
+// shared directory is next to the repository, as in this workplace) and
+// checks that every edge of dag is either in it or listed in departures.
+func TestDAGDepartsFromDesignOnlyAsSaid(t *testing.T) {
+	root := moduleRootDir(t)
+	data, err := os.ReadFile(filepath.Join(root, "..", "shared", "DESIGN.md"))
+	if err != nil {
+		t.Skipf("DESIGN.md is not next to the repository: %v", err)
+	}
+	design := designGraph(string(data))
+	if len(design) == 0 {
+		t.Fatal("no graph found in DESIGN.md")
+	}
+	for from, tos := range dag {
+		for _, to := range tos {
+			if slices.Contains(design[from], to) {
+				continue
+			}
+			if _, ok := departures[from+" → "+to]; !ok {
+				t.Errorf("%s → %s is allowed here but not in DESIGN.md's graph: move it, or list it in departures with why", from, to)
+			}
+		}
+	}
+}
+
+// designGraph parses the "from ──► to to …" lines of DESIGN.md's package
+// graph; the leaves line ("a, b, c: no project imports") gives empty nodes.
+func designGraph(doc string) map[string][]string {
+	g := map[string][]string{}
+	for _, line := range strings.Split(doc, "\n") {
+		from, rest, ok := strings.Cut(line, "──►")
+		if !ok {
+			continue
+		}
+		if i := strings.Index(rest, "("); i >= 0 {
+			rest = rest[:i]
+		}
+		node := strings.TrimSuffix(strings.TrimSpace(from), "/*")
+		g[node] = strings.Fields(rest)
+	}
+	return g
+}
+
+// moduleRootDir is the directory of the module's go.mod.
+func moduleRootDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
