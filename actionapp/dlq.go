@@ -31,7 +31,11 @@ func (r *actionRun) collect(res *runner.Result) (report.Input, error) {
 		MergedCostUSD: res.MergedCostUSD, FailedCostUSD: res.FailedCostUSD, CostPerMergedUSD: res.CostPerMergedUSD,
 	}
 	if s := res.Storm; s != nil {
-		in.Storm = &report.Storm{Signature: s.Signature, Items: s.Items, Consecutive: s.Limit}
+		// In Actions the job's state goes with the runner: the failed items
+		// come back through the redrive (their DLQ artifact), the ones never
+		// started by running the workflow again.
+		in.Storm = &report.Storm{Signature: s.Signature, Items: s.Items, Consecutive: s.Limit,
+			Continue: "redrive the failed items (the DLQ artifact of this run, below), and run this workflow again for the items never started"}
 	}
 	for _, o := range res.OrphanedWorktrees {
 		in.Orphaned = append(in.Orphaned, report.OrphanedWorktree{Path: o.Path, Branch: o.Branch, ItemID: o.ItemID, Error: o.Error})

@@ -224,3 +224,41 @@ func (f *fanOut) shard(k int) {
 		f.t.Fatalf("shard %d: exit %d\n%s\n%s", k, code, st.out.String(), st.errb.String())
 	}
 }
+
+// TestActionReportsAFailureStorm: the breaker's stop reaches the step's
+// exit code (3), the job summary and the sticky comment (the signature,
+// the items, what to do), and the outputs count the items never started.
+func TestActionReportsAFailureStorm(t *testing.T) {
+	t.Parallel()
+	gh := newFakeGitHub(t)
+	wf := `name: storm
+mode: mapreduce
+map:
+  input: items.json
+  json_path: "$.items[*]"
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        if [ "${item.broken}" = "true" ]; then echo "registry unavailable" >&2; exit 3; fi
+        echo "${item.name}" > "out-${item.name}.txt" && git add . && git commit -qm "do ${item.name}"
+  error_policy:
+    circuit_breaker: 2
+`
+	items := `{"items":[{"name":"a","broken":true},{"name":"b","broken":true},{"name":"c","broken":false},{"name":"d","broken":false}]}`
+	at := newActionTest(t, gh, cliRepo(t, map[string]string{"workflow.yml": wf, "items.json": items}), nil)
+	if code := at.run(t); code != 3 {
+		t.Fatalf("exit %d, want 3 (stopped by the breaker)\n%s\n%s", code, at.out.String(), at.errb.String())
+	}
+	summary := at.file(t, "GITHUB_STEP_SUMMARY")
+	for _, want := range []string{"Failure storm: launching stopped.", "2 items in a row failed with CommandFailed", "2 item(s) were not started", "run this workflow again"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	if len(gh.comments) != 1 || !strings.Contains(fmt.Sprint(gh.comments[0]["body"]), "Failure storm") {
+		t.Errorf("comment: %v", gh.comments)
+	}
+	if out := at.outputs(t); out["successful"] != "0" || out["failed"] != "2" {
+		t.Errorf("outputs %v", out)
+	}
+}
