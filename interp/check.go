@@ -34,7 +34,8 @@ func CheckShell(script string, scope Scope, opts ShellOptions) []*ScriptError {
 	if len(sc.refs) == 0 {
 		return nil
 	}
-	uses, err := analyseShell(sc.out.String(), sc.refs)
+	script, refs := quoteUnprotected(sc.out.String(), sc.refs)
+	uses, err := analyseShell(script, refs)
 	if err != nil {
 		return []*ScriptError{{Line: 1, Col: 1, Err: err}}
 	}

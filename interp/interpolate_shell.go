@@ -35,14 +35,15 @@ import (
 // backslash-escaped \${ is left as written, as bash prints it literally;
 // comments are left as written.
 //
-// Known limits of the scanner: `case` patterns inside $( ) close the
-// substitution early, and placeholders inside $( ) in a here-document are
-// treated as part of the document; in both cases the value is still never
-// executed, but it may be word-split.
-//
-// After the substitution the script is parsed (mvdan.cc/sh) and every
-// reference is checked against the contexts where bash evaluates a value
-// (see CheckShell): there the value must be a plain integer, and inside
+// The scanner misreads two constructs: a `case` pattern's ")" inside $( )
+// closes the substitution early, and a $( ) inside an unquoted
+// here-document is taken for part of the document. The value is never
+// executed either way, and after the substitution the script is parsed
+// with bash's grammar (mvdan.cc/sh): every reference the scanner left bare
+// that bash would expand unquoted gets its double quotes there
+// (quoteUnprotected), so no value is ever word-split or globbed. Then
+// every reference is checked against the contexts where bash evaluates a
+// value (see CheckShell): there the value must be a plain integer, and inside
 // the script of a second shell the placeholder is refused unless
 // opts.AllowNestedShell is set.
 func InterpolateShell(s string, vars Vars, opts ShellOptions) (script string, env []string, err error) {
@@ -83,7 +84,8 @@ func PrepareShell(s string, vars Vars, opts ShellOptions) (ShellScript, error) {
 	if err := sc.run(); err != nil {
 		return ShellScript{}, err
 	}
-	script := sc.out.String()
+	script, refs := quoteUnprotected(sc.out.String(), sc.refs)
+	sc.refs = refs
 	if len(sc.refs) > 0 {
 		uses, err := analyseShell(script, sc.refs)
 		if err != nil {

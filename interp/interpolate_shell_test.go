@@ -76,6 +76,12 @@ func TestInterpolateShellHostileValues(t *testing.T) {
 		{"if and subshell", `if true; then (printf '<%s>\n' ${item.v}); fi`, same},
 		{"process substitution", `cat <(printf '<%s>\n' ${item.v})`, same},
 		{"escaped quote before", `printf '%s<%s>\n' \" ${item.v}`, func(v string) string { return v }},
+		// The scanner takes a case pattern's ")" inside $( ) for the end of
+		// the substitution, and a $( ) in a here-document for text; the
+		// parsed script puts the quotes back (one word, never globbed).
+		{"case pattern inside quoted command substitution", `printf '<%s>\n' "$(case x in x) printf '%s' ${item.v};; esac)"`, same},
+		{"case pattern inside command substitution then word count", `printf '<%s>\n' "$(case x in x) set -- ${item.v}; printf '%s' "$1";; esac)"`, same},
+		{"command substitution in a heredoc", "cat <<EOF\n<$(printf '%s' ${item.v})>\nEOF", same},
 	}
 	for _, tmpl := range templates {
 		for vname, v := range hostileValues {
@@ -202,5 +208,25 @@ func TestInterpolateShellArithmeticRuns(t *testing.T) {
 	out, stderr, err := runBash(t, dir, script, env)
 	if err != nil || out != "42\nbig\n" {
 		t.Fatalf("got %q, %v (stderr %s)", out, err, stderr)
+	}
+}
+
+// TestQuotedBackReferencesKeepTheirChecks: after references are quoted
+// back (quoteUnprotected moves every later one), the contexts where bash
+// evaluates a value still find theirs: a non-integer in $(( )) after a
+// misread case pattern is refused, an integer runs.
+func TestQuotedBackReferencesKeepTheirChecks(t *testing.T) {
+	t.Parallel()
+	script := `x="$(case a in a) printf '%s' ${item.v};; esac)"; y="$(case b in b) printf '%s' ${item.v};; esac)"; echo "$x|$y|$(( ${item.n} + 1 ))"`
+	if _, _, err := InterpolateShell(script, Vars{"item": map[string]any{"v": "a  b", "n": "1+1; touch pwned"}}, ShellOptions{}); err == nil || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("a non-integer in $(( )) after quoted-back references: %v", err)
+	}
+	out, env, err := InterpolateShell(script, Vars{"item": map[string]any{"v": "a  *", "n": 41}}, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runBash(t, t.TempDir(), out, env)
+	if err != nil || stdout != "a  *|a  *|42\n" {
+		t.Fatalf("bash: %q %q %v\nscript: %s", stdout, stderr, err, out)
 	}
 }
