@@ -424,3 +424,54 @@ map:
 		t.Fatalf("a bad --claude-permission-mode: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestRealClaudeStormAndOverload: the real Claude Code against a Messages
+// API that (a) rejects every request (400 invalid_request_error: a bad
+// model name or prompt in the workflow) — a failure storm: the breaker
+// stops after 10 items with one signature and the rest are never started
+// (a 401 is no use here: Claude Code 2.1.330 keeps retrying it for
+// minutes) — and (b) answers 529 on every call, longer than Claude Code's
+// own retries — an overload, held in the fleet cool-down and never
+// counted by the breaker, so every item is tried.
+func TestRealClaudeStormAndOverload(t *testing.T) {
+	t.Parallel()
+	realClaude(t)
+	repo := cliRepo(t, map[string]string{"items.json": numberedItems(12)})
+	wf := writeWorkflow(t, `
+name: real-claude-storm
+rate_limit:
+  max_waits: 1
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - claude: "Say hello to ${item.n}"
+`)
+	t.Run("a request every call rejects is a storm", func(t *testing.T) {
+		t.Parallel()
+		srv := fakeAPI(t, fakeanthropic.Turn{Status: 400, Repeat: 1000})
+		code, out, errOut := runReal(t, t.TempDir(), srv, "run", wf, "--repo", repo, "--json")
+		var r stormResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("exit %d: %v\n%s", code, err, errOut)
+		}
+		if code != 3 || r.Status != "stopped_by_breaker" || r.Storm == nil || r.Failed > 11 || r.Pending < 1 {
+			t.Fatalf("exit %d, %+v, want the breaker to stop the job with items never started\n%s", code, r, errOut)
+		}
+	})
+	t.Run("an overload is not a storm", func(t *testing.T) {
+		t.Parallel()
+		srv := fakeAPI(t, fakeanthropic.Turn{Status: 529, Header: map[string]string{"retry-after": "0"}, Repeat: 1000})
+		code, out, errOut := runReal(t, t.TempDir(), srv, "run", wf, "--repo", repo, "--json")
+		var r stormResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("exit %d: %v\n%s", code, err, errOut)
+		}
+		if r.Storm != nil || r.Status == "stopped_by_breaker" || r.Pending != 0 || r.Failed != 12 {
+			t.Fatalf("exit %d, %+v, want every item tried (the overload is no storm)\n%s", code, r, errOut)
+		}
+		if !strings.Contains(errOut, "rate-limited (claude: overloaded)") {
+			t.Errorf("no fleet cool-down for the overload:\n%s", errOut)
+		}
+	})
+}
