@@ -108,14 +108,24 @@ func spawnFault(t *testing.T, home, fault string, args ...string) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(faultWait()):
 		_ = cmd.Process.Kill()
-		t.Fatalf("%v did not reach fault %s:\n%s", args, fault, &out)
+		t.Fatalf("%v did not reach fault %s within %v:\n%s", args, fault, faultWait(), &out)
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
 		t.Fatalf("%v with fault %s ended with %v, want death by SIGKILL:\n%s", args, fault, err, &out)
 	}
+}
+
+// faultWait is how long a command may take to reach its fault: 2 minutes,
+// or an hour at PRODIGY_SHARD_SCALE (a gather of 50 shards of 200 items
+// under load took more than 2 minutes to reach its 50th merge).
+func faultWait() time.Duration {
+	if os.Getenv("PRODIGY_SHARD_SCALE") != "" {
+		return time.Hour
+	}
+	return 2 * time.Minute
 }
 
 // cmd is one CLI command of the job: its state directory and arguments.
