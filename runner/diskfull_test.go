@@ -20,23 +20,7 @@ import (
 // (not root); CI runs it as root.
 func mountFullTmpfs(t *testing.T, dir string) (free func()) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// As root, or through passwordless sudo (GitHub's runners), owned by us.
-	var sudo []string
-	if os.Geteuid() != 0 {
-		sudo = []string{"sudo", "-n"}
-	}
-	command := func(args ...string) *exec.Cmd {
-		args = append(sudo, args...)
-		return exec.Command(args[0], args[1:]...)
-	}
-	opts := fmt.Sprintf("size=64k,uid=%d,gid=%d,mode=0755", os.Geteuid(), os.Getegid())
-	if out, err := command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = command("umount", "-l", dir).Run() })
+	mountTmpfs(t, dir, "64k")
 	filler := filepath.Join(dir, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -170,20 +154,7 @@ map:
 func TestCheckpointWriteFailureIsNeverDropped(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4,5,6,7,8]`})
 	state := runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}.JobStateDir()
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var sudo []string
-	if os.Geteuid() != 0 {
-		sudo = []string{"sudo", "-n"}
-	}
-	mount := append(sudo, "mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=512k,uid=%d,gid=%d,mode=0755", os.Geteuid(), os.Getegid()), "tmpfs", state)
-	if out, err := exec.Command(mount[0], mount[1:]...).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		_ = exec.Command(append(sudo, "umount", "-l", state)[0], append(sudo, "umount", "-l", state)[1:]...).Run()
-	})
+	mountTmpfs(t, state, "512k")
 	filler := filepath.Join(state, "filler")
 	// Item 3 fills the disk under the state directory once it is done.
 	wf := r.workflow(fmt.Sprintf(`
@@ -218,4 +189,28 @@ map:
 			t.Errorf("item %d is on the results branch %d times:\n%s", i, n, log)
 		}
 	}
+}
+
+// mountTmpfs mounts a tmpfs of the given size at dir (created), owned by
+// the test's user, unmounted when the test ends. It skips the test where
+// mounting is not allowed (not root, no passwordless sudo).
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// As root, or through passwordless sudo (GitHub's runners), owned by us.
+	var sudo []string
+	if os.Geteuid() != 0 {
+		sudo = []string{"sudo", "-n"}
+	}
+	command := func(args ...string) *exec.Cmd {
+		args = append(sudo, args...)
+		return exec.Command(args[0], args[1:]...)
+	}
+	opts := fmt.Sprintf("size=%s,uid=%d,gid=%d,mode=0755", size, os.Geteuid(), os.Getegid())
+	if out, err := command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = command("umount", "-l", dir).Run() })
 }
