@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -207,13 +209,24 @@ func (c *Client) ValidateBranchName(ctx context.Context, name string) error {
 
 // Head returns the commit id of HEAD in the work tree dir. It reads the
 // worktree's HEAD in-process when dir is the top of a work tree of this
-// repository, otherwise it runs `git rev-parse HEAD`.
+// repository, or of a repository of its own (a .git directory: an agent's,
+// see [Client.HandOut], whose configuration the engine's git never reads);
+// otherwise it runs `git rev-parse HEAD`.
 func (c *Client) Head(ctx context.Context, dir string) (string, error) {
 	if c.objects != nil {
 		if gitDir, ok := c.objects.ownGitDir(dir); ok {
 			if oid, found, ok := c.objects.resolve(gitDir, "HEAD"); ok && found {
 				return oid, nil
 			}
+		}
+	}
+	if dotGit := filepath.Join(dir, ".git"); dotGit != c.commonDir {
+		if fi, err := os.Lstat(dotGit); err == nil && fi.IsDir() {
+			oid, err := readAgentHead(dotGit)
+			if err != nil {
+				return "", fmt.Errorf("head of %s: %w", dir, err)
+			}
+			return oid, nil
 		}
 	}
 	out, err := c.run(ctx, dir, nil, nil, "rev-parse", "--verify", "HEAD^{commit}")

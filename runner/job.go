@@ -59,6 +59,9 @@ type settings struct {
 	tracer         Tracer  // Options.Tracer; nil traces nothing
 	traceParent    string  // the trace the job's span continues (a sharded job's plan)
 	deferTeardown  bool    // Options.DeferTeardown
+	// agentOwner is the user agents run as and own their worktrees
+	// (UID < 0: the engine's user).
+	agentOwner gitops.Owner
 }
 
 // services are shared by the job's item runners; each is safe for

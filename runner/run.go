@@ -140,6 +140,7 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
 			requireItems: o.RequireItems, noItems: o.NoItems, tracer: o.Tracer, deferTeardown: o.DeferTeardown,
+			agentOwner: gitops.Owner{UID: -1, GID: -1},
 		},
 		services: services{
 			git:    git,

@@ -9,9 +9,10 @@ import (
 )
 
 // TestCLIHostileAgentFailsTheJobAndResumeRedoesItsVictim: through the CLI,
-// an agent that rewinds the results branch (erasing an earlier item's
-// merge) and adds a credential helper to the shared git configuration
-// makes `run --json` exit 1 with integrity_error set and no results_tip;
+// an agent running as the engine's user that writes the repository's git
+// directory by path (found through its object alternates: its own git
+// reaches only its own repository) to rewind the results branch (erasing
+// an earlier item's merge) and add a credential helper makes `run --json` exit 1 with integrity_error set and no results_tip;
 // the erased item is pending. Once the helper is removed, `resume` redoes
 // that item and the job completes with every item's file on the branch
 // and a results_tip equal to the branch.
@@ -29,8 +30,9 @@ map:
         git add . && git commit -qm "item ${item.n}"
         if [ "${item.n}" = 1 ] && [ ! -e "$MARK" ]; then
           touch "$MARK"
-          git update-ref "refs/heads/$PRODIGY_RESULTS_BRANCH" "$(git rev-parse "refs/heads/$PRODIGY_RESULTS_BRANCH^1")"
-          git config credential.helper '!f() { env > ` + leak + `; }; f'
+          E=$(dirname "$(cat .git/objects/info/alternates)")
+          git --git-dir="$E" update-ref "refs/heads/$PRODIGY_RESULTS_BRANCH" "$(git --git-dir="$E" rev-parse "refs/heads/$PRODIGY_RESULTS_BRANCH^1")"
+          git --git-dir="$E" config credential.helper '!f() { env > ` + leak + `; }; f'
         fi
 `
 	wfPath := filepath.Join(t.TempDir(), "wf.yml")

@@ -1,0 +1,208 @@
+package gitops
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// agentShell runs script with bash in dir as an agent would: the isolated
+// environment, the repository's identity, nothing else.
+func agentShell(t *testing.T, dir, script string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = isolatedEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent script: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// handedOutSlot makes a linked worktree on branch item at main's tip and
+// hands it out.
+func handedOutSlot(t *testing.T, c *Client, repo string) (*AgentRepo, string) {
+	t.Helper()
+	base := git(t, repo, "rev-parse", "HEAD")
+	slot := filepath.Join(t.TempDir(), "slot")
+	if err := c.WorktreeAdd(bg(), slot, "item", base); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.HandOut(bg(), slot, Owner{UID: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, base
+}
+
+// TestAgentGitNeverReachesTheRepository: an agent with a shell in its
+// handed-out worktree uses git against "the repository" every way it can —
+// a credential helper, url rewrite, filter and merge drivers with
+// .gitattributes, hooks, fsmonitor, an include, update-ref of the results
+// branch, deleting branches, gc — then commits. After Reclaim the
+// repository's configuration, hooks and refs are as before, its commit is
+// on the item branch by object id, and none of the planted programs ever
+// ran, through the engine's own git commands in the worktree included.
+func TestAgentGitNeverReachesTheRepository(t *testing.T) {
+	t.Parallel()
+	repo, c := newRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, true)
+	git(t, repo, "branch", "results")
+	git(t, repo, "branch", "other-item")
+	configBefore := readFile(t, repo, ".git/config")
+	refsBefore := git(t, repo, "for-each-ref")
+	a, base := handedOutSlot(t, c, repo)
+	ran := filepath.Join(t.TempDir(), "ran")
+	payload := "touch " + ran
+	out := agentShell(t, a.Dir(), strings.Join([]string{
+		`set -e`,
+		`test -d .git`,
+		`git config credential.helper '!` + payload + `'`,
+		`git config url.https://evil.example/.insteadOf https://github.com/`,
+		`git config filter.x.clean '` + payload + `; cat'`,
+		`git config filter.x.smudge '` + payload + `; cat'`,
+		`git config merge.x.driver '` + payload + `'`,
+		`git config core.fsmonitor '` + payload + `'`,
+		`git config include.path /dev/null`,
+		`printf '* filter=x merge=x\n' > .git/info/attributes`,
+		`mkdir -p .git/hooks && for h in post-checkout post-merge pre-commit reference-transaction; do printf '#!/bin/sh\n` + payload + `\n' > .git/hooks/$h; chmod +x .git/hooks/$h; done`,
+		`git config core.hooksPath .git/hooks`,
+		`git update-ref refs/heads/results $(git rev-parse HEAD) 2>/dev/null || git update-ref refs/heads/results HEAD`,
+		`git branch -D other-item 2>/dev/null || true`,
+		`git config --unset core.fsmonitor`,
+		`echo agent > c.txt && git -c core.hooksPath=/dev/null add c.txt && git -c core.hooksPath=/dev/null commit -q -m agent`,
+		`git gc -q --prune=now 2>/dev/null || true`,
+		`git rev-parse --git-common-dir`,
+	}, "\n"))
+	if strings.TrimSpace(out) != ".git" {
+		t.Fatalf("the agent's git common dir is %q, want its own .git", out)
+	}
+	rm(t, ran)
+	theirs, err := a.Reclaim(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs == base {
+		t.Fatal("the agent's commit was not taken")
+	}
+	if got := git(t, repo, "rev-parse", "refs/heads/item"); got != theirs {
+		t.Errorf("item branch at %s, want the agent's commit %s", got, theirs)
+	}
+	if got := git(t, repo, "show", theirs+":c.txt"); got != "agent" {
+		t.Errorf("c.txt in the agent's commit = %q", got)
+	}
+	if got := readFile(t, repo, ".git/config"); got != configBefore {
+		t.Errorf("the repository's config changed:\n%s", got)
+	}
+	if got := strings.Join(filterLines(git(t, repo, "for-each-ref"), "refs/heads/item"), "\n"); got != refsBefore {
+		t.Errorf("refs changed:\n%s\nwant\n%s", got, refsBefore)
+	}
+	// The engine's own git in the reclaimed worktree: status, a reset, a
+	// clean, a checkout, a merge.
+	if _, err := c.StatusSummary(bg(), a.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResetWorktree(bg(), a.Dir(), "item2", base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MergeTree(bg(), "refs/heads/results", theirs, "merge"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("a program the agent planted ran")
+	}
+	if fi, err := os.Lstat(filepath.Join(a.Dir(), ".git")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the worktree's .git file was not restored: %v", err)
+	}
+}
+
+func filterLines(s, drop string) []string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, drop) {
+			keep = append(keep, l)
+		}
+	}
+	return keep
+}
+
+func rm(t *testing.T, p string) {
+	t.Helper()
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestReclaimRefusesWhatIsNotTheAgentsCommit: a replaced repository, a
+// HEAD that is not a commit id, a corrupt object and a commit whose objects
+// are missing are errors; the worktree is the engine's again every time.
+func TestReclaimRefusesWhatIsNotTheAgentsCommit(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct{ script, want string }{
+		"symlink_to_the_repository": {`rm -rf .git && ln -s "$REPO/.git" .git`, "gone or was replaced"},
+		"git_file_to_the_engine":    {`rm -rf .git && echo "gitdir: $REPO/.git" > .git`, "gone or was replaced"},
+		"head_not_a_commit":         {`echo 'ref: ../../etc/passwd' > .git/HEAD`, "invalid ref"},
+		"head_garbage":              {`echo hello > .git/HEAD`, "not a commit id"},
+		"huge_head":                 {`head -c 100000 /dev/zero > .git/HEAD`, "small regular file"},
+		"missing_object":            {`echo 0123456789012345678901234567890123456789 > .git/refs/heads/item`, "read the agent's commit"},
+		"corrupt_object": {`echo x > f && git add f && git commit -q -m c && o=$(git rev-parse HEAD:f) && ` +
+			`p=.git/objects/${o:0:2}/${o:2} && chmod u+w $p && printf 'blob 2\0yy' | python3 -c 'import sys,zlib;sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $p`, "store the agent's objects"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, c := newRepo(t, nil, true)
+			a, base := handedOutSlot(t, c, repo)
+			agentShell(t, a.Dir(), "export REPO="+repo+"\n"+tc.script)
+			theirs, err := a.Reclaim(bg())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Reclaim = %q, %v; want an error with %q", theirs, err, tc.want)
+			}
+			if testing.Verbose() {
+				t.Logf("%v", err)
+			}
+			if fi, err := os.Lstat(filepath.Join(a.Dir(), ".git")); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("the worktree's .git file was not restored: %v", err)
+			}
+			if got := git(t, repo, "rev-parse", "refs/heads/item"); got != base {
+				t.Errorf("item branch moved to %s", got)
+			}
+			if err := c.WorktreeRemove(bg(), a.Dir()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestHandOutKeepsTheRepositorysSettings: the agent's repository has the
+// repository's identity, hooks (a user's pre-commit hook runs for the
+// agent's commit), excludes and sparse checkout; its first `git status` is
+// clean.
+func TestHandOutKeepsTheRepositorysSettings(t *testing.T) {
+	t.Parallel()
+	repo, c := newRepo(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n"}, true)
+	hookLog := filepath.Join(t.TempDir(), "hook.log")
+	if err := os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\necho ran >> "+hookLog+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".git", "info", "exclude"), []byte("*.tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, base := handedOutSlot(t, c, repo)
+	out := agentShell(t, a.Dir(), `touch scratch.tmp && git status --porcelain && echo z > a/z.txt && git add -A && git commit -q -m z && git log -1 --format=%an`)
+	if strings.TrimSpace(out) != "Repo User" {
+		t.Errorf("agent's status/identity output = %q, want a clean status and the repository's user", out)
+	}
+	if b, _ := os.ReadFile(hookLog); string(b) != "ran\n" {
+		t.Errorf("the repository's pre-commit hook ran %q for the agent's commit", b)
+	}
+	theirs, err := a.Reclaim(bg())
+	if err != nil || theirs == base {
+		t.Fatalf("Reclaim = %s, %v", theirs, err)
+	}
+	if s, err := c.StatusSummary(bg(), a.Dir()); err != nil || s != "" {
+		t.Errorf("engine's status after reclaim = %q, %v; want clean (index moved to the agent's tree)", s, err)
+	}
+}
