@@ -61,10 +61,11 @@ func TestActionRefusesPersistedCredentials(t *testing.T) {
 }
 
 // hostileAgentWorkflow: item a's agent plants, with real git in its
-// worktree (which shares the workspace's .git/config) and in the global
-// configuration ($HOME, shared with the engine), a credential helper, url
-// rewrites, a proxy, ssh and askpass commands and an include — each
-// program writes what it sees to $LEAKS.
+// worktree (a repository of its own: these reach nothing of the engine's)
+// and in the global configuration ($HOME, shared with the engine when
+// agents run as its user), a credential helper, url rewrites, a proxy, ssh
+// and askpass commands and an include — each program writes what it sees
+// to $LEAKS.
 const hostileAgentWorkflow = `name: hostile-push
 mode: mapreduce
 map:
@@ -108,6 +109,13 @@ func pushFixture(t *testing.T, workflow string) (at *actionTest, good, evil *git
 		"INPUT_PUSH": "true", "INPUT_COMMENT": "never", "GITHUB_SERVER_URL": good.URL,
 		"LEAKS": leaks, "EVIL": evil.URL, "GOOD": good.URL,
 	})
+	// The engine and its agents take their environment from the process
+	// (Deps.Environ): they must see the servers and the leak directory,
+	// and a HOME of the test's (an agent's `git config --global` must
+	// never reach the machine's).
+	for _, k := range []string{"LEAKS", "EVIL", "GOOD", "HOME"} {
+		t.Setenv(k, at.env[k])
+	}
 	return at, good, evil, goodRoot, leaks
 }
 
@@ -186,6 +194,66 @@ func TestActionModePushGoesOnlyToOrigin(t *testing.T) {
 	}
 	if ran, _ := filepath.Glob(filepath.Join(leaks, "*-ran")); len(ran) > 0 {
 		t.Errorf("configured programs ran in the push: %v", ran)
+	}
+}
+
+// TestActionModeAgentsOfTheirOwnUsersReachNothingOfThePush: with
+// agent-user auto (the Action's default; the engine runs as root, as in
+// the Action's container) the same hostile agent, now running as a uid of
+// its own with a HOME of its own, changes nothing the engine sees: the job
+// completes, the push reaches origin only, no planted program runs, and
+// the engine's global configuration is as it was.
+func TestActionModeAgentsOfTheirOwnUsersReachNothingOfThePush(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("agents as other users need the engine to run as root (CI runs as root)")
+	}
+	at, good, evil, goodRoot, leaks := pushFixture(t, hostileAgentWorkflow)
+	at.env["INPUT_AGENT-USER"] = "auto"
+	openUp(t, at.repo, at.env["RUNNER_TEMP"], leaks)
+	if err := os.Chmod(leaks, 0o777); err != nil { // the agent writes its planted program there
+		t.Fatal(err)
+	}
+	if code := at.run(t); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, at.out.String(), at.errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(leaks, "leak.sh")); err != nil {
+		t.Fatalf("the agent did not run its attack: %v\n%s\n%s", err, at.out.String(), at.errb.String())
+	}
+	if ran, _ := filepath.Glob(filepath.Join(leaks, "*-ran")); len(ran) > 0 {
+		t.Errorf("planted programs ran: %v", ran)
+	}
+	if n := len(evil.Requests()); n != 0 {
+		t.Errorf("the planted url got %d request(s)", n)
+	}
+	branch := at.outputs(t)["results-branch"]
+	if got, local := gitOut(t, filepath.Join(goodRoot, "r.git"), "rev-parse", "refs/heads/"+branch), gitOut(t, at.repo, "rev-parse", "refs/heads/"+branch); got != local {
+		t.Errorf("origin has %s at %s, local %s", branch, got, local)
+	}
+	if b, err := os.ReadFile(filepath.Join(at.env["HOME"], ".gitconfig")); err == nil {
+		t.Errorf("the engine's global configuration was written:\n%s", b)
+	}
+	pushed := false
+	for _, r := range good.Requests() {
+		pushed = pushed || strings.HasSuffix(r.Path, "receive-pack")
+	}
+	if !pushed {
+		t.Errorf("no push reached origin")
+	}
+}
+
+// openUp makes every directory from each of dirs up to the system's
+// temporary directory searchable by other users (t.TempDir makes them
+// 0700), as a workspace and state directory agents of their own users
+// must reach are on GitHub.
+func openUp(t *testing.T, dirs ...string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	for _, d := range dirs {
+		for p := filepath.Clean(d); strings.HasPrefix(p, tmp+string(filepath.Separator)); p = filepath.Dir(p) {
+			if err := os.Chmod(p, 0o755); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

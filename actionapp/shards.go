@@ -45,7 +45,7 @@ func (r *actionRun) engineOptions() runner.Options {
 		Stderr: ghaction.NeutralizeWriter(e.Stderr),
 		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Claude: r.claudeSettings(), Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
-		Tracer: r.tracing.Tracer(),
+		Tracer: r.tracing.Tracer(), AgentUser: agentUser(r.in.AgentUser),
 		// GitHub's cancel sequence: the agents stop at the first signal.
 		InterruptGrace: stopAgentsNow, KillGrace: e.Cancel.KillGrace,
 		// The engine's git and the agents' git both get safe.directory:
@@ -264,4 +264,13 @@ func (r *actionRun) claudeSettings() config.ClaudeSettings {
 		Model: r.in.ClaudeModel, PermissionMode: r.in.ClaudePermissionMode,
 		AllowedTools: r.in.ClaudeAllowedTools, DisallowedTools: r.in.ClaudeDisallowedTools, MaxTurns: r.in.ClaudeMaxTurns,
 	}
+}
+
+// agentUser maps the agent-user input to runner.Options.AgentUser: "off"
+// runs agents as the engine.
+func agentUser(in string) string {
+	if strings.EqualFold(in, "off") {
+		return ""
+	}
+	return in
 }

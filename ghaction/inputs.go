@@ -50,6 +50,10 @@ type Inputs struct {
 	FailOnDLQ             bool
 	ClaudeCommand         string
 	ClaudeArgs            []string
+	// AgentUser is who map steps run as (agent-user): "auto" (action.yml's
+	// default: a uid of their own per agent when the container runs as
+	// root), "off" (as the engine), or a runner.Options.AgentUser spec.
+	AgentUser string
 	// ClaudeModel, ClaudePermissionMode, ClaudeAllowedTools,
 	// ClaudeDisallowedTools and ClaudeMaxTurns override the workflow's
 	// claude options (inputs claude-model, claude-permission-mode,
@@ -84,6 +88,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		ArtifactName:  a.GetInput("artifact-name"),
 		ClaudeCommand: a.GetInput("claude-command"),
 		ClaudeArgs:    strings.Fields(a.GetInput("claude-args")),
+		AgentUser:     strings.TrimSpace(a.GetInput("agent-user")),
 
 		ClaudeModel:           strings.TrimSpace(a.GetInput("claude-model")),
 		ClaudePermissionMode:  strings.TrimSpace(a.GetInput("claude-permission-mode")),

@@ -45,7 +45,7 @@ type AgentRepo struct {
 }
 
 // Owner is the user an agent runs as when it is not the engine's: the
-// agent's repository is made theirs. UID < 0 means the engine's user.
+// agent's work tree and repository are made theirs.
 type Owner struct {
 	UID, GID int
 }
@@ -69,9 +69,10 @@ const agentGitTmp = ".prodigy-agent-git"
 // sparse-checkout patterns, the branch's reflog, identity, line-ending and sparse settings of
 // the repository's own configuration, and the repository's hooks (its
 // core.hooksPath, or its hooks directory) for the agent's own commits.
-// owner, if set, becomes the owner of the work tree and the agent's
-// repository. Not serialised: it touches only dir.
-func (c *Client) HandOut(ctx context.Context, dir string, owner Owner) (*AgentRepo, error) {
+// owner, if not nil, becomes the owner of the work tree and the agent's
+// repository (the engine's git then needs safe.directory for dir: see
+// [Options].Config). Not serialised: it touches only dir.
+func (c *Client) HandOut(ctx context.Context, dir string, owner *Owner) (*AgentRepo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("hand out %s: %w", dir, err)
@@ -109,8 +110,8 @@ func (c *Client) HandOut(ctx context.Context, dir string, owner Owner) (*AgentRe
 		_ = removeAll(tmp)
 		return nil, fmt.Errorf("hand out %s: %w", abs, err)
 	}
-	if owner.UID >= 0 {
-		if err := chownTree(abs, owner); err != nil {
+	if owner != nil {
+		if err := chownTree(abs, *owner); err != nil {
 			_ = removeAll(tmp)
 			return nil, fmt.Errorf("hand out %s to uid %d: %w", abs, owner.UID, err)
 		}
@@ -226,7 +227,11 @@ func (c *Client) agentConfig(ctx context.Context, dir string) ([]byte, error) {
 			}
 			continue
 		}
-		if (scope == "local" || scope == "worktree") && agentKey(key) {
+		// Identity from every scope: an agent of another user, with a HOME
+		// of its own, reads neither the engine's global nor its system
+		// configuration.
+		identity := strings.HasPrefix(strings.ToLower(key), "user.") || strings.HasPrefix(strings.ToLower(key), "author.") || strings.HasPrefix(strings.ToLower(key), "committer.")
+		if agentKey(key) && (scope == "local" || scope == "worktree" || identity && scope != "command") {
 			section, variable, _ := strings.Cut(key, ".")
 			fmt.Fprintf(&b, "[%s]\n\t%s = %s\n", section, variable, quoteConfigValue(value))
 		}

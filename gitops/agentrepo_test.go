@@ -31,7 +31,7 @@ func handedOutSlot(t *testing.T, c *Client, repo string) (*AgentRepo, string) {
 	if err := c.WorktreeAdd(bg(), slot, "item", base); err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.HandOut(bg(), slot, Owner{UID: -1})
+	a, err := c.HandOut(bg(), slot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

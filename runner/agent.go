@@ -308,8 +308,18 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		return gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
 	// The agent gets the worktree as a repository of its own; nothing its
-	// git does reaches the engine's (gitops/agentrepo.go).
-	repo, err := j.git.HandOut(ctx, ir.tree.path, j.agentOwner)
+	// git does reaches the engine's (gitops/agentrepo.go). With
+	// Options.AgentUser it runs as a user of its own, too (agentuser.go).
+	who, giveBack, err := j.takeAgentUser(fmt.Sprintf("%s-%d", ir.agentID, n))
+	if err != nil {
+		return gitFailure(ctx, "prepare the agent's user", err)
+	}
+	defer giveBack()
+	var owner *gitops.Owner
+	if who != nil {
+		owner = &who.owner
+	}
+	repo, err := j.git.HandOut(ctx, ir.tree.path, owner)
 	if err != nil {
 		return gitFailure(ctx, "hand the worktree to the agent", err)
 	}
@@ -323,6 +333,10 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
+		owner:      owner,
+	}
+	if who != nil {
+		sc.env = withEnv(sc.env, []string{"HOME=" + who.home})
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript

@@ -86,7 +86,7 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	if o.Home == "" {
 		return nil, usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, o.Git)
+	git, err := gitops.New(o.RepoDir, agentGitOptions(&o))
 	if err != nil {
 		return nil, usage(err)
 	}

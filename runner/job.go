@@ -59,9 +59,10 @@ type settings struct {
 	tracer         Tracer  // Options.Tracer; nil traces nothing
 	traceParent    string  // the trace the job's span continues (a sharded job's plan)
 	deferTeardown  bool    // Options.DeferTeardown
-	// agentOwner is the user agents run as and own their worktrees
-	// (UID < 0: the engine's user).
-	agentOwner gitops.Owner
+	// agentUser is who agents run as (Options.AgentUser), nil: the
+	// engine's user; agentUIDs the pool of its uids (agentuser.go).
+	agentUser *agentUser
+	agentUIDs chan int
 }
 
 // services are shared by the job's item runners; each is safe for

@@ -46,6 +46,9 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 	if len(pending) == 0 {
 		return nil
 	}
+	if err := j.prepareAgentUser(runCtx); err != nil {
+		return fmt.Errorf("%w: %w", ErrJobFailed, err)
+	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
 	if head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch); err == nil {
 		j.trees.warm(runCtx, min(j.maxParallel, len(pending)), head)

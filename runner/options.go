@@ -71,6 +71,16 @@ type Options struct {
 	// agent timeout); 0 means 5s. The GitHub Action shortens it to fit
 	// GitHub's cancel sequence.
 	KillGrace time.Duration
+	// AgentUser, when set ("NAME", "UID" or "UID:GID"; --agent-user), runs
+	// every map step as that user in a worktree handed to them, with HOME
+	// a directory of the job's of theirs: agents can then write nothing of
+	// the repository's git directory or the engine's state, by git or by
+	// path (agentuser.go). "FIRST-LAST" gives every agent running at once
+	// a uid of its own; "auto" is 70000-(70000+max_parallel-1) when the
+	// engine runs as root and "" otherwise. The engine must run as root;
+	// root and negative ids are refused. "" runs agents as the engine's
+	// user.
+	AgentUser string
 	// Git configures every git process of the engine (environment, extra
 	// configuration such as safe.directory, hooks); the zero value is
 	// gitops' default: a minimal environment without secrets, hooks off.

@@ -478,7 +478,7 @@ func discardInterruptedPlan(ctx context.Context, o *Options) error {
 	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
 		return nil
 	}
-	git, err := gitops.New(o.RepoDir, o.Git)
+	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
 	if err != nil {
 		return nil // prepare reports it
 	}

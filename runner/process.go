@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
 // Causes attached to contexts so a killed process can be classified.
@@ -32,6 +34,9 @@ type procSpec struct {
 	// Grace is the time between SIGTERM and SIGKILL on cancellation
 	// (default 5s).
 	Grace time.Duration
+	// User, if not nil, is the user the process runs as (the engine must
+	// be root).
+	User *gitops.Owner
 	// OutputGrace is how long output is still read after the process
 	// exited, while background processes it started hold its stdout or
 	// stderr (default defaultOutputGrace). Later output is dropped.
@@ -106,6 +111,7 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = stepSysProcAttr()
+	setCredential(cmd.SysProcAttr, s.User)
 	err = procs.start(cmd, g)
 	outW.Close()
 	errW.Close()
@@ -307,3 +313,11 @@ func (b *tailBuffer) Bytes() []byte {
 }
 
 func (b *tailBuffer) String() string { return string(b.Bytes()) }
+
+// setCredential makes a process run as owner (nil: as the engine), with
+// no supplementary groups.
+func setCredential(a *syscall.SysProcAttr, owner *gitops.Owner) {
+	if owner != nil {
+		a.Credential = &syscall.Credential{Uid: uint32(owner.UID), Gid: uint32(owner.GID), Groups: []uint32{}}
+	}
+}

@@ -106,7 +106,7 @@ func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
-	git, err := gitops.New(cp.RepoDir, o.Git)
+	git, err := gitops.New(cp.RepoDir, agentGitOptions(o))
 	if err != nil {
 		return nil, nil, nil, usage(fmt.Errorf("job %s: %w", cp.JobID, err))
 	}
@@ -187,7 +187,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 	entries, _ := os.ReadDir(j.paths.WorktreeRoot())
 	for _, e := range entries {
 		path := filepath.Join(j.paths.WorktreeRoot(), e.Name())
-		if path == j.parentDir || preserved[path] {
+		if path == j.parentDir || preserved[path] || e.Name() == agentHomesName {
 			continue
 		}
 		if err := j.git.WorktreeRemove(ctx, path); err != nil {

@@ -63,7 +63,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 	if o.Home == "" {
 		return nil, "", usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, o.Git)
+	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
 	if err != nil {
 		return nil, "", usage(err)
 	}
@@ -125,6 +125,10 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if err != nil {
 		return nil, err
 	}
+	au, err := parseAgentUser(o.AgentUser, maxPar)
+	if err != nil {
+		return nil, err
+	}
 	grace := o.InterruptGrace
 	if grace <= 0 {
 		grace = 30 * time.Second
@@ -140,13 +144,18 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			isolation: o.Isolation, mergeMode: o.Merge, itemPolicy: pol, agentTO: wf.Map.AgentTimeout, interruptGrace: grace,
 			environ: o.Environ, clock: o.Clock, rand: o.Rand, started: o.Clock.Now(),
 			requireItems: o.RequireItems, noItems: o.NoItems, tracer: o.Tracer, deferTeardown: o.DeferTeardown,
-			agentOwner: gitops.Owner{UID: -1, GID: -1},
 		},
 		services: services{
 			git:    git,
 			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: killGrace, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
+	}
+	if au != nil {
+		j.agentUser = au
+		if j.agentUIDs, err = au.uids(maxPar); err != nil {
+			return nil, err
+		}
 	}
 	j.cool = &cooldown{clock: o.Clock, emit: func(e Event) { j.events.emit(e) }}
 	j.breaker = &spend.Breaker{Limit: wf.ErrorPolicy.CircuitBreaker}

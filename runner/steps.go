@@ -64,6 +64,9 @@ type stepContext struct {
 	span   Span
 	index  int
 	claude *claudeRun
+	// owner is the user the steps run as, and own what they write (map
+	// steps with Options.AgentUser); nil: the engine's user.
+	owner *gitops.Owner
 }
 
 // stepLabel names step i (0-based) of a sequence for error messages; the
@@ -267,7 +270,7 @@ func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext)
 	}
 	env := withEnv(sc.env, stepEnv)
 	env = append(env, prep.Env...)
-	env, cleanup, f := s.passLargeValues(env, prep.Files)
+	env, cleanup, f := s.passLargeValues(env, prep.Files, sc.owner)
 	if f != nil {
 		return "", f
 	}
@@ -278,7 +281,7 @@ func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext)
 		capture = &captureBuffer{max: maxCapturedOutput}
 		stdout = io.MultiWriter(sc.log, capture)
 	}
-	res := runProcess(ctx, procSpec{Path: s.bash, Args: []string{"-c", prep.Script}, Dir: sc.dir, Env: env, Stdout: stdout, Stderr: sc.log, Grace: s.grace})
+	res := runProcess(ctx, procSpec{Path: s.bash, Args: []string{"-c", prep.Script}, Dir: sc.dir, Env: env, Stdout: stdout, Stderr: sc.log, Grace: s.grace, User: sc.owner})
 	if f := processFailure(sc.label, res, st.Timeout); f != nil {
 		return "", f
 	}
@@ -318,7 +321,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	env := withEnv(sc.env, stepEnv)
 	env = append(env, "PRODIGY_AUTOMATION=true")
-	env, cleanup, f := s.passLargeValues(env, nil)
+	env, cleanup, f := s.passLargeValues(env, nil, sc.owner)
 	if f != nil {
 		return "", f
 	}
@@ -326,7 +329,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	tw := s.red.JSONLinesWriter(tf)
 	lim := newTranscriptLimiter(tw, maxTranscriptBytes)
 	errTail := &tailBuffer{max: tailSize}
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace})
+	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace, User: sc.owner})
 	lim.Close()
 	tw.Close()
 	tf.Close()
@@ -452,7 +455,7 @@ func (s *stepRunner) writeFile(st config.Step, sc *stepContext) *stepFailure {
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := writeInside(sc.dir, rel, []byte(content), mode, wf.CreateDirs); err != nil {
+	if err := writeInside(sc.dir, rel, []byte(content), mode, wf.CreateDirs, sc.owner); err != nil {
 		if errors.Is(err, errEscapes) {
 			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file %s: %v", rel, err), Permanent: true}
 		}
@@ -468,7 +471,9 @@ var errEscapes = errors.New("the path leaves the worktree (through .., an absolu
 // writeInside writes data to rel under dir through an os.Root, which
 // resolves every component (symbolic links included) inside dir: nothing
 // outside the worktree can be created, truncated or followed.
-func writeInside(dir, rel string, data []byte, mode os.FileMode, createDirs bool) error {
+//
+// With an owner the file, and directories it created, become theirs.
+func writeInside(dir, rel string, data []byte, mode os.FileMode, createDirs bool, owner *gitops.Owner) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("open worktree: %w", err)
@@ -496,7 +501,15 @@ func writeInside(dir, rel string, data []byte, mode os.FileMode, createDirs bool
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil || owner == nil {
+		return err
+	}
+	for p := rel; p != "." && p != ""; p = filepath.Dir(p) {
+		if err := root.Lchown(p, owner.UID, owner.GID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // interpolateEnv renders a step's env block: placeholders in the values
@@ -547,7 +560,7 @@ const maxArgLen = 128<<10 - 1
 // than interp.DefaultMaxEnvValue (read the file instead). A step env value
 // too large for the environment is a permanent failure. cleanup removes
 // the step's files.
-func (s *stepRunner) passLargeValues(env []string, files []interp.ValueFile) ([]string, func(), *stepFailure) {
+func (s *stepRunner) passLargeValues(env []string, files []interp.ValueFile, owner *gitops.Owner) ([]string, func(), *stepFailure) {
 	nothing := func() {}
 	for _, kv := range env {
 		if len(kv) > maxArgLen && !strings.HasPrefix(kv, "PRODIGY_ITEM=") {
@@ -574,7 +587,7 @@ func (s *stepRunner) passLargeValues(env []string, files []interp.ValueFile) ([]
 		}
 	}
 	write := func(name, content string) (string, *stepFailure) {
-		path, err := s.values.write(run, name, content)
+		path, err := s.values.write(run, name, content, owner)
 		if err != nil {
 			cleanup()
 			return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("write a step value: %v", err)}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
 // valueFiles is where steps read the values that do not go through the
@@ -24,10 +26,19 @@ type valueFiles struct {
 // write creates a new file holding content for the step run numbered run
 // and returns its path. Names get a random part (os.CreateTemp): a step
 // cannot plant a file where a later step's value will go.
-func (v *valueFiles) write(run uint64, name, content string) (string, error) {
+//
+// With an owner (agents running as another user) the file is theirs and
+// the directory searchable by them (0711: they can open a file whose name
+// they are given, not list the others).
+func (v *valueFiles) write(run uint64, name, content string, owner *gitops.Owner) (string, error) {
 	dir, err := v.directory()
 	if err != nil {
 		return "", err
+	}
+	if owner != nil {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return "", err
+		}
 	}
 	f, err := os.CreateTemp(dir, strconv.FormatUint(run, 10)+"-*-"+name)
 	if err != nil {
@@ -36,6 +47,9 @@ func (v *valueFiles) write(run uint64, name, content string) (string, error) {
 	_, err = f.WriteString(content)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && owner != nil {
+		err = os.Lchown(f.Name(), owner.UID, owner.GID)
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())

@@ -128,6 +128,7 @@ func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error)
 	o.Tracer = f.Tracing().Tracer()
 	// The pool's files are deleted after the result is printed (FinishJob).
 	o.DeferTeardown = true
+	o.AgentUser = f.Getenv("PRODIGY_AGENT_USER")
 	switch runner.Isolation(isolation) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
 		o.Isolation = runner.Isolation(isolation)

@@ -26,6 +26,7 @@ type dlqRetryOptions struct {
 	workflow, onto       string
 	signature            string
 	sample, batchSize    int
+	agentUser            string
 }
 
 func NewDLQRetryCmd(f *cmdutil.Factory) *cobra.Command {
@@ -74,6 +75,7 @@ which the rest.`,
 	cmdutil.RedriveFlags(fs, &opts.workflow, &opts.onto)
 	fs.StringVar(&opts.signature, "signature", "", "redrive only the records with this error_signature (one failure cluster)")
 	fs.IntVar(&opts.sample, "sample", 0, "with --signature: run this many records of the cluster first and stop if all fail again the same way")
+	cmdutil.AgentUserFlag(fs, &opts.agentUser)
 	fs.IntVar(&opts.batchSize, "batch-size", runner.DefaultRedriveBatch, "records paged into the job at a time (the next page is read when one is done)")
 	return cmd
 }
@@ -103,6 +105,9 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
 	ro.Claude = opts.claude
+	if opts.agentUser != "" {
+		ro.AgentUser = opts.agentUser
+	}
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err

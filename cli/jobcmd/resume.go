@@ -17,6 +17,7 @@ type resumeOptions struct {
 	maxCost          float64
 	claude           config.ClaudeSettings
 	workflow, onto   string
+	agentUser        string
 }
 
 func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
@@ -47,6 +48,7 @@ status budget_exhausted; resume it with a larger budget).`,
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(cmd.Flags(), &opts.maxCost)
 	cmdutil.ClaudeFlags(cmd.Flags(), &opts.claude)
+	cmdutil.AgentUserFlag(cmd.Flags(), &opts.agentUser)
 	cmdutil.RedriveFlags(cmd.Flags(), &opts.workflow, &opts.onto)
 	return cmd
 }
@@ -64,6 +66,9 @@ func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) err
 	}
 	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
 	ro.Claude = opts.claude
+	if opts.agentUser != "" {
+		ro.AgentUser = opts.agentUser
+	}
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err

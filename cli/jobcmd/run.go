@@ -18,6 +18,7 @@ type runOptions struct {
 	sparse                        []string
 	json, requireItems            bool
 	maxCost                       float64
+	agentUser                     string
 	claude                        config.ClaudeSettings
 }
 
@@ -50,6 +51,7 @@ Exit codes: 0 completed (DLQ items do not fail the job), 1 job failed,
 	fs.BoolVar(&opts.json, "json", false, "print the result as one JSON object on stdout")
 	cmdutil.MaxCostFlag(fs, &opts.maxCost)
 	cmdutil.ClaudeFlags(fs, &opts.claude)
+	cmdutil.AgentUserFlag(fs, &opts.agentUser)
 	fs.BoolVar(&opts.requireItems, "require-items", false, "fail (exit 2) when the map input selects no items, instead of warning")
 	fs.StringVar(&opts.isolation, "isolation", "pool", "agent worktrees: pool (reuse max_parallel worktrees) or fresh (one per item)")
 	fs.StringArrayVar(&opts.sparse, "sparse", nil, "check out only this directory in the parent and agent worktrees (cone mode, repeatable; replaces the workflow's worktree.sparse; merges keep every file)")
@@ -80,6 +82,9 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	ro.Claude = opts.claude
 	ro.RequireItems = opts.requireItems
 	ro.Sparse = opts.sparse
+	if opts.agentUser != "" {
+		ro.AgentUser = opts.agentUser
+	}
 	res, err := runner.Run(ctx, ro)
 	return f.FinishJob(res, err, opts.json)
 }

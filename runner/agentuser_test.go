@@ -1,0 +1,130 @@
+package runner_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// openUp makes every directory from dir up to the system's temporary
+// directory searchable by other users (t.TempDir makes them 0700), as a
+// state directory and checkout agents of another user must reach are.
+func openUp(t *testing.T, dirs ...string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	for _, d := range dirs {
+		for p := filepath.Clean(d); strings.HasPrefix(p, tmp+string(filepath.Separator)); p = filepath.Dir(p) {
+			if err := os.Chmod(p, 0o755); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestAgentsAsAnotherUserCannotWriteTheRepository: with AgentUser a range
+// of two uids and two agents at a time (real processes, real git, the
+// engine as root), every agent runs as a uid of the range with an empty
+// HOME of its own, commits in the worktree it was handed, and cannot write
+// the repository's git directory by path — its configuration, the results
+// branch, its objects — so every attack of hostileAttacks fails: the job
+// completes with every item merged and the repository's configuration as
+// it was.
+func TestAgentsAsAnotherUserCannotWriteTheRepository(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running agents as another user needs root (CI runs as root)")
+	}
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
+	openUp(t, r.dir, r.home)
+	config := r.git("config", "--local", "--list")
+	var attacks []string
+	for _, a := range hostileAttacks {
+		attacks = append(attacks, "( "+a.byPath+"\n) >/dev/null 2>&1 && echo \""+a.name+" succeeded\" >> attacks.txt")
+	}
+	wf := r.workflow(fmt.Sprintf(`
+name: agent-user
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        test -z "$(ls -A "$HOME")" || { echo "HOME not empty: $(ls -A "$HOME")" >&2; exit 1; }
+        touch "$HOME/.agent-was-here"
+        id -u > "uid-${item.n}.txt"
+        B=$PRODIGY_RESULTS_BRANCH
+        E=$(dirname "$(cat .git/objects/info/alternates)")
+        touch attacks.txt
+        if [ "${item.n}" = 1 ]; then
+          echo x >> "$E/config" 2>/dev/null && echo "config write succeeded" >> attacks.txt
+          for f in "$E"/objects/*/*; do chmod u+w "$f" 2>/dev/null && echo x > "$f" 2>/dev/null && echo "object write succeeded" >> attacks.txt && break; done
+          %s
+          mv attacks.txt "attacks-${item.n}.txt"
+        else
+          rm attacks.txt
+        fi
+        git add -A && git commit -q -m "item ${item.n}"
+`, strings.ReplaceAll(strings.Join(attacks, "\n"), "\n", "\n          ")))
+	o, _, stderr, _ := r.options(wf)
+	o.AgentUser = "70100-70101"
+	res, err := r.run(o)
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.ResultsTip == "" {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+	}
+	if got := r.git("show", res.ResultsBranch+":attacks-1.txt"); got != "" {
+		t.Errorf("attacks by path succeeded:\n%s", got)
+	}
+	for n := range 4 {
+		uid := r.git("show", fmt.Sprintf("%s:uid-%d.txt", res.ResultsBranch, n))
+		if uid != "70100" && uid != "70101" {
+			t.Errorf("item %d ran as uid %s, want 70100 or 70101", n, uid)
+		}
+	}
+	if got := r.git("config", "--local", "--list"); got != config {
+		t.Errorf("the repository's configuration changed:\n%s", got)
+	}
+	if out := r.git("fsck", "--no-dangling"); out != "" {
+		t.Errorf("git fsck: %s", out)
+	}
+}
+
+// TestAgentUserIsRefusedWhereItIsNoBoundary: root, the engine's own uid,
+// a reversed range and a range smaller than max_parallel are usage
+// errors before anything runs.
+func TestAgentUserIsRefusedWhereItIsNoBoundary(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CI runs as root)")
+	}
+	t.Parallel()
+	for spec, want := range map[string]string{
+		"0":           "must not run as root",
+		"70000:0":     "must not run as root",
+		"70005-70001": "FIRST-LAST",
+		"70000-70001": "fewer than the 3 agents",
+		"nosuchuser":  "nosuchuser",
+	} {
+		t.Run(spec, func(t *testing.T) {
+			t.Parallel()
+			r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
+			o, _, _, _ := r.options(r.workflow(`
+name: refused
+map:
+  input: items.json
+  max_parallel: 3
+  agent_template:
+    - shell: "true"
+`))
+			o.AgentUser = spec
+			_, err := r.run(o)
+			var ue *runner.UsageError
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &ue) {
+				t.Fatalf("err = %v; want a usage error saying %q", err, want)
+			}
+		})
+	}
+}
