@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
+	"github.com/prodigy-action/prodigy-action/internal/permtest"
 )
 
 // TestActionRefusesPersistedCredentials: a workspace whose git
@@ -209,7 +210,7 @@ func TestActionModeAgentsOfTheirOwnUsersReachNothingOfThePush(t *testing.T) {
 	}
 	at, good, evil, goodRoot, leaks := pushFixture(t, hostileAgentWorkflow)
 	at.env["INPUT_AGENT-USER"] = "auto"
-	openUp(t, at.repo, at.env["RUNNER_TEMP"], leaks)
+	permtest.OpenUp(t, at.repo, at.env["RUNNER_TEMP"], leaks)
 	if err := os.Chmod(leaks, 0o777); err != nil { // the agent writes its planted program there
 		t.Fatal(err)
 	}
@@ -238,22 +239,6 @@ func TestActionModeAgentsOfTheirOwnUsersReachNothingOfThePush(t *testing.T) {
 	}
 	if !pushed {
 		t.Errorf("no push reached origin")
-	}
-}
-
-// openUp makes every directory from each of dirs up to the system's
-// temporary directory searchable by other users (t.TempDir makes them
-// 0700), as a workspace and state directory agents of their own users
-// must reach are on GitHub.
-func openUp(t *testing.T, dirs ...string) {
-	t.Helper()
-	tmp := filepath.Clean(os.TempDir())
-	for _, d := range dirs {
-		for p := filepath.Clean(d); strings.HasPrefix(p, tmp+string(filepath.Separator)); p = filepath.Dir(p) {
-			if err := os.Chmod(p, 0o755); err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

@@ -151,3 +151,48 @@ func BenchmarkWorktree(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAgentHandOut measures what giving an agent its own repository
+// costs per attempt on the benchmark repository: hand-out and reclaim of a
+// worktree whose agent made no commit, and of one whose agent committed a
+// file (the commit itself, the agent's work, is outside the timer), next
+// to the pool's reset of the slot (ResetWorktree), which every attempt
+// pays anyway.
+func BenchmarkAgentHandOut(b *testing.B) {
+	repo, c := benchRepo(b)
+	base := git(b, repo, "rev-parse", "HEAD")
+	slot := filepath.Join(b.TempDir(), "slot")
+	if err := c.WorktreeAdd(bg(), slot, "bench-item", base); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("reset", func(b *testing.B) {
+		for i := range b.N {
+			if err := c.ResetWorktree(bg(), slot, fmt.Sprintf("bench-reset-%d", i%2), base); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, commit := range []bool{false, true} {
+		b.Run(fmt.Sprintf("commit=%v", commit), func(b *testing.B) {
+			for i := range b.N {
+				b.StopTimer()
+				if err := c.ResetWorktree(bg(), slot, "bench-item", base); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				a, err := c.HandOut(bg(), slot, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if commit {
+					b.StopTimer()
+					commitFiles(b, slot, "agent", map[string]string{fmt.Sprintf("agents/a%d.txt", i): "x\n"})
+					b.StartTimer()
+				}
+				if _, err := a.Reclaim(bg()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -4,27 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/prodigy-action/prodigy-action/internal/permtest"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
-
-// openUp makes every directory from dir up to the system's temporary
-// directory searchable by other users (t.TempDir makes them 0700), as a
-// state directory and checkout agents of another user must reach are.
-func openUp(t *testing.T, dirs ...string) {
-	t.Helper()
-	tmp := filepath.Clean(os.TempDir())
-	for _, d := range dirs {
-		for p := filepath.Clean(d); strings.HasPrefix(p, tmp+string(filepath.Separator)); p = filepath.Dir(p) {
-			if err := os.Chmod(p, 0o755); err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-		}
-	}
-}
 
 // TestAgentsAsAnotherUserCannotWriteTheRepository: with AgentUser a range
 // of two uids and two agents at a time (real processes, real git, the
@@ -40,7 +25,7 @@ func TestAgentsAsAnotherUserCannotWriteTheRepository(t *testing.T) {
 	}
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
-	openUp(t, r.dir, r.home)
+	permtest.OpenUp(t, r.dir, r.home)
 	config := r.git("config", "--local", "--list")
 	var attacks []string
 	for _, a := range hostileAttacks {

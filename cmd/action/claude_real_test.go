@@ -19,6 +19,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/internal/fakeanthropic"
+	"github.com/prodigy-action/prodigy-action/internal/permtest"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
@@ -474,4 +475,49 @@ map:
 			t.Errorf("no fleet cool-down for the overload:\n%s", errOut)
 		}
 	})
+}
+
+// TestRealClaudeRunsAsItsOwnUser: with --agent-user (the engine as root)
+// the real Claude Code runs as the agent's uid with a HOME of its own: its
+// Write and Bash tools work in the worktree handed to it (the commit is
+// merged), its Bash runs as that uid, and it cannot write the repository's
+// git configuration.
+func TestRealClaudeRunsAsItsOwnUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("agents as another user need the engine to run as root (CI runs as root)")
+	}
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"name": "alpha"}]`})
+	home := t.TempDir()
+	permtest.OpenUp(t, repo, home)
+	srv := fakeAPI(t,
+		fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Write", Input: map[string]any{"file_path": "{{cwd}}/greeting.txt", "content": "hello\n"}}},
+		fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Bash", Input: map[string]any{
+			"command":     `id -u > uid.txt; (echo '[x]' >> "$(dirname "$(cat .git/objects/info/alternates)")/config") 2>/dev/null && echo wrote > escaped.txt; git add -A && git commit -q -m 'claude: greeting'`,
+			"description": "commit"}}},
+		fakeanthropic.Turn{Text: "Committed."},
+	)
+	wf := writeWorkflow(t, `
+name: real-claude-own-user
+map:
+  input: items.json
+  agent_template:
+    - claude: "Write a greeting for ${item.name} and commit it"
+      commit_required: true
+`)
+	config := gitOut(t, repo, "config", "--local", "--list")
+	code, out, errOut := runReal(t, home, srv, "run", wf, "--repo", repo, "--json", "--agent-user", "70200-70209")
+	r := decodeRealRun(t, out, errOut)
+	if code != 0 || r.Status != "completed" || r.Successful != 1 || r.Items[0].Commits != 1 {
+		t.Fatalf("exit %d, result %+v\nstderr:\n%s\nrequests: %+v", code, r, errOut, srv.Requests())
+	}
+	if got := gitOut(t, repo, "show", r.Branch+":uid.txt"); got != "70200" {
+		t.Errorf("Claude's Bash ran as uid %q, want 70200", got)
+	}
+	if files := gitOut(t, repo, "ls-tree", "--name-only", r.Branch); strings.Contains(files, "escaped.txt") {
+		t.Error("the agent wrote the repository's git configuration")
+	}
+	if got := gitOut(t, repo, "config", "--local", "--list"); got != config {
+		t.Errorf("the repository's configuration changed:\n%s", got)
+	}
 }
