@@ -104,7 +104,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	if o.Home == "" {
 		return nil, usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, o.Git)
+	git, err := gitops.New(o.RepoDir, agentGitOptions(&o))
 	if err != nil {
 		return nil, usage(err)
 	}
