@@ -103,12 +103,12 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 		return nil
 	}
 	defer os.Remove(metaPath)
-	data, n, err := ghaction.BuildDLQZip(dlq.Dir(r.jobPaths(res).DLQRoot(), res.JobID), r.redact.JSON,
-		ghaction.ExtraFile{Name: zipMeta, Path: metaPath})
+	blob, n, done, err := r.dlqZip(res, metaPath)
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
 		return nil
 	}
+	defer done()
 	if n == 0 {
 		return nil
 	}
@@ -125,7 +125,7 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	if max := int(r.ctx.RetentionDays); max > 0 && days > max {
 		days = max // the repository's limit caps the request, as in the toolkit
 	}
-	up, err := client.UploadUnique(ctx, name, data, days, 10)
+	up, err := client.UploadUniqueFrom(ctx, name, blob, days, 10)
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
 		return nil
@@ -139,6 +139,27 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	}
 	e.gha.Noticef("DLQ artifact %s uploaded (%d item(s), %d bytes)", up.Name, n, up.Size)
 	return art
+}
+
+// dlqZip writes the job's DLQ zip (ghaction.WriteDLQZipFile, with
+// meta.json) to a temporary file next to the job's state and returns it as
+// a blob to upload, its record count, and a function that removes the
+// file. The zip is streamed: memory does not grow with the number of
+// records.
+func (r *actionRun) dlqZip(res *runner.Result, metaPath string) (ghaction.Blob, int, func(), error) {
+	nothing := func() {}
+	f, err := os.CreateTemp(r.jobPaths(res).JobStateDir(), "dlq-artifact-*.zip")
+	if err != nil {
+		return ghaction.Blob{}, 0, nothing, fmt.Errorf("create the DLQ zip: %w", err)
+	}
+	done := func() { f.Close(); os.Remove(f.Name()) }
+	blob, n, err := ghaction.WriteDLQZipFile(f, dlq.Dir(r.jobPaths(res).DLQRoot(), res.JobID), r.redact.JSON,
+		ghaction.ExtraFile{Name: zipMeta, Path: metaPath})
+	if err != nil {
+		done()
+		return ghaction.Blob{}, 0, nothing, fmt.Errorf("write the DLQ zip: %w", err)
+	}
+	return blob, n, done, nil
 }
 
 // writeMeta writes meta.json for the artifact into the job's state dir.

@@ -1,6 +1,7 @@
 package ghaction
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,6 +101,27 @@ type UploadedArtifact struct {
 // retentionDays ≤ 0 keeps the repository default. A duplicate name fails
 // with an error matching ErrArtifactExists; see UploadUnique.
 func (c *ArtifactClient) Upload(ctx context.Context, name string, data []byte, retentionDays int) (UploadedArtifact, error) {
+	return c.UploadFrom(ctx, name, Payload(data), retentionDays)
+}
+
+// Blob is what an upload sends: Size bytes read through ReaderAt (a file,
+// so memory does not grow with the artifact), and their sha256 digest as
+// "sha256:<hex>".
+type Blob struct {
+	io.ReaderAt
+	Size   int64
+	Digest string
+}
+
+// Payload is the Blob of bytes in memory.
+func Payload(data []byte) Blob {
+	sum := sha256.Sum256(data)
+	return Blob{ReaderAt: bytes.NewReader(data), Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:])}
+}
+
+// UploadFrom is Upload of a Blob: the blob is read 8 MiB at a time, so
+// an artifact of any size costs one block of memory.
+func (c *ArtifactClient) UploadFrom(ctx context.Context, name string, blob Blob, retentionDays int) (UploadedArtifact, error) {
 	if err := ValidateArtifactName(name); err != nil {
 		return UploadedArtifact{}, err
 	}
@@ -125,16 +147,15 @@ func (c *ArtifactClient) Upload(ctx context.Context, name string, data []byte, r
 		return UploadedArtifact{}, fmt.Errorf("create artifact %q: service answered without a signed upload URL", name)
 	}
 	c.maskSignedURL(signed)
-	if err := c.putBlob(ctx, signed, data); err != nil {
+	if err := c.putBlob(ctx, signed, blob); err != nil {
 		return UploadedArtifact{}, fmt.Errorf("upload artifact %q: %w", name, err)
 	}
-	sum := sha256.Sum256(data)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
+	digest := blob.Digest
 	fin, err := c.twirp(ctx, "FinalizeArtifact", map[string]any{
 		"workflow_run_backend_id":     c.ids.WorkflowRun,
 		"workflow_job_run_backend_id": c.ids.WorkflowJob,
 		"name":                        name,
-		"size":                        strconv.Itoa(len(data)),
+		"size":                        strconv.FormatInt(blob.Size, 10),
 		"hash":                        digest,
 	})
 	if err != nil {
@@ -144,7 +165,7 @@ func (c *ArtifactClient) Upload(ctx context.Context, name string, data []byte, r
 	if err != nil || !fin.boolean("ok") {
 		return UploadedArtifact{}, fmt.Errorf("finalize artifact %q: unexpected response (ok=%v): %w", name, fin.boolean("ok"), err)
 	}
-	return UploadedArtifact{ID: id, Name: name, Size: int64(len(data)), Digest: digest, ExpiresAt: expires}, nil
+	return UploadedArtifact{ID: id, Name: name, Size: blob.Size, Digest: digest, ExpiresAt: expires}, nil
 }
 
 // UploadUnique uploads like Upload; when the name is taken on this run (two
@@ -152,12 +173,17 @@ func (c *ArtifactClient) Upload(ctx context.Context, name string, data []byte, r
 // with "-2", "-3", … up to maxTries names in total, and returns the name
 // that was used. maxTries < 1 means 10.
 func (c *ArtifactClient) UploadUnique(ctx context.Context, name string, data []byte, retentionDays, maxTries int) (UploadedArtifact, error) {
+	return c.UploadUniqueFrom(ctx, name, Payload(data), retentionDays, maxTries)
+}
+
+// UploadUniqueFrom is UploadUnique of a Blob.
+func (c *ArtifactClient) UploadUniqueFrom(ctx context.Context, name string, blob Blob, retentionDays, maxTries int) (UploadedArtifact, error) {
 	if maxTries < 1 {
 		maxTries = 10
 	}
 	candidate := name
 	for i := 1; ; i++ {
-		up, err := c.Upload(ctx, candidate, data, retentionDays)
+		up, err := c.UploadFrom(ctx, candidate, blob, retentionDays)
 		if err == nil || !errors.Is(err, ErrArtifactExists) || i >= maxTries {
 			return up, err
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -15,20 +17,28 @@ const blockSize = 8 << 20
 // azureVersion is the storage REST version sent with SAS requests.
 const azureVersion = "2021-08-06"
 
-// putBlob uploads data to a SAS URL as a block blob: one Put Block per
-// 8 MiB chunk, then Put Block List. (act's server ignores a bare Put Blob,
-// so even one small DLQ zip goes through Put Block.)
-func (c *ArtifactClient) putBlob(ctx context.Context, signed string, data []byte) error {
+// putBlob uploads blob to a SAS URL as a block blob: one Put Block per
+// 8 MiB chunk (read into one reused buffer), then Put Block List. (act's
+// server ignores a bare Put Blob, so even one small DLQ zip goes through
+// Put Block.)
+func (c *ArtifactClient) putBlob(ctx context.Context, signed string, blob Blob) error {
 	var ids []string
-	for i, off := 0, 0; off < len(data) || i == 0; i++ {
-		end := min(off+blockSize, len(data))
+	buf := make([]byte, min(int64(blockSize), max(blob.Size, 1)))
+	for i, off := 0, int64(0); off < blob.Size || i == 0; i++ {
+		n := min(int64(len(buf)), blob.Size-off)
+		if m, err := blob.ReadAt(buf[:n], off); int64(m) < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read block %d: %w", i, err)
+		}
 		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "block-%06d", i))
 		u := withQuery(signed, "comp=block&blockid="+urlEscape(id))
-		if err := c.putOnce(ctx, u, data[off:end], nil); err != nil {
+		if err := c.putOnce(ctx, u, buf[:n], nil); err != nil {
 			return fmt.Errorf("put block %d: %w", i, err)
 		}
 		ids = append(ids, id)
-		off = end
+		off += n
 	}
 	var xml strings.Builder
 	xml.WriteString(`<?xml version="1.0" encoding="utf-8"?><BlockList>`)

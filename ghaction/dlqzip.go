@@ -2,16 +2,22 @@ package ghaction
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
+	"compress/flate"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,59 +33,118 @@ type ExtraFile struct {
 	Path string
 }
 
-// BuildDLQZip zips a job's DLQ folder (dir holds items/*.json and
-// index.json) and adds dlq.json, a JSON array of every record in item file
-// name order, plus any extra files. Every file's bytes pass through redact
-// (nil keeps them) so no secret reaches the artifact. It returns the zip
-// bytes and the number of records; a folder with no records yields count 0
-// (callers skip the upload). Each entry carries its file's modification
-// time; dlq.json carries the newest of the records' (or the folder's).
+// BuildDLQZip is WriteDLQZip into memory: the zip's bytes and the number
+// of records (tests and small callers; the Action streams to a file).
 func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]byte, int, error) {
+	var buf bytes.Buffer
+	n, err := WriteDLQZip(&buf, dir, redact, extra...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return buf.Bytes(), n, nil
+}
+
+// WriteDLQZipFile is WriteDLQZip into f (from its current offset, a new
+// file in practice) through a buffer, returning f as the Blob to upload
+// (size and sha256 digest computed as it was written) and the number of
+// records.
+func WriteDLQZipFile(f *os.File, dir string, redact func([]byte) []byte, extra ...ExtraFile) (Blob, int, error) {
+	sum := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(f, sum)}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	n, err := WriteDLQZip(bw, dir, redact, extra...)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return Blob{}, 0, err
+	}
+	return Blob{ReaderAt: f, Size: cw.n, Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil))}, n, nil
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// WriteDLQZip writes to w a zip of a job's DLQ folder (dir holds
+// items/*.json and index.json): every record under items/, index.json,
+// any extra files, and dlq.json, a JSON array of every record in item file
+// name order (formatted as json.MarshalIndent formats an array of them).
+// Every file's bytes pass through redact (nil keeps them) so no secret
+// reaches the artifact. It returns the number of records; a folder with no
+// records yields 0 (callers skip the upload). Each entry carries its
+// file's modification time; dlq.json carries the newest of the records'
+// (or the folder's).
+//
+// Memory does not grow with the number of records beyond their sorted
+// names (about 25 bytes each): records are read one at a time, twice
+// (once for items/, once for dlq.json), and compressed as they are
+// written (deflate, fastest level: the zip is written once and read once).
+func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...ExtraFile) (int, error) {
 	if redact == nil {
 		redact = func(b []byte) []byte { return b }
 	}
 	itemsDir := filepath.Join(dir, "items")
-	entries, err := os.ReadDir(itemsDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("read DLQ items %s: %w", itemsDir, err)
+	names, err := recordNames(itemsDir)
+	if err != nil {
+		return 0, err
 	}
-	var names []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	records := make([]json.RawMessage, 0, len(names))
+	zw := zip.NewWriter(w)
+	zw.RegisterCompressor(zip.Deflate, fastDeflate)
 	var newest time.Time
-	for _, n := range names {
+	count := 0
+	// read returns a record's redacted bytes; ok is false for an entry
+	// that is not a regular file (skipped, as before).
+	read := func(n string) (data []byte, mt time.Time, ok bool, err error) {
 		p := filepath.Join(itemsDir, n)
-		data, err := os.ReadFile(p)
+		fi, err := os.Lstat(p)
 		if err != nil {
-			return nil, 0, fmt.Errorf("read DLQ record %s: %w", n, err)
+			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, time.Time{}, false, nil
+		}
+		data, err = os.ReadFile(p)
+		if err != nil {
+			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
 		}
 		data = redact(data)
 		if !json.Valid(data) {
-			return nil, 0, fmt.Errorf("DLQ record %s is not valid JSON", n)
+			return nil, time.Time{}, false, fmt.Errorf("DLQ record %s is not valid JSON", n)
 		}
-		records = append(records, json.RawMessage(data))
-		mt := modTime(p)
+		return data, fi.ModTime(), true, nil
+	}
+	for i := range names.len() {
+		n := names.at(i)
+		data, mt, ok, err := read(n)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		count++
 		if mt.After(newest) {
 			newest = mt
 		}
 		if err := addZipFile(zw, path.Join("items", n), data, mt); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	}
 	if idx, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
 		if err := addZipFile(zw, "index.json", redact(idx), modTime(filepath.Join(dir, "index.json"))); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("read DLQ index: %w", err)
+		return 0, fmt.Errorf("read DLQ index: %w", err)
 	}
 	for _, x := range extra {
 		data, err := os.ReadFile(x.Path)
@@ -87,26 +152,143 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 			continue
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("read %s: %w", x.Path, err)
+			return 0, fmt.Errorf("read %s: %w", x.Path, err)
 		}
 		if err := addZipFile(zw, x.Name, redact(data), modTime(x.Path)); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
-	}
-	arr, err := json.MarshalIndent(records, "", "  ")
-	if err != nil {
-		return nil, 0, fmt.Errorf("encode %s: %w", DLQArrayFile, err)
 	}
 	if newest.IsZero() {
 		newest = modTime(dir)
 	}
-	if err := addZipFile(zw, DLQArrayFile, arr, newest); err != nil {
-		return nil, 0, err
+	h := &zip.FileHeader{Name: DLQArrayFile, Method: zip.Deflate}
+	if !newest.IsZero() {
+		h.Modified = newest.UTC()
+	}
+	aw, err := zw.CreateHeader(h)
+	if err != nil {
+		return 0, fmt.Errorf("add %s to zip: %w", DLQArrayFile, err)
+	}
+	bw := bufio.NewWriterSize(aw, 64<<10)
+	var el bytes.Buffer
+	first := true
+	for i := range names.len() {
+		data, _, ok, err := read(names.at(i))
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		sep := ",\n  "
+		if first {
+			sep, first = "[\n  ", false
+		}
+		el.Reset()
+		if err := json.Indent(&el, bytes.TrimSpace(data), "  ", "  "); err != nil {
+			return 0, fmt.Errorf("encode %s: %w", DLQArrayFile, err)
+		}
+		bw.WriteString(sep)
+		bw.Write(el.Bytes())
+	}
+	if first {
+		bw.WriteString("[]")
+	} else {
+		bw.WriteString("\n]")
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, fmt.Errorf("write %s to zip: %w", DLQArrayFile, err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, 0, fmt.Errorf("close DLQ zip: %w", err)
+		return 0, fmt.Errorf("close DLQ zip: %w", err)
 	}
-	return buf.Bytes(), len(records), nil
+	return count, nil
+}
+
+// fastDeflate is the zip writer's deflate compressor at the fastest level,
+// its state reused across entries (a new flate writer per record would
+// allocate ~1 MiB each).
+func fastDeflate(w io.Writer) (io.WriteCloser, error) {
+	fw, _ := flatePool.Get().(*flate.Writer)
+	if fw == nil {
+		var err error
+		if fw, err = flate.NewWriter(w, flate.BestSpeed); err != nil {
+			return nil, err
+		}
+	} else {
+		fw.Reset(w)
+	}
+	return &pooledFlate{fw}, nil
+}
+
+var flatePool sync.Pool
+
+type pooledFlate struct{ *flate.Writer }
+
+func (p *pooledFlate) Close() error {
+	err := p.Writer.Close()
+	flatePool.Put(p.Writer)
+	p.Writer = nil
+	return err
+}
+
+// nameList holds file names compactly: one byte slice and offsets, so a
+// million record names take about 25 MB, not a DirEntry each.
+type nameList struct {
+	buf []byte
+	end []uint32
+}
+
+func (l *nameList) len() int { return len(l.end) }
+
+func (l *nameList) at(i int) string { return string(l.bytes(i)) }
+
+func (l *nameList) bytes(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = l.end[i-1]
+	}
+	return l.buf[start:l.end[i]]
+}
+
+// recordNames lists the *.json names of dir, sorted; a missing dir is
+// empty.
+func recordNames(dir string) (*nameList, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &nameList{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read DLQ items %s: %w", dir, err)
+	}
+	defer f.Close()
+	var raw nameList
+	for {
+		batch, err := f.Readdirnames(1024)
+		for _, n := range batch {
+			if strings.HasSuffix(n, ".json") {
+				raw.buf = append(raw.buf, n...)
+				raw.end = append(raw.end, uint32(len(raw.buf)))
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read DLQ items %s: %w", dir, err)
+		}
+	}
+	idx := make([]int32, raw.len())
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return bytes.Compare(raw.bytes(int(a)), raw.bytes(int(b))) })
+	sorted := &nameList{buf: make([]byte, 0, len(raw.buf)), end: make([]uint32, 0, len(raw.end))}
+	for _, i := range idx {
+		sorted.buf = append(sorted.buf, raw.bytes(int(i))...)
+		sorted.end = append(sorted.end, uint32(len(sorted.buf)))
+	}
+	return sorted, nil
 }
 
 // modTime returns p's modification time, or the zero time when p cannot be

@@ -182,3 +182,61 @@ func TestPullRequestNumber(t *testing.T) {
 		})
 	}
 }
+
+// TestDLQArrayIsWhatMarshalIndentWrites: the streamed dlq.json is byte for
+// byte the json.MarshalIndent of the redacted records in name order (the
+// format the artifact always had), also for multi-line, indented records
+// and an empty DLQ.
+func TestDLQArrayIsWhatMarshalIndentWrites(t *testing.T) {
+	t.Parallel()
+	for name, records := range map[string]map[string]string{
+		"empty": {},
+		"three": {
+			"b.json": "{\n  \"item_id\": \"b\",\n  \"item_data\": {\"x\": [1, 2, {\"y\": \"z\"}]},\n  \"s\": \"a\\nb \\\" c\"\n}\n",
+			"a.json": `{"item_id":"a","failure_count":1}`,
+			"c.json": "  {\"item_id\": \"c\", \"e\": []}  \n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "items"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for n, r := range records {
+				writeFile(t, filepath.Join(dir, "items", n), r)
+			}
+			data, _, err := BuildDLQZip(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			for _, f := range zr.File {
+				if f.Name == DLQArrayFile {
+					rc, _ := f.Open()
+					var b bytes.Buffer
+					_, _ = b.ReadFrom(rc)
+					rc.Close()
+					got = b.Bytes()
+				}
+			}
+			want := []json.RawMessage{}
+			for _, n := range []string{"a.json", "b.json", "c.json"} {
+				if r, ok := records[n]; ok {
+					want = append(want, json.RawMessage(r))
+				}
+			}
+			wantBytes, err := json.MarshalIndent(want, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, wantBytes) {
+				t.Errorf("dlq.json:\n%s\nwant:\n%s", got, wantBytes)
+			}
+		})
+	}
+}

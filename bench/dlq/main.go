@@ -70,12 +70,16 @@ func main() {
 	if os.Getenv(launchEnv) == "1" {
 		os.Exit(launch(os.Args[1:]))
 	}
+	if d := os.Getenv(artifactEnv); d != "" {
+		os.Exit(artifactChild(d))
+	}
 	n := flag.Int("n", 100000, "records in the queue")
 	adds := flag.Int("adds", 1000, "Store.Add calls to time")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	bin := flag.String("bin", "", "action binary (default: go build ./cmd/action)")
 	keep := flag.Bool("keep", false, "keep the temporary PRODIGY_HOME")
 	only := flag.String("only", "", "measure only the commands whose name matches this regular expression (e.g. '^(list|retry)')")
+	flag.BoolVar(&measureArtifact, "artifact", true, "also measure the Action's DLQ artifact (zip built to a file and uploaded to a local artifact service) against a `cat` of every record")
 	retry := flag.Bool("retry", true, "also measure `dlq retry --dry-run` (and --json) against `dlq list` of all records, on a real job")
 	flag.DurationVar(&redriveWindow, "redrive", 0, "with -retry: also run a real `dlq retry --force` for this long, then SIGINT it, and report its peak RSS (0: skip)")
 	flag.StringVar(&beforeBin, "before-bin", "", "with -redrive: a second CLI (e.g. an older build) whose real redrive is measured too, first; it also creates the job")
@@ -163,6 +167,16 @@ func run(n, adds int, asJSON, retry bool, only, bin string, keep bool, stdout, s
 		}
 		rep.Commands = append(rep.Commands, r)
 	}
+	if measureArtifact && pick.MatchString("artifact") {
+		fmt.Fprintf(stderr, "DLQ artifact of %d records …\n", n+adds)
+		art, cat, err := timeArtifact(home)
+		if err != nil {
+			return fmt.Errorf("artifact: %w", err)
+		}
+		cat.Name, cat.Items = "cat of the records", n+adds
+		art.Name, art.Items = "artifact build+upload", n+adds
+		rep.Commands = append(rep.Commands, cat, art)
+	}
 	if retry && redriveWindow > 0 {
 		bins := []string{bin}
 		if beforeBin != "" {
@@ -184,8 +198,9 @@ func run(n, adds int, asJSON, retry bool, only, bin string, keep bool, stdout, s
 }
 
 var (
-	redriveWindow time.Duration
-	beforeBin     string
+	redriveWindow   time.Duration
+	beforeBin       string
+	measureArtifact bool
 )
 
 // Redrive is a bounded window of a real `dlq retry --force`.
@@ -442,6 +457,11 @@ type launchResult struct {
 
 func launch(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, launchEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.Stdout = io.Discard
 	var errb limitedBuffer
 	cmd.Stderr = &errb
@@ -460,12 +480,17 @@ func launch(args []string) int {
 
 // timeCommand runs the CLI through a launcher (see launchEnv).
 func timeCommand(bin, home string, args []string) (Result, error) {
+	return launchTimed(append([]string{bin}, args...), []string{"PRODIGY_HOME=" + home, "GITHUB_ACTIONS="})
+}
+
+// launchTimed runs args through a launcher (see launchEnv) with env added.
+func launchTimed(args, env []string) (Result, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return Result{}, err
 	}
-	cmd := exec.Command(self, append([]string{bin}, args...)...)
-	cmd.Env = append(os.Environ(), launchEnv+"=1", "PRODIGY_HOME="+home, "GITHUB_ACTIONS=")
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(append(os.Environ(), launchEnv+"=1"), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		return Result{}, fmt.Errorf("launcher: %w", err)
