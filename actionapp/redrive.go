@@ -352,9 +352,45 @@ func readDLQZip(data []byte) (recs []dlq.DeadLetteredItem, meta artifactMeta, wa
 	seen := map[string]string{}
 	var total int64
 	var ignored []string
+	// add keeps one decoded record, or says why not.
+	add := func(name string, b []byte) error {
+		if total += int64(len(b)); total > maxZipRecordBytes {
+			return fmt.Errorf("records exceed %d bytes", maxZipRecordBytes)
+		}
+		rec, err := decodeRecord(b)
+		if err != nil {
+			warns = append(warns, fmt.Sprintf("skipped malformed DLQ record %q: %v", name, err))
+			return nil
+		}
+		if prev, dup := seen[rec.ItemID]; dup {
+			warns = append(warns, fmt.Sprintf("skipped %q: item %q is already in %q", name, rec.ItemID, prev))
+			return nil
+		}
+		seen[rec.ItemID] = name
+		recs = append(recs, rec)
+		return nil
+	}
+	// A DLQ of more than ghaction.ItemEntriesMax records has its records
+	// in dlq.json only: read them from there when no items/ entry exists.
+	var array *zip.File
+	hasItems := false
+	for _, f := range zr.File {
+		switch {
+		case path.Dir(f.Name) == "items" && strings.HasSuffix(f.Name, ".json"):
+			hasItems = true
+		case f.Name == ghaction.DLQArrayFile && f.Mode().IsRegular():
+			array = f
+		}
+	}
 	for _, f := range zr.File {
 		name := f.Name
 		isRecord := path.Dir(name) == "items" && strings.HasSuffix(name, ".json")
+		if !hasItems && array != nil && f == array {
+			if err := readArrayRecords(f, add); err != nil {
+				return nil, meta, warns, err
+			}
+			continue
+		}
 		if name != zipMeta && !isRecord {
 			if !strings.HasSuffix(name, "/") && name != ghaction.DLQArrayFile && name != "index.json" {
 				ignored = append(ignored, name)
@@ -370,26 +406,18 @@ func readDLQZip(data []byte) (recs []dlq.DeadLetteredItem, meta artifactMeta, wa
 			warns = append(warns, fmt.Sprintf("skipped %q: %v", name, err))
 			continue
 		}
-		if total += int64(len(b)); total > maxZipRecordBytes {
-			return nil, meta, warns, fmt.Errorf("records exceed %d bytes", maxZipRecordBytes)
-		}
 		if name == zipMeta {
+			if total += int64(len(b)); total > maxZipRecordBytes {
+				return nil, meta, warns, fmt.Errorf("records exceed %d bytes", maxZipRecordBytes)
+			}
 			var w []string
 			meta, w = parseMeta(b)
 			warns = append(warns, w...)
 			continue
 		}
-		rec, err := decodeRecord(b)
-		if err != nil {
-			warns = append(warns, fmt.Sprintf("skipped malformed DLQ record %q: %v", name, err))
-			continue
+		if err := add(name, b); err != nil {
+			return nil, meta, warns, err
 		}
-		if prev, dup := seen[rec.ItemID]; dup {
-			warns = append(warns, fmt.Sprintf("skipped %q: item %q is already in %q", name, rec.ItemID, prev))
-			continue
-		}
-		seen[rec.ItemID] = name
-		recs = append(recs, rec)
 	}
 	if len(ignored) > 0 {
 		sort.Strings(ignored)
@@ -397,6 +425,39 @@ func readDLQZip(data []byte) (recs []dlq.DeadLetteredItem, meta artifactMeta, wa
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ItemID < recs[j].ItemID })
 	return recs, meta, warns, nil
+}
+
+// readArrayRecords streams dlq.json's elements (a JSON array of records)
+// to add, each limited to maxRecordBytes; a malformed array is an error,
+// a malformed record a warning (add's).
+func readArrayRecords(f *zip.File, add func(name string, b []byte) error) error {
+	rc, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
+	}
+	defer rc.Close()
+	lr := &io.LimitedReader{R: rc, N: maxZipRecordBytes + 1}
+	dec := json.NewDecoder(lr)
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("%s is not a JSON array", f.Name)
+	}
+	for i := 0; dec.More(); i++ {
+		before := dec.InputOffset()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("%s: element %d: %w", f.Name, i, err)
+		}
+		if dec.InputOffset()-before > maxRecordBytes {
+			return fmt.Errorf("%s: element %d is larger than %d bytes", f.Name, i, maxRecordBytes)
+		}
+		if err := add(fmt.Sprintf("%s[%d]", f.Name, i), raw); err != nil {
+			return err
+		}
+	}
+	if lr.N <= 0 {
+		return fmt.Errorf("records exceed %d bytes", maxZipRecordBytes)
+	}
+	return nil
 }
 
 // readEntry inflates one entry, refusing more than limit bytes (counted on

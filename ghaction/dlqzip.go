@@ -24,6 +24,13 @@ import (
 // DLQArrayFile is the name of the combined array of records in a DLQ zip.
 const DLQArrayFile = "dlq.json"
 
+// ItemEntriesMax is how many records a DLQ zip holds as items/*.json
+// entries as well as in dlq.json; a DLQ with more has only dlq.json (every
+// record, same format), so the zip's central directory — which a zip
+// writer keeps in memory until the end — stays small whatever the count.
+// The redrive reads dlq.json when a zip has no items/ entries.
+const ItemEntriesMax = 10_000
+
 // ExtraFile is an additional file stored in a DLQ zip (e.g. the job's
 // checkpoint, so that a later run can redrive the job).
 type ExtraFile struct {
@@ -82,7 +89,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // reaches the artifact. It returns the number of records; a folder with no
 // records yields 0 (callers skip the upload). Each entry carries its
 // file's modification time; dlq.json carries the newest of the records'
-// (or the folder's).
+// (or the folder's). Beyond ItemEntriesMax records there are no items/
+// entries and dlq.json carries the items directory's time.
 //
 // Memory does not grow with the number of records beyond their sorted
 // names (about 25 bytes each): records are read one at a time, twice
@@ -101,6 +109,7 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 	zw.RegisterCompressor(zip.Deflate, fastDeflate)
 	var newest time.Time
 	count := 0
+	entries := names.len() <= ItemEntriesMax
 	// read returns a record's redacted bytes; ok is false for an entry
 	// that is not a regular file (skipped, as before).
 	read := func(n string) (data []byte, mt time.Time, ok bool, err error) {
@@ -123,6 +132,9 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		return data, fi.ModTime(), true, nil
 	}
 	for i := range names.len() {
+		if !entries {
+			break
+		}
 		n := names.at(i)
 		data, mt, ok, err := read(n)
 		if err != nil {
@@ -158,6 +170,9 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 			return 0, err
 		}
 	}
+	if newest.IsZero() && !entries {
+		newest = modTime(itemsDir)
+	}
 	if newest.IsZero() {
 		newest = modTime(dir)
 	}
@@ -179,6 +194,9 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		}
 		if !ok {
 			continue
+		}
+		if !entries {
+			count++
 		}
 		sep := ",\n  "
 		if first {
