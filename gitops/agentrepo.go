@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -98,7 +99,7 @@ func (c *Client) HandOut(ctx context.Context, dir string, owner *Owner) (*AgentR
 	if err != nil {
 		return nil, fmt.Errorf("hand out %s: %w", abs, err)
 	}
-	config, err := c.agentConfig(ctx, abs)
+	config, err := c.cachedAgentConfig(ctx, abs)
 	if err != nil {
 		return nil, fmt.Errorf("hand out %s: %w", abs, err)
 	}
@@ -201,6 +202,29 @@ func agentKey(key string) bool {
 		return variable == "defaultbranch"
 	}
 	return false
+}
+
+// cachedAgentConfig is agentConfig, read once per Client and worktree
+// configuration: every worktree a job hands out has the same settings
+// (those of the repository, and the sparse checkout the engine gave all of
+// them), so one `git config` serves every hand-out. A worktree with a
+// config.worktree of its own is read for itself.
+func (c *Client) cachedAgentConfig(ctx context.Context, dir string) ([]byte, error) {
+	if gd, ok := worktreeGitDir(dir); ok {
+		if _, err := os.Stat(filepath.Join(gd, "config.worktree")); err == nil {
+			return c.agentConfig(ctx, dir)
+		}
+	}
+	c.agentCfgMu.Lock()
+	defer c.agentCfgMu.Unlock()
+	if c.agentCfg == nil {
+		b, err := c.agentConfig(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		c.agentCfg = b
+	}
+	return c.agentCfg, nil
 }
 
 // agentConfig returns the agent repository's config file: the repository's
@@ -474,15 +498,18 @@ func (c *Client) importObjects(ctx context.Context, objects, theirs, base string
 		return fmt.Errorf("import the agent's objects: %w", err)
 	}
 	pr.Close()
-	err = pack.Run()
+	perr := pack.Run()
 	pw.Close()
-	if err != nil {
-		cancel()
-		_ = unpack.Wait()
-		return fmt.Errorf("read the agent's commit %s: %w: %s", theirs, err, strings.TrimSpace(packErr.String()))
-	}
-	if err := unpack.Wait(); err != nil {
-		return fmt.Errorf("store the agent's objects: %w: %s", err, strings.TrimSpace(unpackErr.String()))
+	uerr := unpack.Wait()
+	// unpack-objects stops at the first bad object, and pack-objects then
+	// dies writing to the closed pipe: the cause is unpack's.
+	var ee *exec.ExitError
+	brokenPipe := errors.As(perr, &ee) && ee.Sys() != nil && strings.Contains(perr.Error(), "broken pipe")
+	switch {
+	case perr != nil && !(brokenPipe && uerr != nil):
+		return fmt.Errorf("read the agent's commit %s: %w: %s", theirs, perr, strings.TrimSpace(packErr.String()))
+	case uerr != nil:
+		return fmt.Errorf("store the agent's objects: %w: %s", uerr, strings.TrimSpace(unpackErr.String()))
 	}
 	if ok, err := c.CommitExists(ctx, theirs); err != nil || !ok {
 		return fmt.Errorf("the agent's commit %s is not in the repository after the import", theirs)

@@ -282,6 +282,11 @@ type Client struct {
 	ident   commitIdent // cached commitIdentity result
 	identOK bool
 
+	// agentCfg is the config file of agents' repositories (HandOut),
+	// read once; under agentCfgMu.
+	agentCfgMu sync.Mutex
+	agentCfg   []byte
+
 	mergeMu sync.Mutex
 	merged  map[string]*mergedSet // per target ref, see MergeTree
 	refs    refUpdater            // long-lived update-ref of MergeTree
