@@ -90,28 +90,38 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // records yields 0 (callers skip the upload). Each entry carries its
 // file's modification time; dlq.json carries the newest of the records'
 // (or the folder's). Beyond ItemEntriesMax records there are no items/
-// entries and dlq.json carries the items directory's time.
+// entries, dlq.json carries the items directory's time and holds the
+// records in directory order (a redrive sorts them by item id anyway).
 //
-// Memory does not grow with the number of records beyond their sorted
-// names (about 25 bytes each): records are read one at a time, twice
-// (once for items/, once for dlq.json), and compressed as they are
-// written (deflate, fastest level: the zip is written once and read once).
+// Memory does not grow with the number of records: records are read one
+// at a time into one buffer, twice up to ItemEntriesMax (once for items/,
+// once for dlq.json, names sorted in memory), once beyond it (names
+// streamed from the directory), and compressed as they are written
+// (deflate, fastest level: the zip is written once and read once).
 func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...ExtraFile) (int, error) {
 	if redact == nil {
 		redact = func(b []byte) []byte { return b }
 	}
 	itemsDir := filepath.Join(dir, "items")
-	names, err := recordNames(itemsDir)
+	total, err := eachRecordName(itemsDir, nil, func(string) error { return nil })
 	if err != nil {
 		return 0, err
+	}
+	entries := total <= ItemEntriesMax
+	var names *nameList // sorted; nil: streamed in directory order
+	if entries {
+		if names, err = recordNames(itemsDir); err != nil {
+			return 0, err
+		}
 	}
 	zw := zip.NewWriter(w)
 	zw.RegisterCompressor(zip.Deflate, fastDeflate)
 	var newest time.Time
 	count := 0
-	entries := names.len() <= ItemEntriesMax
-	// read returns a record's redacted bytes; ok is false for an entry
-	// that is not a regular file (skipped, as before).
+	var rbuf bytes.Buffer
+	// read returns a record's redacted bytes (valid until the next read);
+	// ok is false for an entry that is not a regular file (skipped, as
+	// before).
 	read := func(n string) (data []byte, mt time.Time, ok bool, err error) {
 		p := filepath.Join(itemsDir, n)
 		fi, err := os.Lstat(p)
@@ -121,35 +131,37 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		if !fi.Mode().IsRegular() {
 			return nil, time.Time{}, false, nil
 		}
-		data, err = os.ReadFile(p)
+		f, err := os.Open(p)
 		if err != nil {
 			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
 		}
-		data = redact(data)
+		rbuf.Reset()
+		_, err = rbuf.ReadFrom(f)
+		f.Close()
+		if err != nil {
+			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
+		}
+		data = redact(rbuf.Bytes())
 		if !json.Valid(data) {
 			return nil, time.Time{}, false, fmt.Errorf("DLQ record %s is not valid JSON", n)
 		}
 		return data, fi.ModTime(), true, nil
 	}
-	for i := range names.len() {
+	if _, err := eachRecordName(itemsDir, names, func(n string) error {
 		if !entries {
-			break
+			return nil
 		}
-		n := names.at(i)
 		data, mt, ok, err := read(n)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			continue
+		if err != nil || !ok {
+			return err
 		}
 		count++
 		if mt.After(newest) {
 			newest = mt
 		}
-		if err := addZipFile(zw, path.Join("items", n), data, mt); err != nil {
-			return 0, err
-		}
+		return addZipFile(zw, path.Join("items", n), data, mt)
+	}); err != nil {
+		return 0, err
 	}
 	if idx, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
 		if err := addZipFile(zw, "index.json", redact(idx), modTime(filepath.Join(dir, "index.json"))); err != nil {
@@ -187,13 +199,10 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 	bw := bufio.NewWriterSize(aw, 64<<10)
 	var el bytes.Buffer
 	first := true
-	for i := range names.len() {
-		data, _, ok, err := read(names.at(i))
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			continue
+	if _, err := eachRecordName(itemsDir, names, func(n string) error {
+		data, _, ok, err := read(n)
+		if err != nil || !ok {
+			return err
 		}
 		if !entries {
 			count++
@@ -204,10 +213,13 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		}
 		el.Reset()
 		if err := json.Indent(&el, bytes.TrimSpace(data), "  ", "  "); err != nil {
-			return 0, fmt.Errorf("encode %s: %w", DLQArrayFile, err)
+			return fmt.Errorf("encode %s: %w", DLQArrayFile, err)
 		}
 		bw.WriteString(sep)
-		bw.Write(el.Bytes())
+		_, err = bw.Write(el.Bytes())
+		return err
+	}); err != nil {
+		return 0, err
 	}
 	if first {
 		bw.WriteString("[]")
@@ -250,8 +262,8 @@ func (p *pooledFlate) Close() error {
 	return err
 }
 
-// nameList holds file names compactly: one byte slice and offsets, so a
-// million record names take about 25 MB, not a DirEntry each.
+// nameList holds file names compactly: one byte slice and offsets, not a
+// string or DirEntry each.
 type nameList struct {
 	buf []byte
 	end []uint32
@@ -269,32 +281,57 @@ func (l *nameList) bytes(i int) []byte {
 	return l.buf[start:l.end[i]]
 }
 
-// recordNames lists the *.json names of dir, sorted; a missing dir is
-// empty.
-func recordNames(dir string) (*nameList, error) {
+// eachRecordName calls fn with every *.json name of dir: those of names
+// in order when it is not nil, else as the directory lists them (read
+// 1,024 at a time); a missing dir has none. It returns how many there
+// were.
+func eachRecordName(dir string, names *nameList, fn func(string) error) (int, error) {
+	if names != nil {
+		for i := range names.len() {
+			if err := fn(names.at(i)); err != nil {
+				return i, err
+			}
+		}
+		return names.len(), nil
+	}
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &nameList{}, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read DLQ items %s: %w", dir, err)
+		return 0, fmt.Errorf("read DLQ items %s: %w", dir, err)
 	}
 	defer f.Close()
-	var raw nameList
+	n := 0
 	for {
 		batch, err := f.Readdirnames(1024)
-		for _, n := range batch {
-			if strings.HasSuffix(n, ".json") {
-				raw.buf = append(raw.buf, n...)
-				raw.end = append(raw.end, uint32(len(raw.buf)))
+		for _, name := range batch {
+			if strings.HasSuffix(name, ".json") {
+				n++
+				if err := fn(name); err != nil {
+					return n, err
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
-			break
+			return n, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read DLQ items %s: %w", dir, err)
+			return n, fmt.Errorf("read DLQ items %s: %w", dir, err)
 		}
+	}
+}
+
+// recordNames lists the *.json names of dir, sorted; a missing dir is
+// empty.
+func recordNames(dir string) (*nameList, error) {
+	var raw nameList
+	if _, err := eachRecordName(dir, nil, func(n string) error {
+		raw.buf = append(raw.buf, n...)
+		raw.end = append(raw.end, uint32(len(raw.buf)))
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	idx := make([]int32, raw.len())
 	for i := range idx {
