@@ -334,7 +334,7 @@ func (a *AgentRepo) Reclaim(ctx context.Context) (theirs string, err error) {
 	gitDir := filepath.Join(a.dir, ".git")
 	theirs, err = readAgentHead(gitDir)
 	if err == nil && theirs != a.base {
-		err = a.c.importObjects(ctx, filepath.Join(gitDir, "objects"), theirs, a.base)
+		err = a.c.importCommit(ctx, filepath.Join(gitDir, "objects"), theirs, a.base)
 	}
 	if rerr := a.restore(); rerr != nil {
 		return "", errors.Join(err, rerr)
@@ -345,8 +345,16 @@ func (a *AgentRepo) Reclaim(ctx context.Context) (theirs string, err error) {
 	if theirs == a.base {
 		return theirs, nil
 	}
-	if _, err := a.c.run(ctx, a.dir, nil, nil, "update-ref", "-m", "prodigy: the agent's commit", "HEAD", theirs, a.base); err != nil {
-		return "", fmt.Errorf("take the agent's commit %s: %w", theirs, err)
+	// The worktree's branch moves by compare-and-swap through the
+	// long-lived update-ref (no process per item); a detached HEAD by git.
+	var uerr error
+	if branch, err := a.c.CurrentBranch(ctx, a.dir); err == nil && branch != "" {
+		uerr = a.c.casRef(ctx, branchRef(branch), theirs, a.base)
+	} else {
+		_, uerr = a.c.run(ctx, a.dir, nil, nil, "update-ref", "-m", "prodigy: the agent's commit", "HEAD", theirs, a.base)
+	}
+	if uerr != nil {
+		return "", fmt.Errorf("take the agent's commit %s: %w", theirs, uerr)
 	}
 	// The engine's index still describes the base: make it the agent's
 	// tree, keeping the file stats of the unchanged entries.
@@ -467,6 +475,19 @@ func packedRef(gitDir, ref string) (string, error) {
 		return "", fmt.Errorf("read the agent's packed-refs: %w", err)
 	}
 	return "", fmt.Errorf("the agent's %s does not exist", ref)
+}
+
+// importCommit copies the agent's commit and what it needs into the
+// repository: in-process when its new objects are loose (importLoose),
+// else with git (importObjects).
+func (c *Client) importCommit(ctx context.Context, objects, theirs, base string) error {
+	if c.objects != nil {
+		err := c.objects.importLoose(objects, theirs)
+		if !errors.Is(err, errNotLoose) {
+			return err
+		}
+	}
+	return c.importObjects(ctx, objects, theirs, base)
 }
 
 // importObjects copies into the repository the objects reachable from

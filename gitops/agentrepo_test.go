@@ -147,8 +147,10 @@ func TestReclaimRefusesWhatIsNotTheAgentsCommit(t *testing.T) {
 		"head_garbage":              {`echo hello > .git/HEAD`, "not a commit id"},
 		"huge_head":                 {`head -c 100000 /dev/zero > .git/HEAD`, "small regular file"},
 		"missing_object":            {`echo 0123456789012345678901234567890123456789 > .git/refs/heads/item`, "read the agent's commit"},
+		"corrupt_packed_object": {`echo x > f && git add f && git commit -q -m c && git repack -q -a -d && ` +
+			`p=$(ls .git/objects/pack/*.pack) && chmod u+w $p && printf 'garbage' | dd of=$p bs=1 seek=40 conv=notrunc status=none`, "agent's"},
 		"corrupt_object": {`echo x > f && git add f && git commit -q -m c && o=$(git rev-parse HEAD:f) && ` +
-			`p=.git/objects/${o:0:2}/${o:2} && chmod u+w $p && printf 'blob 2\0yy' | python3 -c 'import sys,zlib;sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $p`, "store the agent's objects"},
+			`p=.git/objects/${o:0:2}/${o:2} && chmod u+w $p && printf 'blob 2\0yy' | python3 -c 'import sys,zlib;sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $p`, "is corrupt"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

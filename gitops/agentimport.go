@@ -1,0 +1,140 @@
+package gitops
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// maxImportObject bounds an object importLoose reads into memory; a
+// larger one goes through git (importObjects).
+const maxImportObject = 64 << 20
+
+// errNotLoose says importLoose met an object it does not read itself (in
+// a pack of the agent's, a tag, too large): git imports the commit.
+var errNotLoose = errors.New("not a loose object importLoose reads")
+
+// importLoose copies into the repository the objects reachable from
+// theirs that it lacks, reading them as loose objects of the agent's
+// object directory objects — the usual shape of an agent's fresh commits —
+// in-process: no git runs. Every object's id is recomputed from what is
+// read (a mismatch is an error: corrupt or forged), symbolic links are not
+// followed, and objects are written leaves first, so an object in the
+// repository always has what it names. It returns errNotLoose when it
+// cannot do the import this way (the caller then runs git); nothing it
+// wrote is then wrong, only possibly unreferenced.
+func (o *objectReader) importLoose(objects, theirs string) error {
+	if !isHexOID(theirs) {
+		return fmt.Errorf("import %q: not a commit id", theirs)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	type pending struct {
+		h    plumbing.Hash
+		t    plumbing.ObjectType
+		data []byte
+	}
+	var later []pending // trees and commits, written after what they name
+	seen := map[plumbing.Hash]bool{}
+	stack := []plumbing.Hash{plumbing.NewHash(theirs)}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if o.st.HasEncodedObject(h) == nil {
+			continue
+		}
+		t, data, err := readLooseObject(objects, h)
+		if err != nil {
+			return err
+		}
+		switch t {
+		case plumbing.BlobObject:
+			if _, err := o.writeObject(t, data); err != nil {
+				return err
+			}
+			continue
+		case plumbing.CommitObject:
+			var c object.Commit
+			if err := c.Decode(memoryObject(t, data)); err != nil {
+				return fmt.Errorf("the agent's commit %s: %w", h, err)
+			}
+			stack = append(stack, c.TreeHash)
+			stack = append(stack, c.ParentHashes...)
+		case plumbing.TreeObject:
+			var tr object.Tree
+			if err := tr.Decode(memoryObject(t, data)); err != nil {
+				return fmt.Errorf("the agent's tree %s: %w", h, err)
+			}
+			for _, e := range tr.Entries {
+				if e.Mode != filemode.Submodule {
+					stack = append(stack, e.Hash)
+				}
+			}
+		default:
+			return errNotLoose
+		}
+		later = append(later, pending{h, t, data})
+	}
+	for i := len(later) - 1; i >= 0; i-- {
+		if _, err := o.writeObject(later[i].t, later[i].data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLooseObject reads loose object h of an object directory, checking
+// that its content hashes to h. errNotLoose: it is not there as a regular
+// file, or is larger than maxImportObject.
+func readLooseObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	hex := h.String()
+	p := filepath.Join(objects, hex[:2], hex[2:])
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, nil, errNotLoose
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, nil, errNotLoose
+	}
+	defer f.Close()
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return 0, nil, fmt.Errorf("the agent's object %s is corrupt: %w", hex, err)
+	}
+	defer r.Close()
+	t, size, err := r.Header()
+	if err != nil {
+		return 0, nil, fmt.Errorf("the agent's object %s is corrupt: %w", hex, err)
+	}
+	if size < 0 || size > maxImportObject {
+		return 0, nil, errNotLoose
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return 0, nil, fmt.Errorf("the agent's object %s is corrupt: %w", hex, err)
+	}
+	if got := plumbing.ComputeHash(t, data); got != h {
+		return 0, nil, fmt.Errorf("the agent's object %s is corrupt: its content is object %s", hex, got)
+	}
+	return t, data, nil
+}
+
+// memoryObject wraps data as an encoded object for go-git's decoders.
+func memoryObject(t plumbing.ObjectType, data []byte) plumbing.EncodedObject {
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(t)
+	_, _ = obj.Write(data)
+	return obj
+}
