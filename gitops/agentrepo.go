@@ -324,8 +324,8 @@ func copyFile(from, to string) error {
 // the top of agentrepo.go), deletes the agent's git directory — whatever
 // the agent made of it — and restores the engine's .git file. When the
 // agent committed, the worktree's branch (or detached HEAD) is then moved
-// to the agent's commit and the engine's index to its tree, so the work
-// tree looks to the engine as if the agent had committed there. theirs is
+// to the agent's commit (the index still describes the base: see
+// SyncIndex). theirs is
 // the agent's commit (the base when it made none). The work tree is the
 // engine's again even when err is not nil (err then says why the agent's
 // commit could not be taken: its repository was replaced, its HEAD is not
@@ -356,14 +356,25 @@ func (a *AgentRepo) Reclaim(ctx context.Context) (theirs string, err error) {
 	if uerr != nil {
 		return "", fmt.Errorf("take the agent's commit %s: %w", theirs, uerr)
 	}
-	// The engine's index still describes the base: make it the agent's
-	// tree, keeping the file stats of the unchanged entries.
+	return theirs, nil
+}
+
+// SyncIndex makes the engine's index of the reclaimed worktree describe
+// the agent's commit theirs instead of the base it was handed (a two-tree
+// read-tree: the file stats of unchanged entries are kept), so `git
+// status` there shows what the agent left uncommitted. Reclaim does not do
+// it (a git process per item): the pool's next reset does not need it,
+// only a look at a failed attempt's worktree does.
+func (a *AgentRepo) SyncIndex(ctx context.Context, theirs string) error {
+	if theirs == "" || theirs == a.base {
+		return nil
+	}
 	if _, err := a.c.run(ctx, a.dir, nil, nil, "read-tree", "-m", a.base, theirs); err != nil {
 		if _, err := a.c.run(ctx, a.dir, nil, nil, "read-tree", theirs); err != nil {
-			return "", fmt.Errorf("take the agent's commit %s: %w", theirs, err)
+			return fmt.Errorf("index of %s at %s: %w", a.dir, theirs, err)
 		}
 	}
-	return theirs, nil
+	return nil
 }
 
 // restore deletes the agent's git directory (or whatever is at .git) and

@@ -204,6 +204,9 @@ func TestHandOutKeepsTheRepositorysSettings(t *testing.T) {
 	if err != nil || theirs == base {
 		t.Fatalf("Reclaim = %s, %v", theirs, err)
 	}
+	if err := a.SyncIndex(bg(), theirs); err != nil {
+		t.Fatal(err)
+	}
 	if s, err := c.StatusSummary(bg(), a.Dir()); err != nil || s != "" {
 		t.Errorf("engine's status after reclaim = %q, %v; want clean (index moved to the agent's tree)", s, err)
 	}

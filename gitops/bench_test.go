@@ -13,7 +13,7 @@ const benchFiles = 2000
 
 // benchRepo builds a repository of benchFiles files of ~1 KiB in 40
 // directories and returns it with a Client.
-func benchRepo(b *testing.B) (string, *Client) {
+func benchRepo(b testing.TB) (string, *Client) {
 	b.Helper()
 	files := make(map[string]string, benchFiles)
 	line := strings.Repeat("x", 60) + "\n"

@@ -353,6 +353,10 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	// failed or was interrupted, for the artifacts and the next attempt).
 	theirs, rerr := ir.reclaim(ctx, repo)
 	if f != nil {
+		if rerr == nil {
+			// What the agent left uncommitted is read against its commit.
+			_ = repo.SyncIndex(context.WithoutCancel(ctx), theirs)
+		}
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
@@ -380,6 +384,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		return nil
 	}
 	if f := ir.merge(ctx, theirs); f != nil {
+		_ = repo.SyncIndex(context.WithoutCancel(ctx), theirs)
 		ir.captureArtifacts(ctx, f)
 		return f
 	}
