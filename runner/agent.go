@@ -346,6 +346,9 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	t0 = time.Now()
 	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
+	if f == nil {
+		fault(ctx, FaultAgentCommitted, ir.it.ItemID)
+	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
 	// Every agent process has ended: the worktree is the engine's again,

@@ -28,6 +28,10 @@ const (
 	// FaultReduceStepDone: a reduce step succeeded (and may have
 	// committed); the checkpoint does not record it yet.
 	FaultReduceStepDone = "reduce-step-done"
+	// FaultAgentCommitted: an agent's steps ended and it committed in the
+	// repository it was handed (gitops.HandOut); the engine has not taken
+	// the worktree back yet.
+	FaultAgentCommitted = "agent-committed"
 	// FaultClaudeDone: a claude step's process ended (what it spent is
 	// in its transcript); the item's spend is not checkpointed yet.
 	FaultClaudeDone = "claude-done"

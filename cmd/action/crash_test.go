@@ -387,6 +387,8 @@ func TestCrashWindows(t *testing.T) {
 		{"job creation: checkpoint written, no results branch", runner.FaultJobIntent + ":1:KILL"},
 		{"job creation: parent worktree made, setup not started", runner.FaultJobCreated + ":1:KILL"},
 		{"between a merge and its checkpoint", runner.FaultItemMerged + ":2:KILL"},
+		{"an agent committed in its own repository, the worktree not taken back", runner.FaultAgentCommitted + ":1:KILL"},
+		{"the same, interrupted (SIGINT)", runner.FaultAgentCommitted + ":2:INT"},
 		{"backoff sleep SIGKILL", runner.FaultBackoff + ":1:KILL"},
 		{"backoff sleep SIGINT", runner.FaultBackoff + ":2:INT"},
 		{"between a DLQ write and its checkpoint", runner.FaultDLQAdded + ":1:KILL"},
@@ -405,6 +407,14 @@ func TestCrashWindows(t *testing.T) {
 			}
 			e.cli(0, "resume", e.jobID)
 			e.check(evens(items), odds(items), 1, false)
+			// No agent's repository outlives the job (a worktree handed
+			// out when the process died is removed by the resume).
+			_ = filepath.WalkDir(filepath.Join(e.home, "worktrees"), func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() && d.Name() == ".git" {
+					t.Errorf("an agent's repository is left at %s", p)
+				}
+				return nil
+			})
 		})
 	}
 	for _, batch := range []string{"1000", "1"} { // one page; one record per page
