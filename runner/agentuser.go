@@ -186,9 +186,9 @@ func (j *job) prepareAgentUser(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
-		return fmt.Errorf("agents running as %d cannot reach their worktrees under %s: every directory above it must be searchable by them (chmod o+x), or set PRODIGY_HOME to a directory they can reach", o.UID, j.paths.WorktreeRoot())
+		return fmt.Errorf("agents running as %d cannot reach their worktrees under %s: every directory above it must be searchable by them (chmod o+x), or set PRODIGY_HOME to a directory they can reach (or run agents as the engine: no --agent-user; the Action's agent-user: off)", o.UID, j.paths.WorktreeRoot())
 	case errors.As(err, &ee) && ee.ExitCode() == 4:
-		return fmt.Errorf("agents running as %d cannot read the repository's objects at %s (their git reads them): make it and the directories above it readable and searchable by them", o.UID, objects)
+		return fmt.Errorf("agents running as %d cannot read the repository's objects at %s (their git reads them): make it and the directories above it readable and searchable by them (or run agents as the engine: no --agent-user; the Action's agent-user: off)", o.UID, objects)
 	}
 	return fmt.Errorf("check what agents running as %d can reach: %w", o.UID, err)
 }

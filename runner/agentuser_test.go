@@ -156,3 +156,30 @@ map:
 		}
 	}
 }
+
+// TestAgentUserThatCannotReachItsWorktreesIsNamed: when the agents' user
+// cannot search the directories above the state directory (t.TempDir's
+// 0700 here), the job fails before the first item runs, saying which
+// directory and what to do; no item ran.
+func TestAgentUserThatCannotReachItsWorktreesIsNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CI runs as root)")
+	}
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
+	o, _, _, _ := r.options(r.workflow(`
+name: unreachable
+map:
+  input: items.json
+  agent_template:
+    - shell: "touch ran-${item.n}"
+`))
+	o.AgentUser = "70300"
+	res, err := r.run(o)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach their worktrees") || !strings.Contains(err.Error(), "agent-user: off") {
+		t.Fatalf("err = %v; want the unreachable worktree directory named", err)
+	}
+	if res != nil && (res.Successful != 0 || res.Failed != 0) {
+		t.Errorf("items ran: %+v", res)
+	}
+}
