@@ -147,21 +147,20 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		}
 		return data, fi.ModTime(), true, nil
 	}
-	if _, err := eachRecordName(itemsDir, names, func(n string) error {
-		if !entries {
-			return nil
+	if entries {
+		if _, err := eachRecordName(itemsDir, names, func(n string) error {
+			data, mt, ok, err := read(n)
+			if err != nil || !ok {
+				return err
+			}
+			count++
+			if mt.After(newest) {
+				newest = mt
+			}
+			return addZipFile(zw, path.Join("items", n), data, mt)
+		}); err != nil {
+			return 0, err
 		}
-		data, mt, ok, err := read(n)
-		if err != nil || !ok {
-			return err
-		}
-		count++
-		if mt.After(newest) {
-			newest = mt
-		}
-		return addZipFile(zw, path.Join("items", n), data, mt)
-	}); err != nil {
-		return 0, err
 	}
 	if idx, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
 		if err := addZipFile(zw, "index.json", redact(idx), modTime(filepath.Join(dir, "index.json"))); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +42,7 @@ type AgentRepo struct {
 	dir    string // the work tree (absolute)
 	dotGit []byte // the engine's .git file, restored by Reclaim
 	base   string // the commit handed out
+	owned  bool   // handed to another user: Reclaim confines dir first
 }
 
 // Owner is the user an agent runs as when it is not the engine's: the
@@ -126,7 +126,7 @@ func (c *Client) HandOut(ctx context.Context, dir string, owner *Owner) (*AgentR
 		_ = removeAll(tmp)
 		return nil, fmt.Errorf("hand out %s: %w", abs, err)
 	}
-	return &AgentRepo{c: c, dir: abs, dotGit: file, base: head}, nil
+	return &AgentRepo{c: c, dir: abs, dotGit: file, base: head, owned: owner != nil}, nil
 }
 
 // buildAgentGit writes the agent's git directory at gitDir.
@@ -331,6 +331,14 @@ func copyFile(from, to string) error {
 // commit could not be taken: its repository was replaced, its HEAD is not
 // a commit, an object is missing or corrupt). ctx bounds the git it runs.
 func (a *AgentRepo) Reclaim(ctx context.Context) (theirs string, err error) {
+	if a.owned {
+		// The agent's user still owns everything inside, and may run
+		// again elsewhere (a shared uid runs now): close the directory
+		// before anything in it is read, written or deleted.
+		if err := confine(a.dir); err != nil {
+			return "", fmt.Errorf("take the worktree %s back: %w", a.dir, err)
+		}
+	}
 	gitDir := filepath.Join(a.dir, ".git")
 	theirs, err = readAgentHead(gitDir)
 	if err == nil && theirs != a.base {
@@ -535,8 +543,7 @@ func (c *Client) importObjects(ctx context.Context, objects, theirs, base string
 	uerr := unpack.Wait()
 	// unpack-objects stops at the first bad object, and pack-objects then
 	// dies writing to the closed pipe: the cause is unpack's.
-	var ee *exec.ExitError
-	brokenPipe := errors.As(perr, &ee) && ee.Sys() != nil && strings.Contains(perr.Error(), "broken pipe")
+	brokenPipe := perr != nil && strings.Contains(perr.Error(), "broken pipe")
 	switch {
 	case perr != nil && !(brokenPipe && uerr != nil):
 		return fmt.Errorf("read the agent's commit %s: %w: %s", theirs, perr, strings.TrimSpace(packErr.String()))
@@ -568,12 +575,33 @@ func (c *Client) handedOut(abs string) bool {
 }
 
 // chownTree makes owner the owner of dir and everything under it (symbolic
-// links themselves, never their targets).
+// links themselves, never their targets), dir itself last and mode 0700.
+// While the walk runs dir is the engine's and closed (confine), so no
+// other user — an earlier agent that owns files inside, or an agent sharing
+// the uid — can swap a directory for a symbolic link under the walk and
+// make root change the owner of a file elsewhere; and afterwards no other
+// agent can enter the worktree.
 func chownTree(dir string, owner Owner) error {
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
+	if err := confine(dir); err != nil {
+		return err
+	}
+	if err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil || p == dir {
 			return err
 		}
 		return os.Lchown(p, owner.UID, owner.GID)
-	})
+	}); err != nil {
+		return err
+	}
+	return os.Lchown(dir, owner.UID, owner.GID)
+}
+
+// confine makes dir (not what is in it) the engine's, mode 0700: no other
+// user can reach anything inside, whatever they own there. dir's parent
+// is the engine's, so dir itself cannot be swapped.
+func confine(dir string) error {
+	if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }

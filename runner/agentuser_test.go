@@ -183,3 +183,52 @@ map:
 		t.Errorf("items ran: %+v", res)
 	}
 }
+
+// TestAgentsOfTheirOwnUsersCannotReachEachOther: agents running as uids of
+// a range (two at a time, items longer than a moment so they overlap) try
+// to list, read and write every other pool worktree of the job — a
+// running one, or an idle one whose files an earlier agent still owns:
+// every worktree is closed to all but its current agent (0700), and the
+// engine's while no agent has it.
+func TestAgentsOfTheirOwnUsersCannotReachEachOther(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running agents as another user needs root (CI runs as root)")
+	}
+	t.Parallel()
+	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6), "shared.txt": "base\n"})
+	permtest.OpenUp(t, r.dir, r.home)
+	wf := r.workflow(`
+name: neighbours
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        me=$(basename "$PWD")
+        for d in ../*/; do
+          n=$(basename "$d")
+          case "$n" in "$me"|parent) continue ;; esac
+          ls "$d" >/dev/null 2>&1 && echo "listed $n" >> "reach-${item.n}.txt"
+          cat "$d/shared.txt" >/dev/null 2>&1 && echo "read $n" >> "reach-${item.n}.txt"
+          echo tampered 2>/dev/null > "$d/shared.txt" && echo "wrote $n" >> "reach-${item.n}.txt"
+        done
+        sleep 0.3
+        touch "reach-${item.n}.txt"
+        git add -A && git commit -q -m "item ${item.n}"
+`)
+	o, _, stderr, _ := r.options(wf)
+	o.AgentUser = "70500-70501"
+	res, err := r.run(o)
+	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 6 {
+		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
+	}
+	for n := range 6 {
+		if got := r.git("show", fmt.Sprintf("%s:reach-%d.txt", res.ResultsBranch, n)); got != "" {
+			t.Errorf("item %d reached another agent's worktree:\n%s", n, got)
+		}
+	}
+	if got := r.git("show", res.ResultsBranch+":shared.txt"); got != "base" {
+		t.Errorf("shared.txt = %q on the results branch", got)
+	}
+}
