@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/ghaction"
@@ -143,7 +145,19 @@ func (r *actionRun) shard(ctx context.Context) int {
 	if in := e.gha.GetInput("shard-continue"); in != "" {
 		cont = previousShardOutput(r.inWorkspace(in, ""), k)
 	}
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont})
+	so := runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont, Attempt: int(r.ctx.RunAttempt)}
+	live, code := r.liveUploads(out, k)
+	if code != exitOK {
+		return code
+	}
+	if live != nil {
+		so.OutputLock, so.Written = live.lock, live.written
+		live.start(ctx)
+	}
+	sr, err := runner.RunShard(ctx, so)
+	if live != nil {
+		live.finish(ctx) // after a signal: nothing more (the step's upload follows)
+	}
 	if err != nil {
 		e.gha.Errorf("shard %d: %s", k, r.redact.String(oneLine(err)))
 	}
@@ -156,6 +170,48 @@ func (r *actionRun) shard(ctx context.Context) int {
 		return runner.ExitCode(err)
 	}
 	return exitOK
+}
+
+// liveUploads is the shard's live upload of its output (live-artifact,
+// live-upload-interval), or nil when live-artifact is empty or the
+// artifact service is unavailable (with a warning: the step's upload
+// still runs).
+func (r *actionRun) liveUploads(out string, k int) (*liveUploads, int) {
+	e := r.env
+	prefix := e.gha.GetInput("live-artifact")
+	if prefix == "" {
+		return nil, exitOK
+	}
+	if err := ghaction.ValidateArtifactName(prefix); err != nil {
+		e.gha.Errorf("input live-artifact: %s", oneLine(err))
+		return nil, exitUsage
+	}
+	interval := time.Minute
+	if s := e.gha.GetInput("live-upload-interval"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Second {
+			e.gha.Errorf("input live-upload-interval: want a duration of at least 1s (e.g. 60s, 5m), got %q", s)
+			return nil, exitUsage
+		}
+		interval = d
+	}
+	client, err := ghaction.NewArtifactClient(ghaction.ArtifactClientOptions{
+		ResultsURL: e.Getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.Getenv("ACTIONS_RUNTIME_TOKEN"),
+		HTTPClient: e.HTTPClient, Retry: ghaction.RetryPolicy{Sleep: e.RetrySleep}, Mask: e.gha.AddMask,
+	})
+	if err != nil {
+		e.gha.Warningf("shard output not uploaded while the shard runs: %s", oneLine(err))
+		return nil, exitOK
+	}
+	days := r.in.ArtifactRetentionDays
+	if max := int(r.ctx.RetentionDays); max > 0 && days > max {
+		days = max
+	}
+	return &liveUploads{
+		client: client, dir: out, tmpDir: r.home, prefix: prefix, shard: k, interval: interval, days: days,
+		now: e.now, sleep: e.sleep, lock: new(sync.Mutex),
+		log: func(s string) { fmt.Fprintf(e.Stderr, "prodigy: %s\n", r.redact.String(s)) },
+	}, exitOK
 }
 
 // gather runs `action gather` over the shard outputs found under the
@@ -224,31 +280,38 @@ func previousShardOutput(dir string, k int) string {
 }
 
 // newestAttempts keeps one output per shard: a re-run of failed jobs adds
-// prodigy-shard-<run>-<attempt>-<shard> directories next to the earlier
-// attempt's, and the newest attempt of a shard wins. Outputs whose
-// result.json cannot be read are kept (gather reports them).
+// its attempt's outputs next to the earlier attempts', and a shard's live
+// uploads add snapshots of one attempt beside its final output. The
+// newest wins: the highest run_attempt of result.json (for outputs written
+// without one, the <attempt> of a prodigy-shard-<run>-<attempt>-<shard>
+// directory name), then the highest output_seq (the final write of an
+// attempt has the highest). Outputs whose result.json cannot be read are
+// kept (gather reports them).
 func newestAttempts(dirs []string) []string {
 	type pick struct {
-		dir     string
-		attempt int
+		dir          string
+		attempt, seq int
 	}
 	best := map[int]pick{}
 	var out []string
 	for _, d := range dirs {
 		var sr struct {
-			Shard *int `json:"shard"`
+			Shard      *int `json:"shard"`
+			RunAttempt int  `json:"run_attempt"`
+			OutputSeq  int  `json:"output_seq"`
 		}
 		data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile))
 		if err != nil || json.Unmarshal(data, &sr) != nil || sr.Shard == nil {
 			out = append(out, d)
 			continue
 		}
-		attempt := 0
-		if f := strings.Split(filepath.Base(d), "-"); len(f) >= 2 {
+		attempt := sr.RunAttempt
+		if f := strings.Split(filepath.Base(d), "-"); attempt == 0 && len(f) >= 2 {
 			attempt, _ = strconv.Atoi(f[len(f)-2])
 		}
-		if cur, ok := best[*sr.Shard]; !ok || attempt >= cur.attempt {
-			best[*sr.Shard] = pick{d, attempt}
+		cur, ok := best[*sr.Shard]
+		if !ok || attempt > cur.attempt || (attempt == cur.attempt && sr.OutputSeq >= cur.seq) {
+			best[*sr.Shard] = pick{d, attempt, sr.OutputSeq}
 		}
 	}
 	for _, p := range best {

@@ -96,6 +96,34 @@ func TestNewestAttemptsKeepsOneOutputPerShard(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+
+	// Live snapshots of one attempt beside its final output, and a re-run:
+	// result.json decides (run_attempt, then output_seq), never the name.
+	mkr := func(name, result string) string {
+		d := mk(name, 0)
+		if err := os.WriteFile(filepath.Join(d, "result.json"), []byte(result), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	live1 := mkr("prodigy-shard-9-1-live1-2", `{"shard": 2, "run_attempt": 1, "output_seq": 3}`)
+	live2 := mkr("prodigy-shard-9-1-live2-2", `{"shard": 2, "run_attempt": 1, "output_seq": 9}`)
+	final1 := mkr("prodigy-shard-9-1-2", `{"shard": 2, "run_attempt": 1, "output_seq": 12}`)
+	rerunLive := mkr("prodigy-shard-9-2-live1-2", `{"shard": 2, "run_attempt": 2, "output_seq": 1}`)
+	for _, tc := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{live1, live2}, live2},
+		{[]string{live2, live1}, live2},
+		{[]string{final1, live2, live1}, final1},
+		{[]string{live2, final1}, final1},
+		{[]string{final1, rerunLive, live2}, rerunLive},
+	} {
+		if got := newestAttempts(tc.dirs); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("newestAttempts(%v) = %v, want %s", tc.dirs, got, tc.want)
+		}
+	}
 }
 
 // A re-run of a shard job on a new runner (fresh clone, fresh state)

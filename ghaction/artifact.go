@@ -237,6 +237,26 @@ func (c *ArtifactClient) List(ctx context.Context, nameFilter string) ([]Artifac
 	return out, nil
 }
 
+// Delete deletes artifact name of the current run (what upload-artifact's
+// `overwrite` does before it uploads again) and returns its id. A name that
+// does not exist is a *TwirpError (not_found) on GitHub's
+// service (act's answers ok).
+func (c *ArtifactClient) Delete(ctx context.Context, name string) (int64, error) {
+	resp, err := c.twirp(ctx, "DeleteArtifact", map[string]any{
+		"workflow_run_backend_id":     c.ids.WorkflowRun,
+		"workflow_job_run_backend_id": c.ids.WorkflowJob,
+		"name":                        name,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete artifact %q: %w", name, err)
+	}
+	if !resp.boolean("ok") {
+		return 0, fmt.Errorf("delete artifact %q: the service answered ok=false", name)
+	}
+	id, _ := resp.int64("artifact_id")
+	return id, nil
+}
+
 // Download fetches the bytes of artifact name of the current run through a
 // signed URL (no auth header is sent to the blob host).
 func (c *ArtifactClient) Download(ctx context.Context, name string) ([]byte, error) {

@@ -104,6 +104,15 @@ func (f *fakeResults) serve(w http.ResponseWriter, r *http.Request) {
 			list = append(list, map[string]any{f.key("name"): n, f.key("size"): fmt.Sprint(len(b)), f.key("database_id"): 7, f.key("created_at"): "2026-01-02T03:04:05Z"})
 		}
 		out[f.key("artifacts")] = list
+	case "DeleteArtifact":
+		if _, ok := f.finalized[name]; !ok {
+			http.Error(w, `{"code":"not_found","msg":"artifact not found"}`, http.StatusNotFound)
+			return
+		}
+		delete(f.finalized, name)
+		delete(f.blobs, name)
+		out[f.key("ok")] = true
+		out[f.key("artifact_id")] = "1001"
 	case "GetSignedArtifactURL":
 		out[f.key("signed_url")] = f.srv.URL + "/blob/" + name + "?sig=ZG93bg%3D%3D&op=get"
 	default:
@@ -290,5 +299,31 @@ func TestArtifactClientErrors(t *testing.T) {
 	var te *TwirpError
 	if !errors.As(err, &te) || te.StatusCode != http.StatusUnauthorized || te.Code != "unauthenticated" {
 		t.Errorf("err = %v, want a decoded 401 Twirp error", err)
+	}
+}
+
+// TestArtifactDelete: a deleted name can be uploaded again (what a shard's
+// live uploads rely on to keep one snapshot); deleting a missing name is an
+// error, not a retry loop.
+func TestArtifactDelete(t *testing.T) {
+	f := newFakeResults(t)
+	c := newTestClient(t, f, &sleepRecorder{}, nil)
+	ctx := context.Background()
+	if _, err := c.Upload(ctx, "live-1", []byte("one"), 0); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Delete(ctx, "live-1")
+	if err != nil || id != 1001 {
+		t.Fatalf("Delete = %d, %v", id, err)
+	}
+	if list, err := c.List(ctx, ""); err != nil || len(list) != 0 {
+		t.Fatalf("after Delete: %+v, %v", list, err)
+	}
+	if _, err := c.Upload(ctx, "live-1", []byte("two"), 0); err != nil {
+		t.Fatalf("upload after delete: %v", err)
+	}
+	var te *TwirpError
+	if _, err := c.Delete(ctx, "nothing"); !errors.As(err, &te) || te.StatusCode != http.StatusNotFound {
+		t.Errorf("Delete of a missing name = %v, want a 404 TwirpError", err)
 	}
 }

@@ -3,8 +3,11 @@ package ghaction
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,5 +241,60 @@ func TestDLQArrayIsWhatMarshalIndentWrites(t *testing.T) {
 				t.Errorf("dlq.json:\n%s\nwant:\n%s", got, wantBytes)
 			}
 		})
+	}
+}
+
+// TestWriteDirZipFile: the tree as upload-artifact lays it out, the digest
+// and size of the bytes written, and no symbolic link followed.
+func TestWriteDirZipFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	for name, body := range map[string]string{"result.json": `{"shard":1}`, "dlq/item-1.json": `{"item_id":"1"}`, "shard.bundle": strings.Repeat("x", 1<<20)} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(secret, []byte("outside"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "dlq", "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	blob, err := WriteDirZipFile(f, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != blob.Size || blob.Digest != "sha256:"+fmt.Sprintf("%x", sha256.Sum256(data)) {
+		t.Errorf("blob size %d digest %s do not describe the %d bytes written", blob.Size, blob.Digest, len(data))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, zf := range zr.File {
+		names = append(names, zf.Name)
+		rc, _ := zf.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if zf.Name == "shard.bundle" && len(b) != 1<<20 {
+			t.Errorf("shard.bundle: %d bytes", len(b))
+		}
+	}
+	if got := strings.Join(names, " "); got != "dlq/item-1.json result.json shard.bundle" {
+		t.Errorf("entries = %s (a symbolic link must not be followed)", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -29,6 +30,21 @@ type ShardOptions struct {
 	// not run again (their DLQ records imported). An output of another
 	// shard, job or base is ignored with a warning. "" starts from the base.
 	Continue string
+	// Attempt is the CI's attempt number of this run of the shard (e.g.
+	// GITHUB_RUN_ATTEMPT), written to result.json as run_attempt so that
+	// a gatherer can tell a re-run's output from an earlier attempt's
+	// whatever its artifact is called; 0 writes none.
+	Attempt int
+	// OutputLock, when set, is held while the output directory is written
+	// (after every finished item and at the end): hold it to read a
+	// consistent output, e.g. to upload it while the shard runs. Nil
+	// uses a lock of the shard's own.
+	OutputLock sync.Locker
+	// Written, when set, is called after each complete write of the output
+	// directory with its output_seq (1, 2, …; the final write has the
+	// highest), without OutputLock held. It must not block for long: the
+	// next write waits for it.
+	Written func(seq int)
 }
 
 // ShardResult is OUTDIR/result.json: the per-item outcomes `run --json`
@@ -52,6 +68,14 @@ type ShardResult struct {
 	// again cannot finish those items before the cause is fixed, so gather
 	// closes such a shard instead of waiting for it. Empty otherwise.
 	StopReason string `json:"stop_reason,omitempty"`
+	// RunAttempt is ShardOptions.Attempt: the CI attempt that wrote this
+	// output (absent when none was given).
+	RunAttempt int `json:"run_attempt,omitempty"`
+	// OutputSeq numbers the writes of one run of the shard's output: the
+	// output is rewritten after every finished item, and of two outputs of
+	// the same attempt the higher OutputSeq holds everything the lower one
+	// does (and the final write has the highest).
+	OutputSeq int `json:"output_seq,omitempty"`
 }
 
 // Files of a shard's output directory.
@@ -149,7 +173,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 	// while the shard runs: after every finished item (shardlive.go).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	live := startShardLive(wctx, j, ShardResult{PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}, so.OutDir)
+	live := startShardLive(wctx, j, ShardResult{PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit, RunAttempt: so.Attempt}, so.OutDir, so.OutputLock, so.Written)
 	res, runErr := j.runShard(ctx, plan, so.Shard, so.Continue)
 	live.stop()
 	if res == nil {
@@ -159,7 +183,7 @@ func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
 		runErr = fmt.Errorf("%w; this is shard %d's part ($%.2f) of the job budget: running the shard again does not add to it; gather (which closes this shard), then continue the pending items with `plan WORKFLOW --from-pending %s --max-cost-usd N`",
 			runErr, so.Shard, plan.Shards[so.Shard].MaxCostUSD, plan.JobID)
 	}
-	sr := &ShardResult{Result: res, PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit}
+	sr := &ShardResult{Result: res, PlanID: plan.PlanID, Shard: so.Shard, BaseCommit: plan.BaseCommit, RunAttempt: so.Attempt}
 	switch {
 	case res.Pending == 0:
 	case errors.Is(runErr, ErrBudgetExhausted):

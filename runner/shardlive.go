@@ -25,16 +25,26 @@ import (
 // (writeShardOutput); result.json lists the unfinished items as pending,
 // which gather leaves pending.
 type shardLive struct {
-	j    *job
-	sr   ShardResult // PlanID, Shard and BaseCommit
-	out  string
-	kick chan struct{}
-	done chan struct{}
-	mu   sync.Mutex // one write at a time, the final one included
+	j       *job
+	sr      ShardResult // PlanID, Shard, BaseCommit and RunAttempt
+	out     string
+	kick    chan struct{}
+	done    chan struct{}
+	mu      sync.Locker // one write at a time, the final one included
+	seq     int         // writes so far (under mu)
+	written func(seq int)
 }
 
-func startShardLive(ctx context.Context, j *job, sr ShardResult, out string) *shardLive {
-	l := &shardLive{j: j, sr: sr, out: out, kick: make(chan struct{}, 1), done: make(chan struct{})}
+// startShardLive starts the live writer; lock (nil: one of its own) is
+// held during every write, written (may be nil) is told of each.
+func startShardLive(ctx context.Context, j *job, sr ShardResult, out string, lock sync.Locker, written func(int)) *shardLive {
+	if lock == nil {
+		lock = new(sync.Mutex)
+	}
+	if written == nil {
+		written = func(int) {}
+	}
+	l := &shardLive{j: j, sr: sr, out: out, kick: make(chan struct{}, 1), done: make(chan struct{}), mu: lock, written: written}
 	j.hooks = liveHooks{Hooks: j.hooks, kick: l.poke}
 	go func() {
 		defer close(l.done)
@@ -65,10 +75,18 @@ func (l *shardLive) stop() {
 	<-l.done
 }
 
+// write writes sr as the next output (numbering it) and tells written.
 func (l *shardLive) write(ctx context.Context, sr *ShardResult) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.j.writeShardOutput(ctx, sr, l.out)
+	l.seq++
+	sr.OutputSeq = l.seq
+	err := l.j.writeShardOutput(ctx, sr, l.out)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.written(sr.OutputSeq)
+	return nil
 }
 
 // liveHooks pokes the live writer after every finished item.
