@@ -22,7 +22,8 @@ import (
 // overran its time) leaves an output holding every item finished before
 // its last write, and an `if: always()` upload or a later gather loses at
 // most the items in flight. The format is the final output's
-// (writeShardOutput); result.json lists the unfinished items as pending,
+// (writeShardOutput); result.json lists the unfinished items as pending
+// (or running, for those in flight when it was written),
 // which gather leaves pending.
 type shardLive struct {
 	j       *job
