@@ -954,35 +954,44 @@ func readHead(path string) (*Checkpoint, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	cp, _, err := decodeHead(json.NewDecoder(bufio.NewReaderSize(f, 64<<10)), path)
+	return cp, err
+}
+
+// decodeHead decodes a checkpoint's fields from dec up to "items" (the
+// last), reporting whether it stopped at that key (the decoder is then
+// at the items' value).
+func decodeHead(dec *json.Decoder, path string) (*Checkpoint, bool, error) {
+	atItems := false
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("decode %s: not a JSON object", path)
+		return nil, false, fmt.Errorf("decode %s: not a JSON object", path)
 	}
 	fields := map[string]json.RawMessage{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", path, err)
+			return nil, false, fmt.Errorf("decode %s: %w", path, err)
 		}
 		key, _ := t.(string)
 		if key == "items" {
+			atItems = true
 			break
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", path, err)
+			return nil, false, fmt.Errorf("decode %s: %w", path, err)
 		}
 		fields[key] = v
 	}
 	b, err := json.Marshal(fields)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var cp Checkpoint
 	if err := json.Unmarshal(b, &cp); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
+		return nil, false, fmt.Errorf("decode %s: %w", path, err)
 	}
-	return &cp, nil
+	return &cp, atItems, nil
 }
 
 // errNoTail: the journal's last entry cannot be found cheaply (a very

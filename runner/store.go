@@ -83,10 +83,19 @@ func status(home, jobID string, summary bool) (*Result, error) {
 		return nil, err
 	}
 	res := resultOf(cp)
+	if err := completeStatus(p, cp, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// completeStatus adds to a job's result what is not in its checkpoint:
+// orphaned worktrees, the DLQ's size, and a dead process's note.
+func completeStatus(p Paths, cp *jobstore.Checkpoint, res *Result) error {
 	if f, err := jobstore.LoadOrphans(p.Orphans()); err == nil {
 		res.OrphanedWorktrees = f.Worktrees
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+		return err
 	}
 	if res.OrphanedWorktrees == nil {
 		res.OrphanedWorktrees = []OrphanedWorktree{}
@@ -97,7 +106,26 @@ func status(home, jobID string, summary bool) (*Result, error) {
 	if cp.Status == StatusRunning && !jobstore.Locked(p) {
 		res.Error = "the process running this job is gone; continue with `resume " + cp.JobID + "`"
 	}
-	return res, nil
+	return nil
+}
+
+// StatusStream is Status for a job of any size: head gets the result with
+// Items nil, then item gets every item's outcome in input order, read one
+// at a time (jobstore.StreamCheckpoint), so memory does not grow with the
+// job and the first bytes come before the last item is read. The counts in
+// head describe exactly the items that follow.
+func StatusStream(home, jobID string, head func(*Result) error, item func(ItemOutcome) error) error {
+	p, err := FindJob(home, "", jobID)
+	if err != nil {
+		return err
+	}
+	return jobstore.StreamCheckpoint(p, func(cp *jobstore.Checkpoint) error {
+		res := resultOf(cp) // counts only: cp has no items
+		if err := completeStatus(p, cp, res); err != nil {
+			return err
+		}
+		return head(res)
+	}, func(it *jobstore.CheckpointItem) error { return item(it.ItemOutcome) })
 }
 
 // openDLQ opens the DLQ store of a job.

@@ -44,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -56,13 +57,14 @@ import (
 const jobPrefix = "scale-"
 
 type config struct {
-	ns          []int
-	maxParallel int
-	windowFrom  int // N at or above which a run is windowed
-	window      time.Duration
-	windowItems int
-	action, dir string
-	keep, json  bool
+	ns             []int
+	maxParallel    int
+	windowFrom     int // N at or above which a run is windowed
+	window         time.Duration
+	windowItems    int
+	action, dir    string
+	statusBaseline string
+	keep, json     bool
 }
 
 // Run is one measured job.
@@ -85,13 +87,21 @@ type Run struct {
 	StatusS       float64 `json:"status_s"`
 	StatusJSONS   float64 `json:"status_json_s"`
 	StatusJSONB   int     `json:"status_json_bytes"`
-	Merged        int     `json:"merged"`
-	Pending       int     `json:"pending"`
-	Running       int     `json:"running"`
-	DLQ           int     `json:"dlq"`
-	JobStatus     string  `json:"job_status"`
-	CheckOK       bool    `json:"check_ok"`
-	CheckError    string  `json:"check_error,omitempty"`
+	// StatusJSONFirstS is when `status --json` wrote its first byte,
+	// StatusJSONRSSMiB its peak RSS (ru_maxrss).
+	StatusJSONFirstS float64 `json:"status_json_first_byte_s"`
+	StatusJSONRSSMiB float64 `json:"status_json_rss_mib"`
+	// The same for -status-baseline's binary (0 without one).
+	BaselineJSONS      float64 `json:"baseline_status_json_s,omitempty"`
+	BaselineJSONFirstS float64 `json:"baseline_status_json_first_byte_s,omitempty"`
+	BaselineJSONRSSMiB float64 `json:"baseline_status_json_rss_mib,omitempty"`
+	Merged             int     `json:"merged"`
+	Pending            int     `json:"pending"`
+	Running            int     `json:"running"`
+	DLQ                int     `json:"dlq"`
+	JobStatus          string  `json:"job_status"`
+	CheckOK            bool    `json:"check_ok"`
+	CheckError         string  `json:"check_error,omitempty"`
 }
 
 // Report is the -json output.
@@ -113,6 +123,7 @@ func main() {
 	flag.DurationVar(&c.window, "window", 120*time.Second, "length of a windowed run, from the first item started")
 	flag.IntVar(&c.windowItems, "window-items", 0, "end a windowed run after this many items finished (0: time only)")
 	flag.StringVar(&c.action, "action", "", "prebuilt CLI (default: go build ./cmd/action)")
+	flag.StringVar(&c.statusBaseline, "status-baseline", "", "another build of the CLI (e.g. of an older commit) whose `status --json` is measured on the same job")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a temp dir)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object")
@@ -369,22 +380,16 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 		if asJSON {
 			args = append(args, "--json")
 		}
-		st := exec.Command(bin, args...)
-		st.Dir = repo
-		st.Env = env
-		var out bytes.Buffer
-		st.Stdout = &out
-		t0 := time.Now()
-		err := st.Run()
-		d := time.Since(t0).Seconds()
-		if err != nil && st.ProcessState.ExitCode() < 0 {
-			return nil, fmt.Errorf("status: %w", err)
+		var out firstByte
+		d, rss, err := timeStatus(bin, args, repo, env, &out)
+		if err != nil {
+			return nil, err
 		}
 		if !asJSON {
 			r.StatusS = d
 			continue
 		}
-		r.StatusJSONS, r.StatusJSONB = d, out.Len()
+		r.StatusJSONS, r.StatusJSONB, r.StatusJSONFirstS, r.StatusJSONRSSMiB = d, out.Len(), out.first, rss
 		var s struct {
 			Status         string `json:"status"`
 			TotalItems     int    `json:"total"`
@@ -408,6 +413,18 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 			}
 		}
 		check(r, s.TotalItems, s.Failed, s.Skipped, windowed)
+		if c.statusBaseline != "" {
+			var base firstByte
+			d, rss, err := timeStatus(c.statusBaseline, args, repo, env, &base)
+			if err != nil {
+				return nil, fmt.Errorf("baseline: %w", err)
+			}
+			r.BaselineJSONS, r.BaselineJSONFirstS, r.BaselineJSONRSSMiB = d, base.first, rss
+			if !jsonEqual(base.Bytes(), out.Bytes()) {
+				r.CheckOK = false
+				r.CheckError += "; the baseline's status --json differs"
+			}
+		}
 	}
 	logf("N=%d: first item %.2f s, %.1f items/s, %.3f ms CPU/item, peak RSS %.1f MiB, status %.2f s, --json %.2f s, %s",
 		n, r.FirstItemS, r.ItemsPerS, r.CPUMSPerItem, r.PeakRSSMiB, r.StatusS, r.StatusJSONS, r.JobStatus)
@@ -577,6 +594,45 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 func (t *tail) String() string { return string(t.b) }
 
+// firstByte is a buffer that notes when its first byte came.
+type firstByte struct {
+	bytes.Buffer
+	start time.Time
+	first float64
+}
+
+func (f *firstByte) Write(p []byte) (int, error) {
+	if f.Len() == 0 && len(p) > 0 {
+		f.first = time.Since(f.start).Seconds()
+	}
+	return f.Buffer.Write(p)
+}
+
+// timeStatus runs BIN ARGS in dir and returns its wall time and peak RSS.
+func timeStatus(bin string, args []string, dir string, env []string, out *firstByte) (float64, float64, error) {
+	st := exec.Command(bin, args...)
+	st.Dir = dir
+	st.Env = env
+	st.Stdout = out
+	out.start = time.Now()
+	err := st.Run()
+	d := time.Since(out.start).Seconds()
+	if err != nil && st.ProcessState.ExitCode() < 0 {
+		return 0, 0, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	rss := 0.0
+	if ru, ok := st.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024
+	}
+	return d, rss, nil
+}
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
 func printText(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "engine at scale: no-op items, %d CPUs, loadavg %s\n\n", r.CPUs, r.Load)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -594,6 +650,13 @@ func printText(w io.Writer, r *Report) {
 			x.FirstItemS, x.ItemsPerS, x.WallMSPerItem, x.CPUMSPerItem, x.PeakRSSMiB, x.StatusS, x.StatusJSONS, x.Merged, x.Pending, ok)
 	}
 	_ = tw.Flush()
+	for _, x := range r.Runs {
+		fmt.Fprintf(w, "N=%d status --json: first byte %.3f s, all %.2f s, peak RSS %.1f MiB", x.N, x.StatusJSONFirstS, x.StatusJSONS, x.StatusJSONRSSMiB)
+		if x.BaselineJSONS > 0 {
+			fmt.Fprintf(w, "; baseline: first byte %.3f s, all %.2f s, peak RSS %.1f MiB", x.BaselineJSONFirstS, x.BaselineJSONS, x.BaselineJSONRSSMiB)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "\nbookkeeping (runner CPU/item) 10k/1k: %.2f×  wall/item 10k/1k: %.2f×  throughput 1M/1k: %.2f×\n",
 		r.BookkeepingRatio10k, r.WallPerItemRatio10k, r.Throughput1MOver1k)
 	for _, x := range r.Runs {
