@@ -594,19 +594,25 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 func (t *tail) String() string { return string(t.b) }
 
-// firstByte is a buffer that notes when its first byte came.
+// firstByte is a buffer that notes when its first byte came. (It does
+// not embed bytes.Buffer: io.Copy would use the promoted ReadFrom and
+// never call Write.)
 type firstByte struct {
-	bytes.Buffer
+	buf   bytes.Buffer
 	start time.Time
 	first float64
 }
 
 func (f *firstByte) Write(p []byte) (int, error) {
-	if f.Len() == 0 && len(p) > 0 {
+	if f.buf.Len() == 0 && len(p) > 0 {
 		f.first = time.Since(f.start).Seconds()
 	}
-	return f.Buffer.Write(p)
+	return f.buf.Write(p)
 }
+
+func (f *firstByte) Len() int       { return f.buf.Len() }
+func (f *firstByte) Bytes() []byte  { return f.buf.Bytes() }
+func (f *firstByte) String() string { return f.buf.String() }
 
 // timeStatus runs BIN ARGS in dir and returns its wall time and peak RSS.
 func timeStatus(bin string, args []string, dir string, env []string, out *firstByte) (float64, float64, error) {
