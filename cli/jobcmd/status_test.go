@@ -14,7 +14,7 @@ import (
 
 // statusJob writes a finished job of n items (some merged, some in the
 // DLQ, one updated through the journal) under home.
-func statusJob(t *testing.T, home string, n int) string {
+func statusJob(t testing.TB, home string, n int) string {
 	t.Helper()
 	p := jobstore.Paths{Home: home, Repo: "repo-0123abcd", JobID: "mapreduce-20261125_000000-abcdef"}
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
