@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,4 +211,33 @@ func TestHandOutKeepsTheRepositorysSettings(t *testing.T) {
 	if s, err := c.StatusSummary(bg(), a.Dir()); err != nil || s != "" {
 		t.Errorf("engine's status after reclaim = %q, %v; want clean (index moved to the agent's tree)", s, err)
 	}
+}
+
+// TestReclaimLooksUpOnlyWhatTheAgentChanged: taking back an agent's
+// commit that adds one file to a directory of 3,000 looks up a handful of
+// objects, not every entry of the directory (it did, and the cost of a
+// job's items grew with the number merged before them). The commit is
+// still imported whole.
+func TestReclaimLooksUpOnlyWhatTheAgentChanged(t *testing.T) {
+	files := map[string]string{}
+	for i := range 3000 {
+		files[fmt.Sprintf("out/item-%04d.txt", i)] = fmt.Sprint(i)
+	}
+	t.Parallel()
+	repo, c := newRepo(t, files, true)
+	a, _ := handedOutSlot(t, c, repo)
+	agentShell(t, a.Dir(), `mkdir -p out/new && echo new > out/new/one.txt && echo more > out/item-3000.txt && git add out && git commit -qm "one more"`)
+	before := c.objects.looked.Load()
+	theirs, err := a.Reclaim(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The commit, the root and out/ trees, out/new, its blob and item-3000's blob.
+	if looked := c.objects.looked.Load() - before; looked > 8 {
+		t.Errorf("looked up %d objects, want at most 8 (what the commit changed)", looked)
+	}
+	if got := git(t, repo, "cat-file", "-p", theirs+":out/new/one.txt"); got != "new" {
+		t.Errorf("out/new/one.txt = %q", got)
+	}
+	git(t, repo, "fsck", "--no-dangling", "--connectivity-only")
 }

@@ -30,6 +30,7 @@ type objectReader struct {
 	mu        sync.Mutex
 	st        *filesystem.Storage
 	walked    atomic.Int64 // commits visited by the in-process history walks (tests)
+	looked    atomic.Int64 // objects importLoose looked up in the repository (tests)
 	// written are objects this process wrote (see remember), under mu.
 	written map[plumbing.Hash]plumbing.EncodedObject
 	zbuf    bytes.Buffer // compressed object being written, under mu

@@ -35,38 +35,16 @@ const (
 // cancelGitHub is the part of GitHub a cancelled Action still talks to:
 // the artifact service (twirp + blob storage) and the issue comments.
 type cancelGitHub struct {
-	srv       *httptest.Server
-	mu        sync.Mutex
-	artifacts []string // finalized artifact names
-	blobBytes int
-	comments  []string
+	srv      *httptest.Server
+	arts     artifactService
+	mu       sync.Mutex
+	comments []string
 }
 
 func newCancelGitHub(t *testing.T) *cancelGitHub {
 	g := &cancelGitHub{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/twirp/github.actions.results.api.v1.ArtifactService/", func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Name string }
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		switch strings.TrimPrefix(r.URL.Path, "/twirp/github.actions.results.api.v1.ArtifactService/") {
-		case "CreateArtifact":
-			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signed_upload_url": g.srv.URL + "/blob/" + req.Name + "?sig=s"})
-		case "FinalizeArtifact":
-			g.artifacts = append(g.artifacts, req.Name)
-			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "artifact_id": strconv.Itoa(4000 + len(g.artifacts))})
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	})
-	mux.HandleFunc("/blob/", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		g.mu.Lock()
-		g.blobBytes += len(b)
-		g.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-	})
+	g.arts.register(mux, func() string { return g.srv.URL })
 	mux.HandleFunc("/api/user", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) })
 	mux.HandleFunc("/api/repos/o/r/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
@@ -214,10 +192,12 @@ func (c *cancelRun) check(t *testing.T, err error, pids []int) {
 	if sum, _ := os.ReadFile(c.sum); !strings.Contains(string(sum), `item\_1`) {
 		t.Errorf("job summary does not list the DLQ item:\n%s", sum)
 	}
-	c.gh.mu.Lock()
-	if len(c.gh.artifacts) != 1 || c.gh.blobBytes == 0 {
-		t.Errorf("DLQ artifact not uploaded: %v (%d bytes)", c.gh.artifacts, c.gh.blobBytes)
+	c.gh.arts.mu.Lock()
+	if len(c.gh.arts.order) != 1 || len(c.gh.arts.final[c.gh.arts.order[0]]) == 0 {
+		t.Errorf("DLQ artifact not uploaded: %v", c.gh.arts.order)
 	}
+	c.gh.arts.mu.Unlock()
+	c.gh.mu.Lock()
 	if len(c.gh.comments) != 1 {
 		t.Errorf("comments = %d, want 1", len(c.gh.comments))
 	}

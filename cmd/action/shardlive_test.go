@@ -29,32 +29,7 @@ func TestKilledShardLeavesWhatFinished(t *testing.T) {
 	}
 	t.Parallel()
 	pidDir := t.TempDir()
-	wf := strings.ReplaceAll(`
-name: live
-mode: mapreduce
-map:
-  input: items.json
-  max_parallel: 1
-  agent_template:
-    - shell: |
-        case "${item.kind}" in
-          ok) ;;
-          fail) echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"; echo "permanent failure" >&2; exit 3 ;;
-          long) if [ ! -e "$PIDDIR/go" ]; then echo $$ > "$PIDDIR/long.pid"; sleep 300; fi ;;
-        esac
-        echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"
-        echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
-error_policy:
-  on_item_failure: dlq
-  retry_config:
-    attempts: 1
-`, "$PIDDIR", pidDir)
-	origin := cliRepo(t, map[string]string{"wf.yml": wf,
-		"items.json": `[{"kind":"ok"},{"kind":"fail"},{"kind":"ok"},{"kind":"long"},{"kind":"ok"}]`})
-	planDir := filepath.Join(t.TempDir(), "plan")
-	if code, _, stderr := runCLI(t, t.TempDir(), "plan", filepath.Join(origin, "wf.yml"), "--repo", origin, "--out", planDir, "--shards", "1"); code != 0 {
-		t.Fatalf("plan: exit %d\n%s", code, stderr)
-	}
+	origin, planDir := killableShardJob(t, pidDir)
 	shardRepo := cloneRepo(t, origin, "shard")
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "shard", planDir, "0", "--out", out, "--repo", shardRepo)
@@ -66,12 +41,7 @@ error_policy:
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		// The killed shard cannot end its agent: end its process group.
-		if data, err := os.ReadFile(filepath.Join(pidDir, "long.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
+		killLongAgent(pidDir) // the killed shard cannot end its agent
 	})
 	// Wait for an output listing item_0 merged and item_1 failed while
 	// item_3 runs (item_4 never starts: max_parallel 1).
@@ -154,6 +124,51 @@ error_policy:
 	for _, f := range []string{"out-0.txt", "out-2.txt", "out-3.txt", "out-4.txt"} {
 		if !strings.Contains(files, f) {
 			t.Errorf("results branch lacks %s:\n%s", f, files)
+		}
+	}
+}
+
+// killableShardJob makes the job both kill tests run, planned as one
+// shard: items ok, fail (permanently: the DLQ), ok, long (sleeps 300 s
+// unless $PIDDIR/go exists; its pid in long.pid), ok, one agent at a
+// time; every run of an item appends its index to $PIDDIR/runs and an
+// item that succeeds commits out-<index>.txt.
+func killableShardJob(t *testing.T, pidDir string) (origin, planDir string) {
+	t.Helper()
+	wf := strings.ReplaceAll(`
+name: live
+mode: mapreduce
+map:
+  input: items.json
+  max_parallel: 1
+  agent_template:
+    - shell: |
+        case "${item.kind}" in
+          ok) ;;
+          fail) echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"; echo "permanent failure" >&2; exit 3 ;;
+          long) if [ ! -e "$PIDDIR/go" ]; then echo $$ > "$PIDDIR/long.pid"; sleep 300; fi ;;
+        esac
+        echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"
+        echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+error_policy:
+  on_item_failure: dlq
+  retry_config:
+    attempts: 1
+`, "$PIDDIR", pidDir)
+	origin = cliRepo(t, map[string]string{"wf.yml": wf,
+		"items.json": `[{"kind":"ok"},{"kind":"fail"},{"kind":"ok"},{"kind":"long"},{"kind":"ok"}]`})
+	planDir = filepath.Join(t.TempDir(), "plan")
+	if code, _, stderr := runCLI(t, t.TempDir(), "plan", filepath.Join(origin, "wf.yml"), "--repo", origin, "--out", planDir, "--shards", "1"); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, stderr)
+	}
+	return origin, planDir
+}
+
+// killLongAgent ends the process group of killableShardJob's long agent.
+func killLongAgent(pidDir string) {
+	if data, err := os.ReadFile(filepath.Join(pidDir, "long.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}
 }

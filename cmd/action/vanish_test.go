@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -36,8 +35,18 @@ type artifactService struct {
 }
 
 func newArtifactService(t *testing.T) *artifactService {
-	a := &artifactService{pending: map[string][]byte{}, final: map[string][]byte{}}
+	a := &artifactService{}
 	mux := http.NewServeMux()
+	a.register(mux, func() string { return a.srv.URL })
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// register serves the artifact service's routes on mux; base is the
+// server's URL (for the signed upload URLs).
+func (a *artifactService) register(mux *http.ServeMux, base func() string) {
+	a.pending, a.final = map[string][]byte{}, map[string][]byte{}
 	mux.HandleFunc("/twirp/github.actions.results.api.v1.ArtifactService/", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Name string }
 		_ = json.NewDecoder(r.Body).Decode(&req)
@@ -51,7 +60,7 @@ func newArtifactService(t *testing.T) *artifactService {
 				return
 			}
 			a.pending[req.Name] = nil
-			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signed_upload_url": a.srv.URL + "/blob/" + req.Name + "?sig=s"})
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signed_upload_url": base() + "/blob/" + req.Name + "?sig=s"})
 		case "FinalizeArtifact":
 			a.final[req.Name] = a.pending[req.Name]
 			a.order = append(a.order, req.Name)
@@ -79,9 +88,6 @@ func newArtifactService(t *testing.T) *artifactService {
 		}
 		w.WriteHeader(http.StatusCreated)
 	})
-	a.srv = httptest.NewServer(mux)
-	t.Cleanup(a.srv.Close)
-	return a
 }
 
 // newest returns the last finalized artifact still present.
@@ -194,32 +200,7 @@ func TestVanishedShardRunnerLosesOnlyItsItemsInFlight(t *testing.T) {
 	}
 	t.Parallel()
 	pidDir := t.TempDir()
-	wf := strings.ReplaceAll(`
-name: vanish
-mode: mapreduce
-map:
-  input: items.json
-  max_parallel: 1
-  agent_template:
-    - shell: |
-        case "${item.kind}" in
-          ok) ;;
-          fail) echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"; echo "permanent failure" >&2; exit 3 ;;
-          long) if [ ! -e "$PIDDIR/go" ]; then echo $$ > "$PIDDIR/long.pid"; sleep 300; fi ;;
-        esac
-        echo "$PRODIGY_ITEM_INDEX" >> "$PIDDIR/runs"
-        echo "$PRODIGY_ITEM_INDEX" > "out-$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
-error_policy:
-  on_item_failure: dlq
-  retry_config:
-    attempts: 1
-`, "$PIDDIR", pidDir)
-	origin := cliRepo(t, map[string]string{"wf.yml": wf,
-		"items.json": `[{"kind":"ok"},{"kind":"fail"},{"kind":"ok"},{"kind":"long"},{"kind":"ok"}]`})
-	planDir := filepath.Join(t.TempDir(), "plan")
-	if code, _, stderr := runCLI(t, t.TempDir(), "plan", filepath.Join(origin, "wf.yml"), "--repo", origin, "--out", planDir, "--shards", "1"); code != 0 {
-		t.Fatalf("plan: exit %d\n%s", code, stderr)
-	}
+	origin, planDir := killableShardJob(t, pidDir)
 	svc := newArtifactService(t)
 	cmd := actionShard(t, svc, cloneRepo(t, origin, "runner1"), planDir, filepath.Join(t.TempDir(), "out"), "", 1)
 	var stderr syncedBuffer
@@ -227,14 +208,7 @@ error_policy:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	killLong := func() {
-		if data, err := os.ReadFile(filepath.Join(pidDir, "long.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); killLong() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); killLongAgent(pidDir) })
 	// Wait until an uploaded snapshot has item_2 merged and item_1 failed
 	// (item_3 runs, item_4 never starts: max_parallel 1).
 	deadline := time.Now().Add(2 * time.Minute)
@@ -253,7 +227,7 @@ error_policy:
 	// The machine is gone: the Action, its agents, its disk.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	killLong()
+	killLongAgent(pidDir)
 
 	svc.mu.Lock()
 	live := len(svc.final)
