@@ -37,6 +37,14 @@ type objectReader struct {
 	zw      *zlib.Writer // reused compressor, under mu
 }
 
+// objectCacheSize bounds go-git's cache of decoded objects. Its default
+// (96 MiB) filled, in a long job, with ever larger versions of the trees
+// merges rewrite (a directory every item adds a file to), and held them:
+// the engine's peak RSS grew with the number of items. What merges read
+// again — the base's and the results tip's trees — is small, and what this
+// process just wrote is kept apart (objectReader.written).
+const objectCacheSize = 16 * cache.MiByte
+
 // openObjects opens the common git dir with go-git, or returns nil when
 // the repository uses a format go-git v5 does not read (reftable refs,
 // SHA-256 objects, an unknown extension): git then answers everything.
@@ -48,7 +56,7 @@ func openObjects(commonDir string) *objectReader {
 	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
 		return nil
 	}
-	st := filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRUDefault())
+	st := filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRU(objectCacheSize))
 	cfg, err := st.Config()
 	if err != nil || cfg.Raw == nil {
 		return nil
