@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 )
 
@@ -50,6 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "bench/engine:", err)
 		return 2
+	}
+	// Every run (engine, baselines) reads -slots from the environment.
+	if slots > 0 {
+		os.Setenv("BENCH_SLOTS", strconv.Itoa(slots))
+	} else {
+		os.Unsetenv("BENCH_SLOTS")
 	}
 	rep, err := benchmark(ctx, cfg, stderr)
 	if err != nil {

@@ -76,8 +76,8 @@ func verifyContent(ctx context.Context, repo string, n int) error {
 		}
 		seen++
 	}
-	if seen != n {
-		return fmt.Errorf("%s has %d of the %d item files", resultsBranch, seen, n)
+	if seen != len(want) {
+		return fmt.Errorf("%s has %d of the %d item files", resultsBranch, seen, len(want))
 	}
 	return nil
 }

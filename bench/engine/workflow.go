@@ -9,13 +9,21 @@ import (
 )
 
 // agentScript is the work of one item, identical in the engine's workflow
-// and in the baseline: write out/item-<n>.txt and commit it. The engine
-// inserts ${item.n}; the baseline sets the shell variable.
+// and in the baseline: write out/item-<n>.txt and commit it — or, with
+// -slots K (BENCH_SLOTS in the environment), out/item-<n mod K>.txt, so
+// the repository stops growing after K items and later items change
+// files earlier ones wrote. The engine inserts ${item.n}; the baseline
+// sets the shell variable. (Only builtins are added: no process.)
 const agentScript = `mkdir -p out
-printf 'item %s\n' "${item.n}" > "out/item-${item.n}.txt"
-git add "out/item-${item.n}.txt"
+f=${item.n}
+[ "${BENCH_SLOTS:-0}" -gt 0 ] && f=$((f % BENCH_SLOTS))
+printf 'item %s\n' "${item.n}" > "out/item-$f.txt"
+git add "out/item-$f.txt"
 git commit -q -m "item ${item.n}"
 `
+
+// slots is -slots: the number of distinct files items write (0: one each).
+var slots int
 
 // stepStartLine, first in the engine's agent step, appends the time the
 // step started (bash's $EPOCHREALTIME: no process spawned) to the file
@@ -28,7 +36,12 @@ const stepStartLine = `[ -z "$BENCH_STEP_STARTS" ] || echo "$EPOCHREALTIME" >> "
 func itemContent(n int) string { return "item " + strconv.Itoa(n) + "\n" }
 
 // itemPath is the file agentScript writes for item n.
-func itemPath(n int) string { return "out/item-" + strconv.Itoa(n) + ".txt" }
+func itemPath(n int) string {
+	if slots > 0 {
+		n %= slots
+	}
+	return "out/item-" + strconv.Itoa(n) + ".txt"
+}
 
 // writeWorkflow writes items-<n>.json ({"items":[{"n":1},…]}) and
 // workflow-<n>.yml (a map-only workflow running agentScript per item) into
