@@ -226,7 +226,7 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 		}
 		plain := b.action
 		b.action = bin
-		m, dir, err := b.start(ctx, kindEngine, b.cfg.N, b.cfg.MaxParallel, []string{"BENCH_CPUPROFILE=" + path})
+		m, dir, err := b.start(ctx, kindEngine, b.cfg.N, b.cfg.MaxParallel, []string{"BENCH_CPUPROFILE=" + path, "BENCH_HEAPPROFILE=" + path + ".heap"})
 		b.action = plain
 		if err != nil {
 			return err

@@ -66,7 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Plain, "plain", true, "run the plain-git baseline (a checkout per item: slow on big repositories); false keeps the strong one")
 	fs.BoolVar(&c.Checkout, "checkout", false, "measure one full checkout, disk per worktree and per-item reset (and time to first agent)")
 	fs.BoolVar(&c.Split, "split", false, "split the CPU time of engine and strong baseline by process: the CLI itself, git per subcommand, bash and the rest (extra runs with git/bash shims)")
-	fs.StringVar(&c.PProf, "pprof", "", "write a CPU profile (runtime/pprof) of one more engine run to this file")
+	fs.StringVar(&c.PProf, "pprof", "", "write a CPU profile (runtime/pprof) of one more engine run to this file, and the heap live at its end to FILE.heap")
 	fs.Func("sweep-files", "comma-separated repository sizes (files): run only the size sweep, strong baseline vs engine at every -sweep-n and -max-parallel, -repeat times (bytes per file as -files/-size-mb)", intList(&c.SweepFiles))
 	fs.IntVar(&slots, "slots", 0, "items write out/item-<n mod K>.txt: the repository stops growing after K items (0: every item adds a file)")
 	fs.IntVar(&c.Repeat, "repeat", 3, "runs per kind and point of the -sweep-files sweep (medians reported)")
