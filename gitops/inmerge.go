@@ -149,10 +149,15 @@ func (o *objectReader) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Ha
 // emptyTree is the id of the tree with no entries.
 var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
-// treeEntries reads a tree's entries by name; the zero hash is the empty tree.
+// treeEntries reads a tree's entries by name; the zero hash is the empty
+// tree. The map is shared (entriesCache): callers only read it. o.mu is
+// held.
 func (o *objectReader) treeEntries(h plumbing.Hash) (map[string]treeEntry, error) {
 	if h.IsZero() || h == emptyTree {
 		return map[string]treeEntry{}, nil
+	}
+	if m, ok := o.entries[h]; ok {
+		return m, nil
 	}
 	t, err := o.readTree(h)
 	if err != nil {
@@ -162,7 +167,21 @@ func (o *objectReader) treeEntries(h plumbing.Hash) (map[string]treeEntry, error
 	for _, e := range t.Entries {
 		m[e.Name] = treeEntry{e.Mode, e.Hash}
 	}
+	o.cacheEntries(h, m)
 	return m, nil
+}
+
+// entriesCacheSize bounds the decoded trees treeEntries keeps: a merge
+// reads its base's trees, which an earlier merge wrote or read a moment
+// before, and the parent's trees an import compares with.
+const entriesCacheSize = 32
+
+// cacheEntries keeps a decoded tree (dropping all when full); o.mu is held.
+func (o *objectReader) cacheEntries(h plumbing.Hash, m map[string]treeEntry) {
+	if o.entries == nil || len(o.entries) >= entriesCacheSize {
+		o.entries = map[plumbing.Hash]map[string]treeEntry{}
+	}
+	o.entries[h] = m
 }
 
 // writeTree writes a tree object of entries (in git's order: names
@@ -179,14 +198,20 @@ func (o *objectReader) writeTree(entries []object.TreeEntry) (plumbing.Hash, err
 	}
 	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
 	var buf bytes.Buffer
+	m := make(map[string]treeEntry, len(entries))
 	for _, e := range entries {
 		buf.WriteString(strconv.FormatUint(uint64(e.Mode), 8))
 		buf.WriteByte(' ')
 		buf.WriteString(e.Name)
 		buf.WriteByte(0)
 		buf.Write(e.Hash[:])
+		m[e.Name] = treeEntry{e.Mode, e.Hash}
 	}
-	return o.writeObject(plumbing.TreeObject, buf.Bytes())
+	h, err := o.writeObject(plumbing.TreeObject, buf.Bytes())
+	if err == nil {
+		o.cacheEntries(h, m) // the next merge's ours, a later one's base
+	}
+	return h, err
 }
 
 // writeObject stores a loose object the way git does — zlib-compressed

@@ -35,6 +35,8 @@ type objectReader struct {
 	written map[plumbing.Hash]plumbing.EncodedObject
 	zbuf    bytes.Buffer // compressed object being written, under mu
 	zw      *zlib.Writer // reused compressor, under mu
+	// entries are decoded trees by id (treeEntries), under mu.
+	entries map[plumbing.Hash]map[string]treeEntry
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects. Its default
