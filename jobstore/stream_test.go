@@ -123,22 +123,3 @@ func TestStreamCheckpointIsLoadCheckpoint(t *testing.T) {
 	}
 	sameAsLoaded(t, p)
 }
-
-// TestStreamCheckpointIgnoresAJournalGap: an entry after a version gap is
-// not applied (as LoadCheckpoint), after the retries a reader racing a
-// compaction gets.
-func TestStreamCheckpointIgnoresAJournalGap(t *testing.T) {
-	p, _, _, _ := journalJob(t, 3)
-	cp, err := jobstore.LoadCheckpoint(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := fmt.Sprintf(`{"v":%d,"pos":1,"counts":{"total":3,"merged":1,"pending":2},"item":{"item_id":"item-1","state":"merged","attempts":1,"commits":1,"duration_ms":0,"index":1,"data":null}}`+"\n", cp.CheckpointVersion+2)
-	if err := os.WriteFile(p.CheckpointJournal(), []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	head, items := streamed(t, p)
-	if items[1].State != jobstore.ItemPending || head.ItemCounts.Merged != 0 {
-		t.Errorf("an entry after a version gap was applied: %+v, counts %+v", items[1], head.ItemCounts)
-	}
-}
