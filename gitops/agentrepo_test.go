@@ -241,3 +241,38 @@ func TestReclaimLooksUpOnlyWhatTheAgentChanged(t *testing.T) {
 	}
 	git(t, repo, "fsck", "--no-dangling", "--connectivity-only")
 }
+
+// TestWorktreesAreClosedFromTheStart: every way the engine adds a worktree
+// makes its directory 0700 before git writes into it, so an agent running
+// as a user of its own cannot list or read a slot that is being checked out
+// or is not yet handed out (a race CI once caught: an agent listed and read
+// a warming pool slot).
+func TestWorktreesAreClosedFromTheStart(t *testing.T) {
+	t.Parallel()
+	repo, c := newRepo(t, map[string]string{"a.txt": "a\n"}, true)
+	base := git(t, repo, "rev-parse", "HEAD")
+	root := t.TempDir()
+	adds := map[string]func(string) error{
+		"add":         func(p string) error { return c.WorktreeAdd(bg(), p, "b-add", base) },
+		"detached":    func(p string) error { return c.WorktreeAddDetached(bg(), p, base) },
+		"no-checkout": func(p string) error { return c.WorktreeAddNoCheckout(bg(), p, "", base) },
+		"existing": func(p string) error {
+			git(t, repo, "branch", "b-existing", base)
+			return c.WorktreeAddExisting(bg(), p, "b-existing")
+		},
+		"nested/slot": func(p string) error { return c.WorktreeAddDetached(bg(), p, base) },
+	}
+	for name, add := range adds {
+		p := filepath.Join(root, name)
+		if err := add(p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: worktree directory mode %v, want 0700", name, fi.Mode().Perm())
+		}
+	}
+}

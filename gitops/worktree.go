@@ -33,6 +33,9 @@ func (c *Client) WorktreeAdd(ctx context.Context, path, branch, startPoint strin
 	if err != nil {
 		return fmt.Errorf("add worktree: %w", err)
 	}
+	if err := closedDir(path); err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
+	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
 	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "add", "--quiet", "--no-track",
@@ -51,6 +54,9 @@ func (c *Client) WorktreeAddDetached(ctx context.Context, path, commit string) e
 	if err != nil {
 		return fmt.Errorf("add worktree: %w", err)
 	}
+	if err := closedDir(path); err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
+	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
 	if _, err := c.run(ctx, c.top, nil, nil, "worktree", "add", "--quiet", "--detach", "--", path, commit); err != nil {
@@ -68,6 +74,9 @@ func (c *Client) WorktreeAddExisting(ctx context.Context, path, branch string) e
 	path, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("add worktree: %w", err)
+	}
+	if err := closedDir(path); err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
 	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
@@ -134,6 +143,27 @@ func (c *Client) checkDeletable(abs string) error {
 		return fmt.Errorf("refusing to delete %s: it is a repository, not a linked worktree", abs)
 	}
 	return nil
+}
+
+// closedDir creates the directory a worktree is about to be added at, mode
+// 0700 (its parents 0755), so no other user — another agent running as a
+// user of its own — can list or read what git checks out there, from the
+// first file on (git adds a worktree into an empty directory as it is; a
+// slot is handed to its agent's user later, see [Client.HandOut]). An
+// existing empty directory is closed too; anything else is left for git to
+// refuse.
+func closedDir(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(path, 0o700)
+	if errors.Is(err, os.ErrExist) {
+		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
+			return os.Chmod(path, 0o700)
+		}
+		return nil
+	}
+	return err
 }
 
 // removeAll is os.RemoveAll, made writable first so read-only directories

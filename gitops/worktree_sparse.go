@@ -112,6 +112,9 @@ func (c *Client) WorktreeAddNoCheckout(ctx context.Context, path, branch, commit
 		args = append(args, "--detach")
 	}
 	args = append(args, "--", abs, commit)
+	if err := closedDir(abs); err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
+	}
 	c.admin.Lock()
 	_, err = c.run(ctx, c.top, nil, nil, args...)
 	c.admin.Unlock()
