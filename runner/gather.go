@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -129,7 +130,9 @@ func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	fetchStart := j.now()
 	unreadable = append(unreadable, fetchShardOutputs(ctx, git, plan, outs, gs)...)
+	j.logf("shard outputs fetched and verified in %s (%d at a time)", j.now().Sub(fetchStart).Round(time.Millisecond), fetchParallelism())
 	if err := refusals(outs); err != nil {
 		return nil, err
 	}
@@ -429,6 +432,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 	defer stopGrace()
 	var waiting, held, alsoMissing, closedOpen []string
 	var stopped []int // shards closed because a policy stopped them
+	mergeStart, merged := j.now(), 0
 	for _, sh := range plan.Shards {
 		if ctx.Err() != nil {
 			return j.end(fmt.Errorf("%w while gathering", ErrInterrupted))
@@ -472,6 +476,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			if err := j.gatherShard(ctx, plan, gs, sh, out); err != nil {
 				return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
 			}
+			merged++
 		}
 		reason := closedGathered
 		if why != "" {
@@ -488,6 +493,9 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
 		}
 		fault(ctx, FaultGatherShardClosed, strconv.Itoa(sh.Shard))
+	}
+	if merged > 0 {
+		j.logf("%d shard(s) merged and imported in plan order in %s", merged, j.now().Sub(mergeStart).Round(time.Millisecond))
 	}
 	var pending int
 	j.state.Read(func(cp *jobstore.Checkpoint) { pending = cp.Counts().Pending })
