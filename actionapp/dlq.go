@@ -92,6 +92,27 @@ func allIneligible(items []report.FailedItem) bool {
 // <artifact-name>-<run_id>-<run_attempt>; nil when the DLQ is empty or the
 // upload failed (which is a warning, never a job failure). Nothing
 // executable (workflow, checkpoint) goes into the artifact.
+// artifactClient is the current run's artifact service client
+// (ACTIONS_RESULTS_URL, ACTIONS_RUNTIME_TOKEN), with the Action's HTTP
+// client, retry sleeper and log masking.
+func (r *actionRun) artifactClient() (*ghaction.ArtifactClient, error) {
+	e := r.env
+	return ghaction.NewArtifactClient(ghaction.ArtifactClientOptions{
+		ResultsURL: e.Getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.Getenv("ACTIONS_RUNTIME_TOKEN"),
+		HTTPClient: e.HTTPClient, Retry: ghaction.RetryPolicy{Sleep: e.RetrySleep}, Mask: e.gha.AddMask,
+	})
+}
+
+// retentionDays is the artifact-retention-days input, capped by the
+// repository's limit as the toolkit caps it (0: the repository default).
+func (r *actionRun) retentionDays() int {
+	days := r.in.ArtifactRetentionDays
+	if limit := int(r.ctx.RetentionDays); limit > 0 && days > limit {
+		days = limit
+	}
+	return days
+}
+
 func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep report.Input, meta artifactMeta) *report.Artifact {
 	if len(rep.FailedItems) == 0 || res.Repo == "" {
 		return nil
@@ -112,20 +133,13 @@ func (r *actionRun) uploadDLQ(ctx context.Context, res *runner.Result, rep repor
 	if n == 0 {
 		return nil
 	}
-	client, err := ghaction.NewArtifactClient(ghaction.ArtifactClientOptions{
-		ResultsURL: e.Getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.Getenv("ACTIONS_RUNTIME_TOKEN"),
-		HTTPClient: e.HTTPClient, Retry: ghaction.RetryPolicy{Sleep: e.RetrySleep}, Mask: e.gha.AddMask,
-	})
+	client, err := r.artifactClient()
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", oneLine(err))
 		return nil
 	}
 	name := fmt.Sprintf("%s-%d-%d", r.in.ArtifactName, r.ctx.RunID, max(r.ctx.RunAttempt, 1))
-	days := r.in.ArtifactRetentionDays
-	if max := int(r.ctx.RetentionDays); max > 0 && days > max {
-		days = max // the repository's limit caps the request, as in the toolkit
-	}
-	up, err := client.UploadUniqueFrom(ctx, name, blob, days, 10)
+	up, err := client.UploadUniqueFrom(ctx, name, blob, r.retentionDays(), 10)
 	if err != nil {
 		e.gha.Warningf("DLQ artifact not uploaded: %s", r.redact.String(oneLine(err)))
 		return nil

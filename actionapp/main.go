@@ -49,19 +49,12 @@ func (d Deps) now() time.Time {
 	return d.Clock.Now()
 }
 
-// sleep is the Clock's Sleep, or a real timer without one.
+// sleep is the Clock's Sleep, or a real one without a Clock.
 func (d Deps) sleep(ctx context.Context, dur time.Duration) error {
 	if d.Clock != nil {
 		return d.Clock.Sleep(ctx, dur)
 	}
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ghaction.SleepContext(ctx, dur)
 }
 
 // Deps carries every side effect of the Action. Zero fields take the

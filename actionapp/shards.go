@@ -195,20 +195,13 @@ func (r *actionRun) liveUploads(out string, k int) (*liveUploads, int) {
 		}
 		interval = d
 	}
-	client, err := ghaction.NewArtifactClient(ghaction.ArtifactClientOptions{
-		ResultsURL: e.Getenv("ACTIONS_RESULTS_URL"), RuntimeToken: e.Getenv("ACTIONS_RUNTIME_TOKEN"),
-		HTTPClient: e.HTTPClient, Retry: ghaction.RetryPolicy{Sleep: e.RetrySleep}, Mask: e.gha.AddMask,
-	})
+	client, err := r.artifactClient()
 	if err != nil {
 		e.gha.Warningf("shard output not uploaded while the shard runs: %s", oneLine(err))
 		return nil, exitOK
 	}
-	days := r.in.ArtifactRetentionDays
-	if max := int(r.ctx.RetentionDays); max > 0 && days > max {
-		days = max
-	}
 	return &liveUploads{
-		client: client, dir: out, tmpDir: r.home, prefix: prefix, shard: k, interval: interval, days: days,
+		client: client, dir: out, tmpDir: r.home, prefix: prefix, shard: k, interval: interval, days: r.retentionDays(),
 		now: e.now, sleep: e.sleep, lock: new(sync.Mutex),
 		log: func(s string) { fmt.Fprintf(e.Stderr, "prodigy: %s\n", r.redact.String(s)) },
 	}, exitOK

@@ -2,9 +2,6 @@ package ghaction
 
 import (
 	"archive/zip"
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,34 +18,31 @@ import (
 // was written). Memory does not grow with the files' sizes: each is
 // streamed through the compressor (deflate, fastest level).
 func WriteDirZipFile(f *os.File, dir string) (Blob, error) {
-	sum := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(f, sum)}
-	bw := bufio.NewWriterSize(cw, 256<<10)
-	zw := zip.NewWriter(bw)
-	zw.RegisterCompressor(zip.Deflate, fastDeflate)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	blob, err := writeBlob(f, func(w io.Writer) error {
+		zw := zip.NewWriter(w)
+		zw.RegisterCompressor(zip.Deflate, fastDeflate)
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			return addZipFileFrom(zw, filepath.ToSlash(rel), p)
+		})
 		if err != nil {
 			return err
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		return addZipFileFrom(zw, filepath.ToSlash(rel), p)
+		return zw.Close()
 	})
-	if err == nil {
-		err = zw.Close()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
 	if err != nil {
 		return Blob{}, fmt.Errorf("zip %s: %w", dir, err)
 	}
-	return Blob{ReaderAt: f, Size: cw.n, Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil))}, nil
+	return blob, nil
 }
 
 // addZipFileFrom adds the file at path p as name, streamed, with its

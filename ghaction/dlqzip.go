@@ -56,17 +56,28 @@ func BuildDLQZip(dir string, redact func([]byte) []byte, extra ...ExtraFile) ([]
 // (size and sha256 digest computed as it was written) and the number of
 // records.
 func WriteDLQZipFile(f *os.File, dir string, redact func([]byte) []byte, extra ...ExtraFile) (Blob, int, error) {
+	var n int
+	blob, err := writeBlob(f, func(w io.Writer) (err error) {
+		n, err = WriteDLQZip(w, dir, redact, extra...)
+		return err
+	})
+	return blob, n, err
+}
+
+// writeBlob has write write into f through a buffer and returns f as the
+// Blob to upload, its size and sha256 digest computed on the way.
+func writeBlob(f *os.File, write func(io.Writer) error) (Blob, error) {
 	sum := sha256.New()
 	cw := &countingWriter{w: io.MultiWriter(f, sum)}
 	bw := bufio.NewWriterSize(cw, 256<<10)
-	n, err := WriteDLQZip(bw, dir, redact, extra...)
+	err := write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
-		return Blob{}, 0, err
+		return Blob{}, err
 	}
-	return Blob{ReaderAt: f, Size: cw.n, Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil))}, n, nil
+	return Blob{ReaderAt: f, Size: cw.n, Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil))}, nil
 }
 
 // countingWriter counts what passes through it.

@@ -950,8 +950,9 @@ const heapBoundEvery = 2 * time.Second
 // then, below bigJob items, moved every heapBoundEvery to follow the live
 // heap the runtime measured at its last collection, so a heap that grows
 // with the job never makes the collector run without pause (a limit fixed
-// at the start doubled the CLI's CPU per item at 10,000 items). The returned function stops it
-// and restores the previous limit (call it when the job ends).
+// at the start doubled the CLI's CPU per item at 10,000 items). The
+// returned function stops it and restores the previous limit (call it when
+// the job ends).
 func (j *job) boundHeap() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -970,8 +971,6 @@ func (j *job) boundHeap() func() {
 		debug.SetMemoryLimit(int64(live*5/4 + slack))
 		if j.total() >= bigJob {
 			j.logf("map: %d item(s) in memory: heap %d MiB, soft memory limit %d MiB", j.total(), live>>20, (live*5/4+slack)>>20)
-		}
-		if j.total() >= bigJob {
 			// Its items are most of its heap and were all loaded: the
 			// limit stays (bench/scale's 1M job is measured with it).
 			<-ctx.Done()
@@ -997,14 +996,10 @@ func (j *job) boundHeap() func() {
 	}
 }
 
-// liveHeap is the heap the runtime found live at its last collection.
+// liveHeap is the heap the runtime found live at its last collection
+// (runtime/metrics has it since Go 1.21, below the module's floor).
 func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	return s[0].Value.Uint64()
 }
