@@ -42,7 +42,7 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	repo, err := runner.MakeDemoRepo(ctx, opts.dir)
+	repo, err := makeDemoRepo(ctx, opts.dir)
 	if err != nil {
 		return err
 	}
@@ -60,6 +60,6 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 }
 
 func printDemoOutcome(ctx context.Context, w io.Writer, repo string, res *runner.Result) {
-	graph, files := runner.DemoBranchView(ctx, repo, res.ResultsBranch)
+	graph, files := demoBranchView(ctx, repo, res.ResultsBranch)
 	report.WriteDemoOutcome(w, res, graph, files)
 }

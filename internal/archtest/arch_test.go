@@ -20,16 +20,15 @@ import (
 // relative to the module, covering its subpackages) with the nodes it may
 // import. It is ../shared/DESIGN.md's target graph but for the departures
 // listed in design_test.go (checked by TestDAGDepartsFromDesignOnlyAsSaid)
-// and the edges not there yet: the target's shard/ and
-// internal/procsup/ packages and its cli → jobstore edge wait for the
+// and the edges not there yet: the target's shard/ package waits for the
 // "runner becomes an Engine" redesign (issue 23), which moves that code out
-// of runner; spend/ holds only the failure-storm breaker so far.
+// of runner.
 // Nodes that do not exist yet are fine.
 var dag = map[string][]string{
 	// cmd/action is main only; its command tree is cli (cli/cli's cmd/gh +
 	// pkg/cmd split), which has the CLI layer's imports.
 	"cmd/action": {"cli", "runner"},
-	"cli":        {"actionapp", "runner", "dlq", "report", "config", "telemetry"},
+	"cli":        {"actionapp", "runner", "jobstore", "gitops", "dlq", "report", "config", "telemetry"},
 	"actionapp":  {"runner", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
 	"runner":     {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend"},
 	// telemetry implements runner.Tracer with the OpenTelemetry SDK, so the

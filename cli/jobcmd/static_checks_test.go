@@ -1,15 +1,18 @@
-package main
+package jobcmd_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 )
 
 // TestStaticMistakesFailBeforeAnythingRuns: `validate` and `run` reject
@@ -123,8 +126,20 @@ func TestValidateStopsAtSignal(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := map[string]string{"PRODIGY_HOME": t.TempDir()}
 	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	code := execute(ctx, f, []string{"validate", wf})
+	code := cli.Execute(ctx, f, []string{"validate", wf})
 	if code != 130 {
 		t.Fatalf("exit %d, want 130: %s", code, errb.String())
+	}
+}
+func TestRunWorkflowIDAlias(t *testing.T) {
+	t.Parallel()
+	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`, "wf.yml": "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n"})
+	home := filepath.Join(t.TempDir(), "home")
+	code, out, errOut := runCLI(t, home, "run", filepath.Join(repo, "wf.yml"), "--repo", repo, "--workflow-id", "wf-alias", "--json")
+	var res struct {
+		JobID string `json:"job_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.JobID != "wf-alias" {
+		t.Fatalf("run --workflow-id: exit %d, %s\n%s", code, out, errOut)
 	}
 }

@@ -1,15 +1,17 @@
-package main
+package jobcmd_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -25,7 +27,7 @@ func validateCLI(t *testing.T, env map[string]string, args ...string) (code int,
 	}
 	var out, errb bytes.Buffer
 	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	code = execute(context.Background(), f, append([]string{"validate"}, args...))
+	code = cli.Execute(context.Background(), f, append([]string{"validate"}, args...))
 	return code, out.String(), errb.String()
 }
 

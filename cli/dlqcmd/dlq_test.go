@@ -1,11 +1,10 @@
-package main
+package dlqcmd_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
@@ -32,7 +34,7 @@ func runDLQ(t *testing.T, home, stdin string, args ...string) (int, string, stri
 		return ""
 	})
 	f.Now = func() time.Time { return dlqNow }
-	code := execute(context.Background(), f, args)
+	code := cli.Execute(context.Background(), f, args)
 	return code, out.String(), errb.String()
 }
 
@@ -413,5 +415,64 @@ func TestDLQPurge(t *testing.T) {
 	}
 	if code, _, errOut := runDLQ(t, home, "", "dlq", "purge", "--older-than-days", "30"); code != 0 || !strings.Contains(errOut, "nothing to purge") {
 		t.Errorf("nothing to purge: exit %d, %s", code, errOut)
+	}
+}
+func TestDLQShowIsStats(t *testing.T) {
+	t.Parallel()
+	home := standardDLQ(t)
+	_, stats, _ := runDLQ(t, home, "", "dlq", "stats", "--json")
+	code, show, errOut := runDLQ(t, home, "", "dlq", "show", "--json")
+	if code != 0 || show != stats || !strings.Contains(show, `"total_items":3`) {
+		t.Errorf("dlq show: exit %d, %q (%s); stats printed %q", code, show, errOut, stats)
+	}
+}
+
+// TestWorkflowIDAlias: Prodigy's --workflow-id selects the job wherever
+// --job-id does.
+func TestWorkflowIDAlias(t *testing.T) {
+	t.Parallel()
+	home := standardDLQ(t)
+	seedDLQ(t, home, "other", "job-2", seedItem{id: "x", msg: "boom", daysAgo: 1})
+	for _, args := range [][]string{
+		{"dlq", "list", "--json"}, {"dlq", "stats", "--json"}, {"dlq", "analyze", "--json"}, {"dlq", "inspect", "x"},
+		{"dlq", "export", "-"}, {"dlq", "purge", "--older-than-days", "30", "--yes"},
+	} {
+		code, out, errOut := runDLQ(t, home, "", append(args, "--workflow-id", "job-2")...)
+		if code != 0 || (args[1] != "purge" && !strings.Contains(out, `"x"`) && !strings.Contains(out, `"job-2"`)) {
+			t.Errorf("%v --workflow-id job-2: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+		if code, _, _ := runDLQ(t, home, "", append(args, "--workflow-id=job-2")...); code != 0 {
+			t.Errorf("%v --workflow-id=job-2: exit %d", args, code)
+		}
+	}
+}
+
+func TestDLQRetryMaxParallelAlias(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	// The alias reaches --parallel's variable: its check names --parallel.
+	code, _, errOut := runDLQ(t, home, "", "dlq", "retry", "job-1", "--max-parallel", "-1")
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--parallel must be positive") {
+		t.Errorf("--max-parallel -1: exit %d, %q", code, errOut)
+	}
+	// A valid value parses and the command goes on to look for the job.
+	code, _, errOut = runDLQ(t, home, "", "dlq", "retry", "job-1", "--max-parallel", "4", "--dry-run")
+	if code != cmdutil.ExitUsage || strings.Contains(errOut, "unknown flag") || !strings.Contains(errOut, "job-1") {
+		t.Errorf("--max-parallel 4: exit %d, %q", code, errOut)
+	}
+}
+
+// TestCorruptRecordIsRuntimeFailure: a record that cannot be read is a
+// failure of the command (1), not a usage error (2).
+func TestCorruptRecordIsRuntimeFailure(t *testing.T) {
+	t.Parallel()
+	home := standardDLQ(t)
+	file := filepath.Join(dlq.Dir(runner.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json")
+	if err := os.WriteFile(file, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runDLQ(t, home, "", "dlq", "inspect", "item-1")
+	if code != cmdutil.ExitFailed || out != "" || !strings.Contains(errOut, "error:") {
+		t.Errorf("corrupt record: exit %d, stdout %q, stderr %q; want 1", code, out, errOut)
 	}
 }

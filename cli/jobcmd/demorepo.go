@@ -1,4 +1,8 @@
-package runner
+package jobcmd
+
+// The sample repository of `demo`: the embedded example workflow and its
+// items committed to a fresh git repository, and what the demo shows of the
+// results branch afterwards.
 
 import (
 	"context"
@@ -7,13 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/examples"
 	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
-// DemoFiles returns the files of `prodigy-action demo`'s sample repository
+// demoFiles returns the files of `prodigy-action demo`'s sample repository
 // (workflow.yml, items.json), from the embedded examples.
-func DemoFiles() (map[string][]byte, error) {
+func demoFiles() (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for name, src := range map[string]string{"workflow.yml": "demo/workflow.yml", "items.json": "demo/items.json"} {
 		data, err := examples.Demo.ReadFile(src)
@@ -25,12 +30,12 @@ func DemoFiles() (map[string][]byte, error) {
 	return files, nil
 }
 
-// MakeDemoRepo creates the sample repository of `prodigy-action demo` in dir (a new
+// makeDemoRepo creates the sample repository of `prodigy-action demo` in dir (a new
 // temp directory when dir is ""): the embedded files and a README in one
-// commit on main. A dir that exists and is not empty is a *UsageError. It
+// commit on main. A dir that exists and is not empty is a *cmdutil.UsageError. It
 // returns the repository's absolute path.
-func MakeDemoRepo(ctx context.Context, dir string) (string, error) {
-	files, err := DemoFiles()
+func makeDemoRepo(ctx context.Context, dir string) (string, error) {
+	files, err := demoFiles()
 	if err != nil {
 		return "", err
 	}
@@ -39,7 +44,7 @@ func MakeDemoRepo(ctx context.Context, dir string) (string, error) {
 			return "", fmt.Errorf("create the demo repository: %w", err)
 		}
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return "", usage(fmt.Errorf("--dir %s is not empty", dir))
+		return "", cmdutil.UsageErrorf("--dir %s is not empty", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the demo repository: %w", err)
@@ -57,10 +62,10 @@ func MakeDemoRepo(ctx context.Context, dir string) (string, error) {
 	return filepath.Abs(dir)
 }
 
-// DemoBranchView returns what the demo shows of a results branch: its
+// demoBranchView returns what the demo shows of a results branch: its
 // history as a graph and the files under greetings/ ("" where git could
 // not say).
-func DemoBranchView(ctx context.Context, repo, branch string) (graph, files string) {
+func demoBranchView(ctx context.Context, repo, branch string) (graph, files string) {
 	git, err := gitops.New(repo, gitops.Options{})
 	if err != nil {
 		return "", ""
