@@ -25,16 +25,6 @@ import (
 	"github.com/prodigy-action/prodigy-action/telemetry"
 )
 
-type realEngine struct{}
-
-func (realEngine) Run(ctx context.Context, o runner.Options) (*runner.Result, error) {
-	return runner.Run(ctx, o)
-}
-
-func (realEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error) {
-	return runner.RetryDLQ(ctx, o)
-}
-
 // actionEnv is the Action's dependencies plus its workflow-command writer.
 type actionEnv struct {
 	Deps
@@ -227,12 +217,11 @@ func (r *actionRun) setup() error {
 // means nothing ran.
 func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 	e := r.env
-	opts := r.engineOptions()
-	opts.MaxCostUSD = r.in.MaxCostUSD
+	eng := r.engine()
 	// The pool's files are deleted once everything is published (finish).
-	opts.DeferTeardown = true
+	eng.DeferTeardown = true
 	if r.in.Command == "gather" {
-		res, err := r.gather(ctx, opts)
+		res, err := r.gather(ctx, eng)
 		if res == nil {
 			if err == nil {
 				err = errors.New("gather returned no result")
@@ -242,14 +231,13 @@ func (r *actionRun) runJobs(ctx context.Context) ([]*jobOutcome, error) {
 		return []*jobOutcome{{res: res, err: err}}, nil
 	}
 	if r.in.Command == "retry" {
-		return r.redrive(ctx, opts)
+		return r.redrive(ctx, e.Engine(eng), r.in.MaxCostUSD)
 	}
 	wf, err := r.loadWorkflow()
 	if err != nil {
 		return nil, err
 	}
-	opts.Workflow = wf
-	res, err := e.Engine.Run(ctx, opts)
+	res, err := e.Engine(eng).Run(ctx, runner.RunSpec{Workflow: wf, RepoDir: r.ws, Agents: r.agents(), MaxCostUSD: r.in.MaxCostUSD})
 	if res == nil {
 		if err == nil {
 			err = errors.New("the engine returned no result")
@@ -269,7 +257,7 @@ type published struct {
 
 // finish publishes every job (DLQ artifact, comment, summary, push) and
 // returns the exit code: the worst of the jobs'. The jobs' pool worktrees
-// are deleted after that (runner.Options.DeferTeardown). After a signal
+// are deleted after that (runner.Engine.DeferTeardown). After a signal
 // the workspace goes back to the runner first, and the pool is left for
 // RUNNER_TEMP's cleanup when ctx (the publishing budget) has ended.
 func (r *actionRun) finish(ctx context.Context, outs []*jobOutcome) int {

@@ -320,8 +320,9 @@ type actionTest struct {
 	env      map[string]string
 	out      bytes.Buffer
 	errb     bytes.Buffer
-	opts     runner.Options      // what the Action passed to the engine
-	retry    runner.RetryOptions // what the Action passed to RetryDLQ
+	engine   *runner.Engine     // the engine the Action built
+	runSpec  *runner.RunSpec    // what the Action passed to Engine.Run
+	retry    runner.RedriveSpec // what the Action passed to Engine.Redrive
 	repo     string
 	temp     string
 	ghServer *fakeGitHub
@@ -361,7 +362,7 @@ func (at *actionTest) run(t *testing.T) int {
 		Getenv: func(k string) string { return at.env[k] }, Stdout: &at.out, Stderr: &at.errb,
 		Clock:      retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), // no real backoff sleeps
 		RetrySleep: func(context.Context, time.Duration) error { return nil },
-		Engine:     recordingEngine{at: at},
+		Engine:     at.recordingEngine,
 	})
 }
 
@@ -412,13 +413,13 @@ func TestActionModeRunPublishesEverything(t *testing.T) {
 	}
 	// safe.directory reaches the engine's git and the agents' git through
 	// their own environments, not ours.
-	if want := (gitops.ConfigEntry{Key: "safe.directory", Value: repo}); !slices.Contains(at.opts.Git.Config, want) {
-		t.Errorf("engine git config = %v, want %v", at.opts.Git.Config, want)
+	if want := (gitops.ConfigEntry{Key: "safe.directory", Value: repo}); !slices.Contains(at.engine.Git.Config, want) {
+		t.Errorf("engine git config = %v, want %v", at.engine.Git.Config, want)
 	}
-	if env := strings.Join(at.opts.Environ, "\n"); !strings.Contains(env, "=safe.directory\n") || !strings.Contains(env, "="+repo+"\n") {
+	if env := strings.Join(at.engine.Environ, "\n"); !strings.Contains(env, "=safe.directory\n") || !strings.Contains(env, "="+repo+"\n") {
 		t.Errorf("agents' environment lacks safe.directory:\n%s", env)
 	}
-	for _, kv := range at.opts.Git.Env {
+	for _, kv := range at.engine.Git.Env {
 		if strings.Contains(kv, testToken) || strings.HasPrefix(kv, "ACTIONS_RUNTIME_TOKEN=") {
 			t.Errorf("engine git environment carries a token: %s", kv)
 		}
@@ -808,15 +809,25 @@ func TestRedactReportBeforeEscaping(t *testing.T) {
 	}
 }
 
-// recordingEngine runs the real engine and records the options it got.
-type recordingEngine struct{ at *actionTest }
-
-func (r recordingEngine) Run(ctx context.Context, o runner.Options) (*runner.Result, error) {
-	r.at.opts = o
-	return runner.Run(ctx, o)
+// recordingEngine records the engine the Action built and wraps it to
+// record what it runs with.
+func (at *actionTest) recordingEngine(e *runner.Engine) Engine {
+	at.engine = e
+	return recordingEngine{at: at, e: e}
 }
 
-func (r recordingEngine) RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error) {
-	r.at.opts, r.at.retry = o.Run, o
-	return runner.RetryDLQ(ctx, o)
+// recordingEngine runs the real engine and records the specs it got.
+type recordingEngine struct {
+	at *actionTest
+	e  *runner.Engine
+}
+
+func (r recordingEngine) Run(ctx context.Context, s runner.RunSpec) (*runner.Result, error) {
+	r.at.runSpec = &s
+	return r.e.Run(ctx, s)
+}
+
+func (r recordingEngine) Redrive(ctx context.Context, s runner.RedriveSpec) (*runner.Result, error) {
+	r.at.retry = s
+	return r.e.Redrive(ctx, s)
 }

@@ -64,7 +64,7 @@ func TestCancelledRunPublishesWithinItsBudgetEvenIfGitHubHangs(t *testing.T) {
 		Getenv: func(k string) string { return at.env[k] }, Stdout: &at.out, Stderr: &at.errb,
 		Clock:      retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		RetrySleep: func(context.Context, time.Duration) error { return nil },
-		Engine:     recordingEngine{at: at}, Cancel: budget,
+		Engine:     at.recordingEngine, Cancel: budget,
 	})
 	elapsed := time.Since(start)
 	if code != 130 {
@@ -83,7 +83,7 @@ func TestCancelledRunPublishesWithinItsBudgetEvenIfGitHubHangs(t *testing.T) {
 	if summary := at.file(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(summary, "interrupted") {
 		t.Errorf("summary:\n%s", summary)
 	}
-	if at.opts.KillGrace != budget.KillGrace || at.opts.InterruptGrace != stopAgentsNow {
-		t.Errorf("engine graces = %s, %s", at.opts.InterruptGrace, at.opts.KillGrace)
+	if at.engine.KillGrace != budget.KillGrace || at.engine.InterruptGrace != stopAgentsNow {
+		t.Errorf("engine graces = %s, %s", at.engine.InterruptGrace, at.engine.KillGrace)
 	}
 }

@@ -54,7 +54,7 @@ func TestActionRefusesPersistedCredentials(t *testing.T) {
 			if strings.Contains(out, secret) || strings.Contains(out, strings.TrimPrefix(header, "AUTHORIZATION: basic ")) {
 				t.Errorf("the output shows the credential:\n%s", out)
 			}
-			if at.opts.Workflow != nil {
+			if at.runSpec != nil {
 				t.Errorf("the engine ran")
 			}
 		})

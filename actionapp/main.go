@@ -27,10 +27,11 @@ const (
 	exitUsage     = runner.ExitUsage
 )
 
-// Engine is the part of the runner the Action drives; tests may replace it.
+// Engine is the part of the runner the Action drives through Deps.Engine
+// (*runner.Engine's methods); tests may wrap it.
 type Engine interface {
-	Run(ctx context.Context, o runner.Options) (*runner.Result, error)
-	RetryDLQ(ctx context.Context, o runner.RetryOptions) (*runner.Result, error)
+	Run(ctx context.Context, s runner.RunSpec) (*runner.Result, error)
+	Redrive(ctx context.Context, s runner.RedriveSpec) (*runner.Result, error)
 }
 
 // Clock is the runner's clock (retry.Clock's method set).
@@ -81,8 +82,10 @@ type Deps struct {
 	BlobClient *http.Client
 	// RetrySleep is the artifact client's backoff sleeper; nil sleeps for real.
 	RetrySleep ghaction.Sleeper
-	// Engine runs and redrives jobs; nil means the runner.
-	Engine Engine
+	// Engine, when set, wraps the engine the Action built (its every
+	// dependency set) before it runs and redrives jobs with it; nil uses
+	// that engine as it is.
+	Engine func(*runner.Engine) Engine
 	// Cancel is the time budget after the first signal (zero fields: the
 	// defaults documented on CancelBudget).
 	Cancel CancelBudget
@@ -111,7 +114,7 @@ func (d Deps) withDefaults() Deps {
 		d.BlobClient = &http.Client{Timeout: 5 * time.Minute}
 	}
 	if d.Engine == nil {
-		d.Engine = realEngine{}
+		d.Engine = func(e *runner.Engine) Engine { return e }
 	}
 	d.Cancel = d.Cancel.withDefaults()
 	return d

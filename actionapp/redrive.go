@@ -55,7 +55,7 @@ type jobOutcome struct {
 // `workflow` input); from an artifact only DLQ records are imported, as
 // data. The run is checked first: this repository's, not a fork's (unless
 // allow-fork-artifacts).
-func (r *actionRun) redrive(ctx context.Context, base runner.Options) ([]*jobOutcome, error) {
+func (r *actionRun) redrive(ctx context.Context, eng Engine, maxCost float64) ([]*jobOutcome, error) {
 	e := r.env
 	if r.in.Workflow == "" {
 		return nil, usageErr("input workflow is required for command retry: a redrive runs the workflow of the current checkout, never one from the artifact")
@@ -76,7 +76,7 @@ func (r *actionRun) redrive(ctx context.Context, base runner.Options) ([]*jobOut
 	var cur *currentItems
 	var outs []*jobOutcome
 	for _, a := range arts {
-		outs = append(outs, r.redriveArtifact(ctx, gh, wf, a, base, &cur))
+		outs = append(outs, r.redriveArtifact(ctx, gh, wf, a, eng, maxCost, &cur))
 	}
 	return outs, nil
 }
@@ -171,7 +171,7 @@ func selectArtifacts(all []*github.Artifact, name string, runID int64) ([]*githu
 
 // redriveArtifact downloads one DLQ artifact, imports its records into a
 // fresh job of the current workflow and redrives them.
-func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *config.Workflow, a *github.Artifact, base runner.Options, cur **currentItems) *jobOutcome {
+func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *config.Workflow, a *github.Artifact, eng Engine, maxCost float64, cur **currentItems) *jobOutcome {
 	e := r.env
 	out := &jobOutcome{source: a.GetName()}
 	fail := func(err error) *jobOutcome {
@@ -187,7 +187,7 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 	// A fresh job of the current workflow: setup runs from the checkout,
 	// with no items and no reduce; the records then become its DLQ and are
 	// redriven (map, then reduce).
-	prep, err := r.prepareJob(ctx, wf, base)
+	prep, err := r.prepareJob(ctx, wf, eng, maxCost)
 	if err != nil {
 		return fail(fmt.Errorf("prepare the redrive job: %w", err))
 	}
@@ -195,10 +195,10 @@ func (r *actionRun) redriveArtifact(ctx context.Context, gh *github.Client, wf *
 		out.res = prep
 		return fail(err)
 	}
-	res, err := e.Engine.RetryDLQ(ctx, runner.RetryOptions{
-		Home: r.home, JobID: prep.JobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
-		Parallel: r.in.MaxParallel, Signature: r.in.RetrySignature, Sample: r.in.RetrySample,
-		Run: withOnto(base, r.in.RetryOnto),
+	res, err := eng.Redrive(ctx, runner.RedriveSpec{
+		JobID: prep.JobID, Filter: r.in.RetryFilter, Force: r.in.RetryForce,
+		Signature: r.in.RetrySignature, Sample: r.in.RetrySample,
+		Onto: r.in.RetryOnto, MaxCostUSD: maxCost, Agents: r.agents(),
 	})
 	if res == nil {
 		res = prep
@@ -258,7 +258,7 @@ func (r *actionRun) artifactRecords(ctx context.Context, gh *github.Client, wf *
 // checkout's workflow and returns its id: `command: plan` with
 // retry-from-run re-plans only the failures. Held records (redacted
 // item_data) are imported too, but only as DLQ records of that job.
-func (r *actionRun) importRunDLQ(ctx context.Context, base runner.Options) (string, error) {
+func (r *actionRun) importRunDLQ(ctx context.Context, eng Engine) (string, error) {
 	if r.in.Workflow == "" {
 		return "", usageErr("input workflow is required: a re-plan runs the workflow of the current checkout, never one from the artifact")
 	}
@@ -279,7 +279,7 @@ func (r *actionRun) importRunDLQ(ctx context.Context, base runner.Options) (stri
 		}
 		all = append(all, runnable...)
 	}
-	prep, err := r.prepareJob(ctx, wf, base)
+	prep, err := r.prepareJob(ctx, wf, eng, 0)
 	if err != nil {
 		return "", fmt.Errorf("prepare the re-plan job: %w", err)
 	}
@@ -293,16 +293,13 @@ func (r *actionRun) importRunDLQ(ctx context.Context, base runner.Options) (stri
 // (from the checkout's workflow) and the job's state exists; its
 // checkpoint points at the workflow file, so the redrive reloads the whole
 // workflow, reduce included.
-func (r *actionRun) prepareJob(ctx context.Context, wf *config.Workflow, base runner.Options) (*runner.Result, error) {
+func (r *actionRun) prepareJob(ctx context.Context, wf *config.Workflow, eng Engine, maxCost float64) (*runner.Result, error) {
 	if err := os.MkdirAll(r.home, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", r.home, err)
 	}
 	// The job starts with no items (its map input is not read) and no
 	// reduce: the artifact's records are imported into its DLQ next.
-	o := base
-	o.Workflow = wf
-	o.NoItems = true
-	res, err := r.env.Engine.Run(ctx, o)
+	res, err := eng.Run(ctx, runner.RunSpec{Workflow: wf, RepoDir: r.ws, NoItems: true, Agents: r.agents(), MaxCostUSD: maxCost})
 	if err != nil {
 		return res, err
 	}
@@ -592,10 +589,4 @@ func globMatch(pattern, s string) bool {
 		s = s[1+j+len(p):]
 	}
 	return true
-}
-
-// withOnto sets the redrive's --onto (input retry-onto).
-func withOnto(o runner.Options, onto string) runner.Options {
-	o.Onto = onto
-	return o
 }

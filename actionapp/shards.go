@@ -36,24 +36,30 @@ func (r *actionRun) inWorkspace(p, def string) string {
 	return filepath.Join(r.ws, p)
 }
 
-// engineOptions are the engine options of every command the Action runs
-// (run, retry, plan, shard, gather).
-func (r *actionRun) engineOptions() runner.Options {
+// engine is the engine of every command the Action runs (run, retry,
+// plan, shard, gather); each builds its own (DeferTeardown differs).
+func (r *actionRun) engine() *runner.Engine {
 	e := r.env
-	return runner.Options{
-		Home: r.home, RepoDir: r.ws, MaxParallel: r.in.MaxParallel,
+	return &runner.Engine{
+		Home: r.home,
 		// The engine's stderr carries step output and error text: no line
 		// of it may act as a workflow command.
 		Stderr: ghaction.NeutralizeWriter(e.Stderr),
-		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Claude: r.claudeSettings(), Clock: e.Clock,
+		Getenv: e.Getenv, ClaudeCommand: r.in.ClaudeCommand, ClaudeArgs: r.in.ClaudeArgs, Clock: e.Clock,
 		Hooks: &actionHooks{gha: e.gha, out: e.Stdout, redact: r.redact}, Redactor: r.redact,
-		Tracer: r.tracing.Tracer(), AgentUser: agentUser(r.in.AgentUser),
+		Tracer: r.tracing.Tracer(),
 		// GitHub's cancel sequence: the agents stop at the first signal.
 		InterruptGrace: stopAgentsNow, KillGrace: e.Cancel.KillGrace,
 		// The engine's git and the agents' git both get safe.directory:
 		// the workspace belongs to the runner's user, not to this container's.
 		Environ: gitops.ConfigEnv(scrubEnv(e.Environ()), r.gitConfig), Git: r.gitOptions(),
 	}
+}
+
+// agents is how the Action's agents run (inputs max-parallel, agent-user
+// and the Claude settings).
+func (r *actionRun) agents() runner.Agents {
+	return runner.Agents{MaxParallel: r.in.MaxParallel, User: agentUser(r.in.AgentUser), Claude: r.claudeSettings()}
 }
 
 // shardCommand runs `command: plan` or `command: shard`, which publish no
@@ -87,10 +93,10 @@ func (r *actionRun) plan(ctx context.Context) int {
 		}
 		shards = n
 	}
-	opts := r.engineOptions()
+	eng := r.engine()
 	var fromDLQ string
 	if r.in.RetryFromRun > 0 {
-		jobID, err := r.importRunDLQ(ctx, opts)
+		jobID, err := r.importRunDLQ(ctx, e.Engine(eng))
 		if err != nil {
 			return fail(err)
 		}
@@ -108,9 +114,8 @@ func (r *actionRun) plan(ctx context.Context) int {
 	if err := v.Err(); err != nil {
 		return fail(err)
 	}
-	opts.Workflow = v.Workflow
 	dir := r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir)
-	p, err := runner.PlanJob(ctx, runner.PlanOptions{Run: opts, Dir: dir, Shards: shards, FromDLQ: fromDLQ})
+	p, err := eng.Plan(ctx, runner.PlanSpec{Workflow: v.Workflow, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Dir: dir, Shards: shards, FromDLQ: fromDLQ})
 	if err != nil {
 		return fail(err)
 	}
@@ -145,7 +150,7 @@ func (r *actionRun) shard(ctx context.Context) int {
 	if in := e.gha.GetInput("shard-continue"); in != "" {
 		cont = previousShardOutput(r.inWorkspace(in, ""), k)
 	}
-	so := runner.ShardOptions{Run: r.engineOptions(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont, Attempt: int(r.ctx.RunAttempt)}
+	so := runner.ShardSpec{RepoDir: r.ws, Agents: r.agents(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont, Attempt: int(r.ctx.RunAttempt)}
 	live, code := r.liveUploads(out, k)
 	if code != exitOK {
 		return code
@@ -154,7 +159,7 @@ func (r *actionRun) shard(ctx context.Context) int {
 		so.OutputLock, so.Written = live.lock, live.written
 		live.start(ctx)
 	}
-	sr, err := runner.RunShard(ctx, so)
+	sr, err := r.engine().Shard(ctx, so)
 	if live != nil {
 		live.finish(ctx) // after a signal: nothing more (the step's upload follows)
 	}
@@ -212,7 +217,7 @@ func (r *actionRun) liveUploads(out string, k int) (*liveUploads, int) {
 // result.json stands for its subdirectories that have one, as
 // actions/download-artifact lays them out). Its result is reported like
 // a run's: DLQ artifact, summary, comment, push.
-func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Result, error) {
+func (r *actionRun) gather(ctx context.Context, eng *runner.Engine) (*runner.Result, error) {
 	e := r.env
 	var outs []string
 	for _, line := range strings.Split(e.gha.GetInput("shard-outputs"), "\n") {
@@ -239,7 +244,7 @@ func (r *actionRun) gather(ctx context.Context, opts runner.Options) (*runner.Re
 	if err != nil {
 		return nil, err
 	}
-	return runner.Gather(ctx, runner.GatherOptions{Run: opts, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs), Reject: reject})
+	return eng.Gather(ctx, runner.GatherSpec{RepoDir: r.ws, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs), Reject: reject})
 }
 
 // previousShardOutput is the shard-continue input resolved for shard k:
@@ -322,7 +327,7 @@ func (r *actionRun) claudeSettings() config.ClaudeSettings {
 	}
 }
 
-// agentUser maps the agent-user input to runner.Options.AgentUser: "off"
+// agentUser maps the agent-user input to runner.Agents.User: "off"
 // runs agents as the engine.
 func agentUser(in string) string {
 	if strings.EqualFold(in, "off") {

@@ -52,7 +52,7 @@ type Inputs struct {
 	ClaudeArgs            []string
 	// AgentUser is who map steps run as (agent-user): "auto" (action.yml's
 	// default: a uid of their own per agent when the container runs as
-	// root), "off" (as the engine), or a runner.Options.AgentUser spec.
+	// root), "off" (as the engine), or a runner.Agents.User spec.
 	AgentUser string
 	// ClaudeModel, ClaudePermissionMode, ClaudeAllowedTools,
 	// ClaudeDisallowedTools and ClaudeMaxTurns override the workflow's

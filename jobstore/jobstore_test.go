@@ -21,8 +21,8 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func newJob(t *testing.T, home, repo, jobID string, started time.Time) jobstore.Paths {
 	t.Helper()
 	p := jobstore.Paths{Home: home, Repo: repo, JobID: jobID}
-	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: jobID, Repo: repo, StartedAt: started,
-		Status: jobstore.StatusRunning, Phase: jobstore.PhaseSetup, Vars: map[string]string{}}
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: jobID, Repo: repo, StartedAt: started,
+		Status: jobstore.StatusRunning, Phase: jobstore.PhaseSetup, Vars: map[string]string{}}}
 	if err := jobstore.NewState(p, cp, func() time.Time { return started }).Update(func(*jobstore.Checkpoint) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +179,8 @@ func TestJobLock(t *testing.T) {
 func TestStateWritesCheckpointAndSession(t *testing.T) {
 	home := t.TempDir()
 	p := jobstore.Paths{Home: home, Repo: "r", JobID: "j"}
-	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
-		Status: jobstore.StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{}}
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
+		Status: jobstore.StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{}}}
 	for i, st := range []jobstore.ItemState{jobstore.ItemMerged, jobstore.ItemDLQ, jobstore.ItemSkipped, jobstore.ItemPending, jobstore.ItemRunning} {
 		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: string(rune('a' + i)), State: st}, Index: i, Data: json.RawMessage(`{}`)})
 	}

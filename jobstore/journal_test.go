@@ -30,8 +30,8 @@ func (c *testClock) add(d time.Duration) {
 func journalJob(t testing.TB, n int) (jobstore.Paths, *jobstore.State, *jobstore.Checkpoint, *testClock) {
 	t.Helper()
 	p := jobstore.Paths{Home: t.TempDir(), Repo: "r", JobID: "j"}
-	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
-		Status: jobstore.StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{}}
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: "j", Repo: "r", StartedAt: t0,
+		Status: jobstore.StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{}}}
 	for i := range n {
 		cp.Items = append(cp.Items, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: fmt.Sprintf("item-%d", i), State: jobstore.ItemPending},
 			Index: i, Data: json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":"0123456789012345678901234567890123456789"}`, i))})

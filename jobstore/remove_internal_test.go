@@ -19,7 +19,7 @@ func TestRemoveJobRemovesTheStateLast(t *testing.T) {
 	home := t.TempDir()
 	mk := func(id string) Paths {
 		p := Paths{Home: home, Repo: "r", JobID: id}
-		cp := &Checkpoint{FormatVersion: CheckpointFormat, JobID: id, Repo: "r", Status: StatusRunning, StartedAt: time.Now(), Vars: map[string]string{}}
+		cp := &Checkpoint{CheckpointHead: CheckpointHead{FormatVersion: CheckpointFormat, JobID: id, Repo: "r", Status: StatusRunning, StartedAt: time.Now(), Vars: map[string]string{}}}
 		if err := NewState(p, cp, time.Now).Update(func(*Checkpoint) {}); err != nil {
 			t.Fatal(err)
 		}

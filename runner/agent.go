@@ -256,9 +256,11 @@ func (ir *itemRunner) lostAttempt() *dlq.Failure {
 	}
 }
 
-// markInFlight durably marks attempt n of the item as started.
+// markInFlight durably marks attempt n of the item as started; a write
+// that fails is the job's state error (persisted), like every other.
 func (ir *itemRunner) markInFlight(n int) {
-	_ = ir.j.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) })
+	ir.j.persisted(fmt.Sprintf("item %s attempt %d started", ir.it.ItemID, n),
+		ir.j.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) }))
 }
 
 // setInFlight marks attempt n started (under the state's lock).
@@ -309,7 +311,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	// The agent gets the worktree as a repository of its own; nothing its
 	// git does reaches the engine's (gitops/agentrepo.go). With
-	// Options.AgentUser it runs as a user of its own, too (agentuser.go).
+	// Agents.User it runs as a user of its own, too (agentuser.go).
 	who, giveBack, err := j.takeAgentUser(fmt.Sprintf("%s-%d", ir.agentID, n))
 	if err != nil {
 		return gitFailure(ctx, "prepare the agent's user", err)

@@ -14,7 +14,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
-// Agents as another user (Options.AgentUser, --agent-user, the Action's
+// Agents as another user (Agents.User, --agent-user, the Action's
 // agent-user input): when the engine runs as root, every map step — shell
 // and claude — runs as that user, in a worktree the engine hands to that
 // user (gitops.HandOut with an owner), with HOME set to a directory of the
@@ -23,7 +23,7 @@ import (
 // repository's objects (its git needs them) but can write none of it, by
 // git or by path. Setup, reduce and failure handlers run as the engine.
 
-// agentUser is a resolved Options.AgentUser: uids first..first+count-1,
+// agentUser is a resolved Agents.User: uids first..first+count-1,
 // all with group gid.
 type agentUser struct {
 	first, count, gid int
@@ -114,7 +114,7 @@ func (au *agentUser) uids(maxParallel int) (chan int, error) {
 // in worktrees owned by the agents' user: safe.directory (git refuses a
 // work tree owned by another user otherwise). The engine only ever runs
 // git in its own repository and worktrees.
-func agentGitOptions(o *Options) gitops.Options {
+func agentGitOptions(o *options) gitops.Options {
 	g := o.Git
 	if strings.TrimSpace(o.AgentUser) != "" {
 		g.Config = append(append([]gitops.ConfigEntry(nil), g.Config...), gitops.ConfigEntry{Key: "safe.directory", Value: "*"})

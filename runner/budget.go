@@ -91,7 +91,7 @@ func (b *jobBudget) isExhausted() bool {
 	return b.exhausted
 }
 
-// initBudget sets the budget a job runs with: --max-cost-usd (Options or,
+// initBudget sets the budget a job runs with: --max-cost-usd (the spec or,
 // for a resume, the checkpoint) over the workflow's budget.max_cost_usd.
 func (j *job) initBudget(override, spent float64) {
 	var max, item float64

@@ -33,7 +33,7 @@ type CanaryPlan struct {
 // with its eligible/total counts and, when its records are only
 // ineligible, says to add --force. With DryRun the plan is returned in Result.Canary and
 // nothing changes.
-func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
+func retryCluster(ctx context.Context, ro retryOptions) (*Result, error) {
 	if ro.Sample < 0 {
 		return nil, usage(fmt.Errorf("--sample must be positive"))
 	}
@@ -41,14 +41,15 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := func(ids []string, deferReduce bool) (*Result, error) {
+	// Each step is a plain redrive of explicit items.
+	run := func(ids []string, skipReduce bool) (*Result, error) {
 		r := ro
-		r.Signature, r.Sample, r.deferReduce = "", 0, deferReduce
-		r.only = map[string]bool{}
+		r.Signature, r.Sample, r.SkipReduce = "", 0, skipReduce
+		r.Items = map[string]bool{}
 		for _, id := range ids {
-			r.only[id] = true
+			r.Items[id] = true
 		}
-		return RetryDLQ(ctx, r)
+		return retryDLQ(ctx, r)
 	}
 	if ro.DryRun {
 		res, err := run(append(slices.Clone(plan.Sample), plan.Rest...), false)
@@ -92,8 +93,8 @@ func retryCluster(ctx context.Context, ro RetryOptions) (*Result, error) {
 // planCanary reads the job's DLQ and splits the records with
 // ro.Signature (reprocess-eligible only unless ro.Force) into the sample
 // (the first ro.Sample by item id) and the rest.
-func planCanary(ro RetryOptions) (*CanaryPlan, error) {
-	p, err := FindJob(ro.Home, "", ro.JobID)
+func planCanary(ro retryOptions) (*CanaryPlan, error) {
+	p, err := findJob(ro.Home, "", ro.JobID)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +156,8 @@ func planCanary(ro RetryOptions) (*CanaryPlan, error) {
 
 // sameSignature counts the items of ids that are still in the DLQ with
 // signature sig.
-func sameSignature(ro RetryOptions, sig string, ids []string) (int, error) {
-	p, err := FindJob(ro.Home, "", ro.JobID)
+func sameSignature(ro retryOptions, sig string, ids []string) (int, error) {
+	p, err := findJob(ro.Home, "", ro.JobID)
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // FindDLQJob picks the job a `dlq` command works on. With jobID set it is
@@ -13,7 +15,7 @@ import (
 // in several repositories are *UsageError values that list the jobs there
 // are.
 func FindDLQJob(home, jobID string) (Paths, error) {
-	jobs, err := DLQJobs(home)
+	jobs, err := jobstore.DLQJobs(home)
 	if err != nil {
 		return Paths{}, err
 	}
@@ -34,7 +36,7 @@ func FindDLQJob(home, jobID string) (Paths, error) {
 		}
 	}
 	if len(match) == 0 {
-		all, err := StateJobs(home)
+		all, err := jobstore.StateJobs(home)
 		if err != nil {
 			return Paths{}, err
 		}

@@ -1,7 +1,12 @@
 // Package runner is prodigy-action's engine: it runs a MapReduce workflow
 // as a job, setup → map → reduce.
 //
-// Run creates a job: a parent worktree on the results branch
+// An Engine, built once from the long-lived dependencies (state directory,
+// git options, clock, randomness, redactor, tracer, stderr, hooks, Claude
+// command), has one method per operation, each taking a spec of what it
+// reads: Run, Resume, Redrive, Plan, Shard, Gather.
+//
+// Engine.Run creates a job: a parent worktree on the results branch
 // (prodigy/<job_id> by default; the user's checkout is never touched) where
 // setup and reduce run. The map phase starts every pending item through an
 // itemRunner, at most max_parallel at once (errgroup with SetLimit): the
@@ -14,18 +19,19 @@
 // on_item_failure decides: a DLQ record, a skip, a stop, or a custom
 // handler. Cleanup failures are warnings and go to the orphan registry.
 //
-// Resume continues an interrupted or failed job (items already merged are
-// recognised by their merge commits and never run twice); RetryDLQ
-// redrives DLQ records through the job's workflow. Status reads a job's
+// Engine.Resume continues an interrupted or failed job (items already
+// merged are recognised by their merge commits and never run twice);
+// Engine.Redrive runs DLQ records again through the job's workflow (a
+// canary redrive is a loop of redrives of explicit items). Status reads a job's
 // state; CleanOrphans removes orphaned worktrees.
 //
 // The state directory belongs to jobstore (checkpoint, session, lock,
-// orphan registry, event file) and the DLQ records to dlq; runner writes
-// through them and re-exports the types and lookups the command layers
-// need (Paths, FindJob, Jobs, ItemOutcome, …), so those layers import
-// runner only. Every event is a struct (see Event); every side effect of
-// the engine (clock, randomness, environment, stderr, hooks, redaction) is
-// an Option.
+// orphan registry, event file, the job catalogue) and the DLQ records to
+// dlq; runner writes through them. The command layers import jobstore
+// themselves; runner names only what its results carry (Paths,
+// ItemOutcome, …). Every event is a struct (see Event); every side effect
+// of the engine (clock, randomness, environment, stderr, hooks,
+// redaction) is a field of the Engine.
 //
 // Errors: a *UsageError when nothing was run (exit 2), ErrJobFailed and
 // ErrInterrupted (wrapped, with a Result) otherwise.

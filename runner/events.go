@@ -26,7 +26,7 @@ type JobStarted struct {
 	Workflow      string `json:"workflow"`
 	ResultsBranch string `json:"results_branch"`
 	MaxParallel   int    `json:"max_parallel"`
-	// TraceID is the execution's trace id when it is traced (Options.Tracer).
+	// TraceID is the execution's trace id when it is traced (Engine.Tracer).
 	TraceID string `json:"trace_id,omitempty"`
 }
 

@@ -140,7 +140,7 @@ func (j *job) inputPath() string {
 }
 
 // warnNoItems reports a selection of zero items: a loud warning, or with
-// Options.RequireItems an input error.
+// RunSpec.RequireItems an input error.
 func (j *job) warnNoItems() error {
 	m := j.wf.Map
 	var sel []string

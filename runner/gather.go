@@ -22,11 +22,11 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// GatherOptions configures Gather.
-type GatherOptions struct {
+// gatherOptions configures gatherJob.
+type gatherOptions struct {
 	// Run carries the engine settings (Home, RepoDir, Stderr, Clock, …);
 	// the workflow, job id and results branch come from the plan.
-	Run Options
+	Run options
 	// PlanDir is the plan directory.
 	PlanDir string
 	// Outputs are shard output directories, in any order.
@@ -45,7 +45,7 @@ type GatherOptions struct {
 	Reject map[string]string
 }
 
-// Gather completes a sharded job in the repository at Run.RepoDir (the
+// gatherJob completes a sharded job in the repository at Run.RepoDir (the
 // planning repository or any clone holding the base; the base is fetched
 // from base.bundle when missing).
 //
@@ -71,7 +71,7 @@ type GatherOptions struct {
 // comes first). When every item has an outcome, reduce runs once with
 // ${map.*} over all shards. Gathering the same outputs twice changes
 // nothing; a gather killed at any moment is completed by running it again.
-func Gather(ctx context.Context, g GatherOptions) (*Result, error) {
+func gatherJob(ctx context.Context, g gatherOptions) (*Result, error) {
 	o := g.Run
 	o.defaults()
 	o.Merge = MergeTree

@@ -53,13 +53,13 @@ type settings struct {
 	redact         func(string) string // red.String
 	started        time.Time
 	maxCost        float64 // --max-cost-usd; 0 = the checkpoint's or workflow's
-	requireItems   bool    // zero selected items is an input error (Options.RequireItems)
-	noItems        bool    // the job has no map items by design (Options.NoItems)
+	requireItems   bool    // zero selected items is an input error (RunSpec.RequireItems)
+	noItems        bool    // the job has no map items by design (RunSpec.NoItems)
 	skipReduce     bool    // this execution leaves reduce to a later one (a canary's sample)
-	tracer         Tracer  // Options.Tracer; nil traces nothing
+	tracer         Tracer  // Engine.Tracer; nil traces nothing
 	traceParent    string  // the trace the job's span continues (a sharded job's plan)
-	deferTeardown  bool    // Options.DeferTeardown
-	// agentUser is who agents run as (Options.AgentUser), nil: the
+	deferTeardown  bool    // Engine.DeferTeardown
+	// agentUser is who agents run as (Agents.User), nil: the
 	// engine's user; agentUIDs the pool of its uids (agentuser.go).
 	agentUser *agentUser
 	agentUIDs chan int
@@ -118,7 +118,7 @@ type tally struct {
 }
 
 // defaults fills the zero values of o.
-func (o *Options) defaults() {
+func (o *options) defaults() {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}

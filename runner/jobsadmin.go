@@ -6,70 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
-
-// JobSummary is one row of `action jobs`.
-type JobSummary struct {
-	JobID         string    `json:"job_id"`
-	Repo          string    `json:"repo"`
-	RepoDir       string    `json:"repo_dir"`
-	Workflow      string    `json:"workflow_name"`
-	Status        JobStatus `json:"status"`
-	Phase         string    `json:"phase"`
-	Total         int       `json:"total"`
-	Done          int       `json:"done"`
-	Failed        int       `json:"failed"`
-	Skipped       int       `json:"skipped"`
-	Pending       int       `json:"pending"`
-	DLQCount      int       `json:"dlq_count"`
-	ResultsBranch string    `json:"results_branch"`
-	StartedAt     time.Time `json:"started_at"`
-	// Stale is set for a job whose checkpoint says running while no
-	// process holds its lock (it crashed or was killed: resume it).
-	Stale bool `json:"stale"`
-}
-
-// ListJobs summarises every job with a checkpoint under home (of one
-// repository when repo != ""), newest first. Unreadable checkpoints are
-// skipped.
-func ListJobs(home, repo string) ([]JobSummary, error) {
-	all, err := jobstore.Jobs(home)
-	if err != nil {
-		return nil, err
-	}
-	out := []JobSummary{}
-	for _, p := range all {
-		if repo != "" && p.Repo != repo {
-			continue
-		}
-		cp, err := jobstore.LoadSummary(p) // counts, not every item
-		if err != nil {
-			continue
-		}
-		n := *cp.ItemCounts
-		s := JobSummary{JobID: cp.JobID, Repo: p.Repo, RepoDir: cp.RepoDir, Workflow: cp.WorkflowName, Status: cp.Status,
-			Phase: string(cp.Phase), Total: n.Total, Done: n.Merged, Failed: n.DLQ, Skipped: n.Skipped, Pending: n.Pending + n.Running,
-			ResultsBranch: cp.ResultsBranch, StartedAt: cp.StartedAt.UTC()}
-		if c, err := countDLQ(p); err == nil {
-			s.DLQCount = c
-		}
-		s.Stale = cp.Status == StatusRunning && !jobstore.Locked(p)
-		out = append(out, s)
-	}
-	sort.SliceStable(out, func(a, b int) bool {
-		if !out[a].StartedAt.Equal(out[b].StartedAt) {
-			return out[a].StartedAt.After(out[b].StartedAt)
-		}
-		return out[a].JobID > out[b].JobID
-	})
-	return out, nil
-}
 
 // Discarded says what DiscardJob removed.
 type Discarded struct {

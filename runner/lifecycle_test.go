@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -84,7 +85,7 @@ map:
 			if !strings.Contains(strings.Join(r.files(res.ResultsBranch), " "), "done.txt") {
 				t.Errorf("work was not merged")
 			}
-			sets, err := runner.FindOrphans(r.home, "job-1")
+			sets, err := jobstore.FindOrphans(r.home, "job-1")
 			if err != nil || len(sets) != 1 {
 				t.Fatalf("FindOrphans = %v, %v", sets, err)
 			}
@@ -93,7 +94,7 @@ map:
 				t.Fatalf("clean with the cause present: failed = %v", failed)
 			}
 			_ = exec.Command("chattr", "-i", filepath.Join(orphan.Path, "junk", "locked")).Run()
-			sets, _ = runner.FindOrphans(r.home, "job-1")
+			sets, _ = jobstore.FindOrphans(r.home, "job-1")
 			removed, failed, err := runner.CleanOrphans(context.Background(), sets[0])
 			if err != nil || len(failed) != 0 || len(removed) != 1 {
 				t.Fatalf("clean: removed %v failed %v err %v", removed, failed, err)
@@ -101,7 +102,7 @@ map:
 			if _, err := os.Stat(orphan.Path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("orphan still on disk: %v", err)
 			}
-			if sets, _ := runner.FindOrphans(r.home, ""); len(sets) != 0 {
+			if sets, _ := jobstore.FindOrphans(r.home, ""); len(sets) != 0 {
 				t.Errorf("registry not emptied: %+v", sets)
 			}
 			if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {

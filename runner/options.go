@@ -10,8 +10,10 @@ import (
 	"github.com/prodigy-action/prodigy-action/retry"
 )
 
-// Options configures Run. Zero values mean the documented defaults.
-type Options struct {
+// options are every setting of one operation (Engine.options builds them
+// from the Engine and the operation's spec). Zero values mean the
+// documented defaults.
+type options struct {
 	// Workflow is the parsed workflow (config.Load).
 	Workflow *config.Workflow
 	// RepoDir is any directory inside the user's git checkout.
@@ -149,8 +151,8 @@ type Hooks interface {
 	Warning(msg string)
 }
 
-// RetryOptions configures RetryDLQ (`dlq retry`).
-type RetryOptions struct {
+// retryOptions configures retryDLQ (`dlq retry`).
+type retryOptions struct {
 	// Home is the state directory.
 	Home string
 	// JobID is the job whose DLQ is redriven.
@@ -177,12 +179,12 @@ type RetryOptions struct {
 	// (the first by item id) and stops when all of them fail again with the
 	// same signature; 0 redrives the whole cluster at once.
 	Sample int
-	// only, when set, restricts the selection to these item ids (the
+	// Items, when not nil, restricts the selection to these item ids (a
 	// canary's sample or rest).
-	only map[string]bool
-	// deferReduce skips reduce in this call (the canary's sample: reduce
+	Items map[string]bool
+	// SkipReduce skips reduce in this call (a canary's sample: reduce
 	// runs once, with the rest of the cluster).
-	deferReduce bool
+	SkipReduce bool
 	// Selected, when set with DryRun, receives each selected item as the
 	// DLQ is streamed, in store order, instead of the Result listing them:
 	// the dry run then holds no record or item in memory (Result.Items is
@@ -191,5 +193,5 @@ type RetryOptions struct {
 	Selected func(ItemOutcome) error
 	// Run carries the remaining settings (Stderr, Hooks, Clock, Claude command, …);
 	// its Workflow, RepoDir, JobID and Branch are taken from the job's checkpoint.
-	Run Options
+	Run options
 }

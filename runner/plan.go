@@ -89,10 +89,10 @@ type PlanItem struct {
 	Record json.RawMessage `json:"record,omitempty"`
 }
 
-// PlanOptions configures PlanJob.
-type PlanOptions struct {
+// planOptions configures planJob.
+type planOptions struct {
 	// Run carries the job settings (Workflow, RepoDir, Home, JobID, MaxParallel, Stderr, …).
-	Run Options
+	Run options
 	// Dir is the plan directory (created).
 	Dir string
 	// Shards is the shard count; 0 means auto (see AutoShards).
@@ -115,13 +115,13 @@ func PlanFile(dir string) string { return filepath.Join(dir, "plan.json") }
 // BaseBundle is the base bundle inside a plan directory.
 func BaseBundle(dir string) string { return filepath.Join(dir, "base.bundle") }
 
-// PlanJob runs setup once, exactly as Run does (a parent worktree on the
+// planJob runs setup once, exactly as Run does (a parent worktree on the
 // results branch prodigy/<job_id>), loads and selects the items as Run
 // would, splits them into shards and writes DIR/plan.json, plus
 // DIR/base.bundle when setup made commits. The results branch stays in the
 // repository (at the base commit); the job's state is removed, so the
 // gatherer creates it afresh. A failed plan leaves nothing behind.
-func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
+func planJob(ctx context.Context, po planOptions) (*Plan, error) {
 	o := po.Run
 	o.defaults()
 	if po.Dir == "" {
@@ -142,7 +142,7 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 	var pendingItems []PlanItem
 	var from *jobstore.Checkpoint
 	if src := po.FromDLQ + po.FromPending; src != "" {
-		p, err := FindJob(o.Home, "", src)
+		p, err := findJob(o.Home, "", src)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func PlanJob(ctx context.Context, po PlanOptions) (*Plan, error) {
 // origin is the repository's HEAD (base.bundle excludes it); from is the
 // redriven job's checkpoint (nil unless --from-dlq): then setup does not
 // run again and its captured values are reused.
-func (j *job) plan(ctx context.Context, po PlanOptions, origin string, redrive []*dlq.DeadLetteredItem, pendingItems []PlanItem, from *jobstore.Checkpoint) (*Plan, error) {
+func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive []*dlq.DeadLetteredItem, pendingItems []PlanItem, from *jobstore.Checkpoint) (*Plan, error) {
 	// A plan.json left by an interrupted earlier attempt must not outlive
 	// the job state it was made with.
 	if err := os.Remove(PlanFile(absPath(po.Dir))); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -333,7 +333,7 @@ func SplitShards(items []PlanItem, n int) []PlanShard {
 // divideLimits gives every shard its part of the job-wide limits, so the
 // shards together never exceed them: max_failures is split into integer
 // parts that add up to it (the first max_failures%N shards get one more;
-// PlanJob keeps N at most max_failures, so no part is 0 — a part below 1
+// planJob keeps N at most max_failures, so no part is 0 — a part below 1
 // is raised to 1, the smallest stop there is). The budget left after
 // setup (max_cost_usd minus what planning spent) is split evenly, rounded
 // down to the cent.
@@ -474,7 +474,7 @@ func pendingPlanItems(p Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
 // before it finished left behind (its state is marked as a plan's): the
 // parent worktree, the results branch and the state, so planning again
 // starts afresh. A job that is not an interrupted plan is left alone.
-func discardInterruptedPlan(ctx context.Context, o *Options) error {
+func discardInterruptedPlan(ctx context.Context, o *options) error {
 	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
 		return nil
 	}

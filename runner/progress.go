@@ -12,7 +12,7 @@ import (
 // progress prints done/failed/running/ETA to stderr: a live line on a
 // terminal, periodic lines otherwise (CI logs).
 type progress struct {
-	j        *job
+	logMu    *sync.Mutex // the job's: one log line at a time, this one included
 	w        io.Writer
 	tty      bool
 	interval time.Duration
@@ -25,11 +25,13 @@ type progress struct {
 	stopOnce                     sync.Once
 }
 
-func newProgress(j *job, w io.Writer, interval time.Duration) *progress {
+// newProgress prints to w, holding logMu (which every other log line of
+// the job holds) while it writes.
+func newProgress(logMu *sync.Mutex, w io.Writer, interval time.Duration) *progress {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
-	p := &progress{j: j, w: w, interval: interval}
+	p := &progress{logMu: logMu, w: w, interval: interval}
 	if isTerminal(w) {
 		p.tty = true
 		p.interval = time.Second
@@ -107,8 +109,8 @@ func (p *progress) finished(s ItemState) {
 }
 
 func (p *progress) tick() {
-	p.j.logMu.Lock()
-	defer p.j.logMu.Unlock()
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.total == 0 {

@@ -12,12 +12,12 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// RetryDLQ (`dlq retry`) re-runs the selected DLQ records' item_data through
+// retryDLQ (`dlq retry`) re-runs the selected DLQ records' item_data through
 // the job's real workflow in its results branch: agent template, merge,
 // cleanup, then reduce. Successes leave the DLQ; failures stay with their
 // history extended. An interrupted redrive loses no record (records are
 // only removed after success) and a second call continues.
-func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
+func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 	if ro.Signature != "" {
 		return retryCluster(ctx, ro)
 	}
@@ -76,7 +76,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 		// dlq_count is the number of records streamed, not the index's:
 		// loading the index of a large DLQ would double the dry run's peak.
 		res.DLQCount, err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
-			if ro.only != nil && !ro.only[it.ItemID] {
+			if ro.Items != nil && !ro.Items[it.ItemID] {
 				return nil
 			}
 			res.Pending++
@@ -120,12 +120,12 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	// is selected (its item data goes to the job's items.jsonl), mapped,
 	// then the next page is read. One page is read ahead, to know whether
 	// there is anything to do and whether there is more than one page.
-	pages, err := j.pageDLQ(filter, ro.Force, ro.only, ro.BatchSize)
+	pages, err := j.pageDLQ(filter, ro.Force, ro.Items, ro.BatchSize)
 	if err != nil {
 		return nil, err
 	}
 	defer pages.stop()
-	if n := cp.Counts(); len(pages.first) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.deferReduce {
+	if n := cp.Counts(); len(pages.first) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.SkipReduce {
 		// Nothing to redrive, but an earlier run left the job with every
 		// item done and reduce unfinished (a redrive killed in its reduce):
 		// finish the reduce, as resume would.
@@ -161,7 +161,7 @@ func RetryDLQ(ctx context.Context, ro RetryOptions) (*Result, error) {
 	} else {
 		j.logf("redriving the DLQ items of job %s in pages of %d, with %d attempt(s) each, %d in parallel", j.id, pages.size, attempts, j.maxParallel)
 	}
-	j.skipReduce = ro.deferReduce
+	j.skipReduce = ro.SkipReduce
 	return j.executePaged(ctx, pages.next)
 }
 
@@ -222,7 +222,7 @@ func (j *job) pageDLQ(filter *items.Filter, force bool, only map[string]bool, si
 }
 
 // DefaultRedriveBatch is how many DLQ records a redrive pages into its
-// job at a time (RetryOptions.BatchSize).
+// job at a time (RedriveSpec.BatchSize).
 const DefaultRedriveBatch = 1000
 
 // dlqPages streams the job's DLQ selection (eachDLQ, restricted to only

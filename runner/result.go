@@ -76,7 +76,7 @@ type Result struct {
 	// items that showed it; nil when it did not trip.
 	Storm *Storm `json:"storm,omitempty"`
 	// Teardown deletes the pool worktrees this execution moved aside when
-	// Options.DeferTeardown was set; nil when there is nothing to delete.
+	// Engine.DeferTeardown was set; nil when there is nothing to delete.
 	// Safe to call more than once.
 	Teardown func() `json:"-"`
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// ResumeOptions configures Resume.
-type ResumeOptions struct {
+// resumeOptions configures resumeJob.
+type resumeOptions struct {
 	Home  string
 	JobID string
 	// IncludeDLQ adds the job's reprocess-eligible DLQ items to the pending
@@ -25,14 +25,14 @@ type ResumeOptions struct {
 	IncludeDLQ bool
 	// Run carries the remaining settings (Stderr, Hooks, Clock, …); the
 	// workflow, repository, branch and parallelism come from the checkpoint.
-	Run Options
+	Run options
 }
 
-// Resume finishes an interrupted or failed job: items not yet done run
+// resumeJob finishes an interrupted or failed job: items not yet done run
 // (none twice: items whose merge reached the results branch before a crash
 // are recognised by their merge commits), stale worktrees from a crash are
 // removed, then reduce runs.
-func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
+func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	o := ro.Run
 	o.Home = ro.Home
 	o.defaults()
@@ -42,7 +42,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	defer unlock()
 	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
-		j.removeDiscarded(j.discarded())
+		j.trees.removeDiscarded(j.trees.discarded())
 		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
 		res := resultOf(cp)
 		res.OrphanedWorktrees = orEmpty(nil)
@@ -92,8 +92,8 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 var beforeLock func()
 
 // reopen loads a job's checkpoint and workflow and locks the job.
-func reopen(ctx context.Context, o *Options, jobID string) (*job, *jobstore.Checkpoint, func(), error) {
-	p, err := FindJob(o.Home, "", jobID)
+func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Checkpoint, func(), error) {
+	p, err := findJob(o.Home, "", jobID)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
-// Run executes a workflow as a new job: setup in a parent worktree on the
+// runJob executes a workflow as a new job: setup in a parent worktree on the
 // results branch, every item in its own agent worktree with retries, merges
 // into the results branch, failures into the DLQ, then reduce. The user's
 // checkout is never modified.
@@ -36,7 +36,7 @@ import (
 // It returns the job's Result and nil when the job completed (items in the
 // DLQ do not fail it); a *UsageError when nothing was run; an error wrapping
 // ErrJobFailed or ErrInterrupted (with a Result) otherwise.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func runJob(ctx context.Context, o options) (*Result, error) {
 	o.defaults()
 	j, head, err := prepare(ctx, &o)
 	if err != nil {
@@ -56,7 +56,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // prepare validates everything that can be checked before state exists.
-func prepare(ctx context.Context, o *Options) (*job, string, error) {
+func prepare(ctx context.Context, o *options) (*job, string, error) {
 	wf := o.Workflow
 	if wf == nil {
 		return nil, "", usage(errors.New("no workflow given"))
@@ -114,7 +114,7 @@ func prepare(ctx context.Context, o *Options) (*job, string, error) {
 }
 
 // newJob builds the in-memory job (no state is written).
-func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
+func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, branch string, maxPar int) (*job, error) {
 	bash, claude := "bash", o.ClaudeCommand
 	if !o.noTools {
 		var err error
@@ -163,8 +163,10 @@ func newJob(o *Options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
 	j.steps.red = j.red
-	j.prog = newProgress(j, o.Stderr, o.ProgressInterval)
-	if j.trees, err = newWorktrees(j, o.Sparse); err != nil {
+	j.prog = newProgress(&j.logMu, o.Stderr, o.ProgressInterval)
+	j.trees, err = newWorktrees(worktreeDeps{git: j.git, paths: j.paths, parentDir: j.parentDir, branch: j.branch, wf: j.wf,
+		isolation: j.isolation, mergeMode: j.mergeMode, clock: j.clock, rand: j.rand, job: j}, o.Sparse)
+	if err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -182,15 +184,13 @@ func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
 // `status` lists the job and `resume` finishes it), then the results
 // branch and parent worktree (recover recreates them when a crash came
 // first), then the rest of the state (open).
-func (j *job) create(ctx context.Context, o *Options, head string) error {
+func (j *job) create(ctx context.Context, o *options, head string) error {
 	now := j.now().UTC()
-	cp := &jobstore.Checkpoint{
-		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
 		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudeOverrides(o.Claude), Sparse: j.trees.flagSparse,
-		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}, Items: []*jobstore.CheckpointItem{},
-	}
+		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}}, Items: []*jobstore.CheckpointItem{}}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
 		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {
 			return err

@@ -12,11 +12,11 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// ShardOptions configures RunShard.
-type ShardOptions struct {
+// shardOptions configures runShard.
+type shardOptions struct {
 	// Run carries the engine settings (Home, RepoDir, MaxParallel, Stderr,
 	// Clock, …); the workflow, job id and branch come from the plan.
-	Run Options
+	Run options
 	// PlanDir is the plan directory (plan.json, base.bundle).
 	PlanDir string
 	// Shard is the shard index K.
@@ -68,7 +68,7 @@ type ShardResult struct {
 	// again cannot finish those items before the cause is fixed, so gather
 	// closes such a shard instead of waiting for it. Empty otherwise.
 	StopReason string `json:"stop_reason,omitempty"`
-	// RunAttempt is ShardOptions.Attempt: the CI attempt that wrote this
+	// RunAttempt is ShardSpec.Attempt: the CI attempt that wrote this
 	// output (absent when none was given).
 	RunAttempt int `json:"run_attempt,omitempty"`
 	// OutputSeq numbers the writes of one run of the shard's output: the
@@ -95,7 +95,7 @@ func ShardBranch(resultsBranch string, k int) string {
 // a shard's state is kept apart from the gatherer's state of the same job.
 func shardSuffix(k int) string { return ".shard-" + strconv.Itoa(k) }
 
-// RunShard runs shard K of a plan in the repository at Run.RepoDir (any
+// runShard runs shard K of a plan in the repository at Run.RepoDir (any
 // clone; the base commit is fetched from base.bundle when missing) with
 // the whole engine — worktrees, retries, on_item_failure, DLQ, events,
 // checkpoint — merging into prodigy/<job_id>/shard-K from the base. It
@@ -108,7 +108,7 @@ func shardSuffix(k int) string { return ".shard-" + strconv.Itoa(k) }
 // merged), dlq/ (the shard's DLQ records in the seed's format), events.jsonl
 // and, last, result.json. The error is as for Run: nil unless the shard
 // itself failed (stop policy, thresholds) or was interrupted.
-func RunShard(ctx context.Context, so ShardOptions) (*ShardResult, error) {
+func runShard(ctx context.Context, so shardOptions) (*ShardResult, error) {
 	o := so.Run
 	o.defaults()
 	o.Merge = MergeTree
@@ -286,13 +286,11 @@ func planCheckpoint(j *job, plan *Plan, ids []string) *jobstore.Checkpoint {
 	for _, it := range plan.Items {
 		byID[it.ID] = it
 	}
-	cp := &jobstore.Checkpoint{
-		FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: plan.BaseCommit,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
 		Status: StatusRunning, Phase: jobstore.PhaseMap, SetupCompleted: true, StartedAt: now,
-		Vars: map[string]string{}, Items: make([]*jobstore.CheckpointItem, 0, len(ids)),
-	}
+		Vars: map[string]string{}}, Items: make([]*jobstore.CheckpointItem, 0, len(ids))}
 	for k, v := range plan.Vars {
 		cp.Vars[k] = v
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -321,7 +322,7 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 			if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.out) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("gather = %v (exit %d), want a refusal naming %s and %q", err, runner.ExitCode(err), c.out, c.want)
 			}
-			if jobs, _ := runner.ListJobs(g.home, ""); len(jobs) != 0 {
+			if jobs, _ := jobstore.ListJobs(g.home, ""); len(jobs) != 0 {
 				t.Fatalf("a refused gather left state: %+v", jobs)
 			}
 		})
@@ -370,7 +371,7 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 		r     *testRepo
 		total int
 	}{{ka, a, 2}, {kb, b, 3}} {
-		jobs, err := runner.ListJobs(a.home, c.key)
+		jobs, err := jobstore.ListJobs(a.home, c.key)
 		if err != nil || len(jobs) != 1 || jobs[0].Total != c.total || jobs[0].RepoDir != c.r.dir {
 			t.Fatalf("jobs of %s = %+v, %v", c.r.dir, jobs, err)
 		}

@@ -402,7 +402,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), `"item_9": no such item`) {
 		t.Fatalf("rejecting an unknown item = %v, want a usage error", err)
 	}
-	if jobs, _ := runner.ListJobs(g.home, ""); len(jobs) != 0 {
+	if jobs, _ := jobstore.ListJobs(g.home, ""); len(jobs) != 0 {
 		t.Fatalf("a refused gather left state: %+v", jobs)
 	}
 	reject := map[string]string{"item_1": "breaks the public API", "item_4": ""}

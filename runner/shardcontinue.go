@@ -12,7 +12,7 @@ import (
 )
 
 // previousShard is an earlier attempt's output of this shard that a fresh
-// shard continues from (ShardOptions.Continue).
+// shard continues from (ShardSpec.Continue).
 type previousShard struct {
 	dir string
 	res *ShardResult

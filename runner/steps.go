@@ -65,7 +65,7 @@ type stepContext struct {
 	index  int
 	claude *claudeRun
 	// owner is the user the steps run as, and own what they write (map
-	// steps with Options.AgentUser); nil: the engine's user.
+	// steps with Agents.User); nil: the engine's user.
 	owner *gitops.Owner
 }
 

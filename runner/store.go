@@ -8,8 +8,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// The state directory belongs to jobstore; these re-exports let the
-// command layers (which import runner, not jobstore) name jobs.
+// The state directory belongs to jobstore; the command layers use it
+// directly. Paths and OrphanSet name what the engine's results carry.
 
 // Paths is the on-disk layout of one job (jobstore.Paths).
 type Paths = jobstore.Paths
@@ -17,47 +17,18 @@ type Paths = jobstore.Paths
 // OrphanSet is one job's orphan registry (jobstore.OrphanSet).
 type OrphanSet = jobstore.OrphanSet
 
-// Latest, given as a job id, names the newest job of a repository.
-const Latest = jobstore.Latest
-
 // ValidJobID reports whether id is usable as a new job id.
 func ValidJobID(id string) error { return jobstore.ValidJobID(id) }
 
-// Jobs lists every job with a checkpoint under home, sorted by job id.
-func Jobs(home string) ([]Paths, error) { return jobstore.Jobs(home) }
-
-// StateJobs lists every job with a state folder under home, checkpointed
-// or not.
-func StateJobs(home string) ([]Paths, error) { return jobstore.StateJobs(home) }
-
-// DLQJobs lists every job that has a DLQ under home, sorted by repository
-// then job id.
-func DLQJobs(home string) ([]Paths, error) { return jobstore.DLQJobs(home) }
-
-// FindJob locates a job by id (jobstore.FindJob): "" means the only job,
-// Latest the newest of repo ("" = any repository). A job that does not
-// exist, an ambiguous or an invalid id is a *UsageError.
-// ErrAmbiguousJob is FindJob's error (wrapped in a *UsageError) when no job
-// id is given and several jobs exist.
-var ErrAmbiguousJob = jobstore.ErrAmbiguousJob
-
-func FindJob(home, repo, jobID string) (Paths, error) {
+// findJob locates a job by id (jobstore.FindJob): "" means the only job,
+// jobstore.Latest the newest of repo ("" = any repository). A job that
+// does not exist, an ambiguous or an invalid id is a *UsageError.
+func findJob(home, repo, jobID string) (Paths, error) {
 	p, err := jobstore.FindJob(home, repo, jobID)
 	if errors.Is(err, jobstore.ErrNoJob) || errors.Is(err, jobstore.ErrAmbiguousJob) || errors.Is(err, jobstore.ErrInvalidJobID) {
 		return p, usage(err)
 	}
 	return p, err
-}
-
-// FindOrphans reads the orphan registries under home: one job's, or every
-// job's when jobID is "". An invalid job id is a *UsageError.
-func FindOrphans(home, jobID string) ([]OrphanSet, error) {
-	if jobID != "" {
-		if err := jobstore.ValidJobID(jobID); err != nil {
-			return nil, usage(err)
-		}
-	}
-	return jobstore.FindOrphans(home, jobID)
 }
 
 // Status reports a job's state from its checkpoint, every item included.
@@ -69,7 +40,7 @@ func Status(home, jobID string) (*Result, error) { return status(home, jobID, fa
 func StatusSummary(home, jobID string) (*Result, error) { return status(home, jobID, true) }
 
 func status(home, jobID string, summary bool) (*Result, error) {
-	p, err := FindJob(home, "", jobID)
+	p, err := findJob(home, "", jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +86,7 @@ func completeStatus(p Paths, cp *jobstore.Checkpoint, res *Result) error {
 // job and the first bytes come before the last item is read. The counts in
 // head describe exactly the items that follow.
 func StatusStream(home, jobID string, head func(*Result) error, item func(ItemOutcome) error) error {
-	p, err := FindJob(home, "", jobID)
+	p, err := findJob(home, "", jobID)
 	if err != nil {
 		return err
 	}

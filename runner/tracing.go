@@ -13,7 +13,7 @@ import (
 // Tracer receives the structure of one execution of a job (run, resume,
 // redrive, shard, gather) as nested spans: job → phase (setup, map,
 // reduce) → item → attempt → step. Package telemetry implements it with
-// OpenTelemetry; Options.Tracer nil traces nothing. The engine calls it
+// OpenTelemetry; Engine.Tracer nil traces nothing. The engine calls it
 // synchronously when the work starts and ends, so spans carry the real
 // wall-clock timing. Implementations must be safe for concurrent use: items
 // run in parallel.

@@ -28,7 +28,7 @@ type ValidateOptions struct {
 	// limit (set when running inside GitHub Actions).
 	GitHubActions bool
 	// ClaudeCommand, ClaudeArgs and Claude are what run would use for
-	// claude steps (see Options); they only shape ClaudeSteps.
+	// claude steps (see options); they only shape ClaudeSteps.
 	ClaudeCommand string
 	ClaudeArgs    []string
 	Claude        config.ClaudeSettings

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
@@ -80,7 +81,7 @@ func (c *CleanupStatus) UnmarshalJSON(b []byte) error {
 // worktrees and the parent — is a sparse checkout of the same directories
 // when sparse is set (`worktree: {sparse: […]}` or --sparse).
 type worktrees struct {
-	j      *job
+	worktreeDeps
 	mode   Isolation
 	sparse []string // cone-mode directories; empty = full checkout
 	// flagSparse is sparse when it came from --sparse (checkpointed, so
@@ -98,10 +99,37 @@ type worktrees struct {
 	all     map[*poolSlot]bool
 }
 
-// newWorktrees returns the job's worktree provider. sparse, the --sparse
+// worktreeJob is what the worktree provider tells its job: log lines and
+// warnings, events, worktrees it could not remove (orphan registry) and
+// agent branches to delete when the job ends. *job implements it.
+type worktreeJob interface {
+	logf(format string, args ...any)
+	warn(msg string)
+	emit(Event)
+	orphan(path, branch, agentID, itemID string, cause error)
+	unremovable(dir string, cause error)
+	retireBranch(b string)
+}
+
+// worktreeDeps are the worktree provider's dependencies, fixed when it is
+// built.
+type worktreeDeps struct {
+	git       *gitops.Client
+	paths     Paths
+	parentDir string // the parent worktree (on the results branch)
+	branch    string // the results branch
+	wf        *config.Workflow
+	isolation Isolation
+	mergeMode MergeMode
+	clock     retry.Clock // cleanup retries
+	rand      func() float64
+	job       worktreeJob
+}
+
+// newWorktrees returns a job's worktree provider. sparse, the --sparse
 // directories, replaces the workflow's worktree.sparse when not empty.
-func newWorktrees(j *job, sparse []string) (*worktrees, error) {
-	w := &worktrees{j: j, mode: j.isolation, all: map[*poolSlot]bool{}}
+func newWorktrees(d worktreeDeps, sparse []string) (*worktrees, error) {
+	w := &worktrees{worktreeDeps: d, mode: d.isolation, all: map[*poolSlot]bool{}}
 	w.ready = sync.NewCond(&w.mu)
 	if len(sparse) > 0 {
 		clean, err := gitops.CleanSparse(sparse)
@@ -109,8 +137,8 @@ func newWorktrees(j *job, sparse []string) (*worktrees, error) {
 			return nil, fmt.Errorf("--sparse: %w", err)
 		}
 		w.sparse, w.flagSparse = clean, clean
-	} else if j.wf != nil {
-		w.sparse = slices.Clone(j.wf.Worktree.Sparse)
+	} else if d.wf != nil {
+		w.sparse = slices.Clone(d.wf.Worktree.Sparse)
 	}
 	return w, nil
 }
@@ -129,14 +157,14 @@ func (w *worktrees) checkout(pool bool) gitops.CheckoutOptions {
 func (w *worktrees) notice(ctx context.Context) {
 	w.noticeOnce.Do(func() {
 		if len(w.sparse) > 0 {
-			w.j.logf("worktrees: sparse checkout of %s (plus files at the top level); merges keep every file", strings.Join(w.sparse, ", "))
+			w.job.logf("worktrees: sparse checkout of %s (plus files at the top level); merges keep every file", strings.Join(w.sparse, ", "))
 			return
 		}
-		sparse, err := w.j.git.IsSparse(ctx)
+		sparse, err := w.git.IsSparse(ctx)
 		if err != nil || !sparse {
 			return
 		}
-		w.j.warn(fmt.Sprintf("the checkout at %s is a sparse checkout: git copies its sparse patterns to the parent and every agent worktree, so steps see only its cone (merges still keep every file); set `worktree: {sparse: [...]}` in the workflow or pass --sparse to choose the directories explicitly", w.j.git.TopLevel()))
+		w.job.warn(fmt.Sprintf("the checkout at %s is a sparse checkout: git copies its sparse patterns to the parent and every agent worktree, so steps see only its cone (merges still keep every file); set `worktree: {sparse: [...]}` in the workflow or pass --sparse to choose the directories explicitly", w.git.TopLevel()))
 	})
 }
 
@@ -148,17 +176,17 @@ func (w *worktrees) notice(ctx context.Context) {
 func (w *worktrees) createParent(ctx context.Context, head string) error {
 	w.notice(ctx)
 	if !w.parentNeedsFiles() {
-		return w.j.git.WorktreeAddNoCheckout(ctx, w.j.parentDir, w.j.branch, head)
+		return w.git.WorktreeAddNoCheckout(ctx, w.parentDir, w.branch, head)
 	}
-	return w.j.git.WorktreeCreate(ctx, w.j.parentDir, w.j.branch, head, w.checkout(false))
+	return w.git.WorktreeCreate(ctx, w.parentDir, w.branch, head, w.checkout(false))
 }
 
 // parentNeedsFiles reports whether anything runs in, or reads from, the
 // parent worktree: setup or reduce steps, a custom on_item_failure handler,
 // --merge worktree, or a map input that is a command or a relative path.
 func (w *worktrees) parentNeedsFiles() bool {
-	wf := w.j.wf
-	if len(wf.Setup) > 0 || len(wf.Reduce) > 0 || len(wf.ErrorPolicy.CustomHandler) > 0 || w.j.mergeMode != MergeTree {
+	wf := w.wf
+	if len(wf.Setup) > 0 || len(wf.Reduce) > 0 || len(wf.ErrorPolicy.CustomHandler) > 0 || w.mergeMode != MergeTree {
 		return true
 	}
 	in := wf.Map.Input
@@ -187,9 +215,9 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 	var made []*poolSlot
 	for i := have; i < n; i++ {
 		name := "pool-" + newUUID()[:8]
-		path := w.j.paths.AgentWorktree(name)
-		if err := w.j.git.WorktreeAddNoCheckout(ctx, path, "", head); err != nil {
-			w.j.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
+		path := w.paths.AgentWorktree(name)
+		if err := w.git.WorktreeAddNoCheckout(ctx, path, "", head); err != nil {
+			w.job.warn(fmt.Sprintf("could not create pool worktree %s (%v); agents will create their worktrees as they start", path, err))
 			break
 		}
 		made = append(made, &poolSlot{name: name, path: path})
@@ -216,7 +244,7 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 				<-first // the first agent gets a whole checkout's worth of the machine
 			}
 			sem <- struct{}{}
-			err := w.j.git.WorktreePopulate(ctx, s.path, w.checkout(true))
+			err := w.git.WorktreePopulate(ctx, s.path, w.checkout(true))
 			<-sem
 			if i == 0 {
 				close(first)
@@ -230,12 +258,12 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 			w.ready.Broadcast()
 			w.mu.Unlock()
 			if err != nil && ctx.Err() == nil {
-				w.j.warn(fmt.Sprintf("could not check out pool worktree %s (%v); agents will create their worktrees as they start", s.path, err))
+				w.job.warn(fmt.Sprintf("could not check out pool worktree %s (%v); agents will create their worktrees as they start", s.path, err))
 			}
 			if err != nil {
 				return
 			}
-			w.j.events.emit(WorktreeCreated{Path: s.path, Pool: true})
+			w.job.emit(WorktreeCreated{Path: s.path, Pool: true})
 		}()
 	}
 }
@@ -244,11 +272,11 @@ func (w *worktrees) warm(ctx context.Context, n int, head string) {
 func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (*agentTree, error) {
 	if w.mode == IsolationFresh {
 		w.notice(ctx)
-		path := w.j.paths.AgentWorktree(agentID)
-		if err := w.j.git.WorktreeCreate(ctx, path, branch, head, w.checkout(false)); err != nil {
+		path := w.paths.AgentWorktree(agentID)
+		if err := w.git.WorktreeCreate(ctx, path, branch, head, w.checkout(false)); err != nil {
 			return nil, fmt.Errorf("create worktree %s: %w", path, err)
 		}
-		w.j.events.emit(WorktreeCreated{AgentID: agentID, Path: path, Branch: branch})
+		w.job.emit(WorktreeCreated{AgentID: agentID, Path: path, Branch: branch})
 		return &agentTree{path: path, branch: branch}, nil
 	}
 	w.mu.Lock()
@@ -263,47 +291,47 @@ func (w *worktrees) acquire(ctx context.Context, agentID, branch, head string) (
 	w.mu.Unlock()
 	if s != nil {
 		old := s.branch
-		switchTo := w.j.git.SwitchBranch
+		switchTo := w.git.SwitchBranch
 		if old == "" {
 			// Never used since its checkout: clean, and detached at the
 			// tip it was made from. When that is still head, only the
 			// branch and HEAD are written (no walk of its files: the
 			// first agent of a 50,000-file job starts 0.5 s sooner).
-			switchTo = w.j.git.AttachBranch
+			switchTo = w.git.AttachBranch
 		}
 		if err := switchTo(ctx, s.path, branch, head); err == nil {
 			s.branch = branch
 			if old != branch {
-				w.j.retireBranch(old)
+				w.job.retireBranch(old)
 			}
 			return &agentTree{path: s.path, branch: branch, slot: s}, nil
 		} else {
-			w.j.warn(fmt.Sprintf("pool worktree %s could not be reused (%v); replacing it", s.path, err))
+			w.job.warn(fmt.Sprintf("pool worktree %s could not be reused (%v); replacing it", s.path, err))
 			w.retire(ctx, s, agentID, "", err)
 		}
 	}
 	s = &poolSlot{name: "wt-" + agentID}
-	s.path = w.j.paths.AgentWorktree(s.name)
+	s.path = w.paths.AgentWorktree(s.name)
 	if _, err := os.Stat(s.path); err == nil {
 		// Left over from a crashed run: remove before reuse.
-		_ = w.j.git.WorktreeRemove(ctx, s.path)
+		_ = w.git.WorktreeRemove(ctx, s.path)
 	}
 	w.notice(ctx)
-	if err := w.j.git.WorktreeCreate(ctx, s.path, branch, head, w.checkout(true)); err != nil {
+	if err := w.git.WorktreeCreate(ctx, s.path, branch, head, w.checkout(true)); err != nil {
 		return nil, fmt.Errorf("create worktree %s: %w", s.path, err)
 	}
 	s.branch = branch
 	w.mu.Lock()
 	w.all[s] = true
 	w.mu.Unlock()
-	w.j.events.emit(WorktreeCreated{AgentID: agentID, Path: s.path, Branch: branch})
+	w.job.emit(WorktreeCreated{AgentID: agentID, Path: s.path, Branch: branch})
 	return &agentTree{path: s.path, branch: branch, slot: s}, nil
 }
 
 // reset prepares an item's worktree for another attempt: its branch is
 // moved to head and every change and untracked file is dropped.
 func (w *worktrees) reset(ctx context.Context, t *agentTree, head string) error {
-	return w.j.git.ResetWorktree(ctx, t.path, t.branch, head)
+	return w.git.ResetWorktree(ctx, t.path, t.branch, head)
 }
 
 // release cleans up after an agent attempt. keep preserves the worktree
@@ -322,14 +350,14 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 		}
 		return CleanupStatus{Skipped: true}
 	}
-	err := w.j.cleanupRetry(ctx, func(ctx context.Context) error {
+	err := w.cleanupRetry(ctx, func(ctx context.Context) error {
 		if t.slot != nil {
-			return w.j.git.CleanWorktree(ctx, t.path)
+			return w.git.CleanWorktree(ctx, t.path)
 		}
-		if err := w.j.git.WorktreeRemove(ctx, t.path); err != nil {
+		if err := w.git.WorktreeRemove(ctx, t.path); err != nil {
 			return err
 		}
-		return w.j.git.DeleteBranch(ctx, t.branch)
+		return w.git.DeleteBranch(ctx, t.branch)
 	})
 	if err == nil {
 		if t.slot != nil {
@@ -338,13 +366,13 @@ func (w *worktrees) release(ctx context.Context, t *agentTree, agentID, itemID s
 			w.ready.Broadcast() // an agent may be waiting for a slot
 			w.mu.Unlock()
 		}
-		w.j.events.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: t.path})
+		w.job.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: t.path})
 		return CleanupStatus{}
 	}
 	if t.slot != nil {
 		w.retire(ctx, t.slot, agentID, itemID, err)
 	} else {
-		w.j.orphan(t.path, t.branch, agentID, itemID, err)
+		w.job.orphan(t.path, t.branch, agentID, itemID, err)
 	}
 	return CleanupStatus{Err: err}
 }
@@ -354,11 +382,11 @@ func (w *worktrees) retire(ctx context.Context, s *poolSlot, agentID, itemID str
 	w.mu.Lock()
 	delete(w.all, s)
 	w.mu.Unlock()
-	if err := w.j.git.WorktreeRemove(ctx, s.path); err == nil {
-		w.j.retireBranch(s.branch)
+	if err := w.git.WorktreeRemove(ctx, s.path); err == nil {
+		w.job.retireBranch(s.branch)
 		return
 	}
-	w.j.orphan(s.path, s.branch, agentID, itemID, cause)
+	w.job.orphan(s.path, s.branch, agentID, itemID, cause)
 }
 
 // close removes the pool's worktrees and deletes their files (detach
@@ -398,37 +426,37 @@ func (w *worktrees) detach(ctx context.Context, deferFiles bool) func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := w.j.cleanupRetry(ctx, func(ctx context.Context) error {
+			err := w.cleanupRetry(ctx, func(ctx context.Context) error {
 				if !deferFiles {
-					return w.j.git.WorktreeDiscard(ctx, s.path)
+					return w.git.WorktreeDiscard(ctx, s.path)
 				}
-				_, err := w.j.git.WorktreeDetach(ctx, s.path, filepath.Join(filepath.Dir(s.path), discardedPrefix+filepath.Base(s.path)))
+				_, err := w.git.WorktreeDetach(ctx, s.path, filepath.Join(filepath.Dir(s.path), discardedPrefix+filepath.Base(s.path)))
 				return err
 			})
 			if err != nil {
-				w.j.orphan(s.path, s.branch, "", "", err)
+				w.job.orphan(s.path, s.branch, "", "", err)
 				return
 			}
-			w.j.retireBranch(s.branch)
+			w.job.retireBranch(s.branch)
 		}()
 	}
 	wg.Wait()
-	aside := w.j.discarded()
+	aside := w.discarded()
 	if len(aside) == 0 {
 		return nil
 	}
 	if !deferFiles {
-		w.j.removeDiscarded(aside)
+		w.removeDiscarded(aside)
 		return nil
 	}
-	return sync.OnceFunc(func() { w.j.removeDiscarded(aside) })
+	return sync.OnceFunc(func() { w.removeDiscarded(aside) })
 }
 
 // cleanupRetry retries a cleanup action briefly (spec 136: transient
 // "directory not empty" and similar).
-func (j *job) cleanupRetry(ctx context.Context, fn func(context.Context) error) error {
+func (w *worktrees) cleanupRetry(ctx context.Context, fn func(context.Context) error) error {
 	pol := retry.Policy{Attempts: 3, Backoff: retry.Exponential(100*time.Millisecond, 2), MaxDelay: time.Second}
-	return retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand}, func(ctx context.Context, _ int) error { return fn(ctx) })
+	return retry.Do(ctx, pol, retry.Options{Clock: w.clock, Rand: w.rand}, func(ctx context.Context, _ int) error { return fn(ctx) })
 }
 
 // orphan records a worktree cleanup could not remove and warns about it
@@ -457,26 +485,29 @@ func (j *job) unremovable(dir string, cause error) {
 // discarded lists the pool worktrees moved aside in the job's worktree
 // directory (.discarded-*): by this run's detach, or by a run killed before
 // it deleted them.
-func (j *job) discarded() []string {
-	dirs, _ := filepath.Glob(filepath.Join(j.paths.WorktreeRoot(), discardedPrefix+"*"))
+func (w *worktrees) discarded() []string {
+	dirs, _ := filepath.Glob(filepath.Join(w.paths.WorktreeRoot(), discardedPrefix+"*"))
 	return dirs
 }
 
 // removeDiscarded deletes dirs (see discarded) concurrently; what cannot be
 // deleted goes to the orphan registry.
-func (j *job) removeDiscarded(dirs []string) {
+func (w *worktrees) removeDiscarded(dirs []string) {
 	var wg sync.WaitGroup
 	for _, d := range dirs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := gitops.RemoveDetached(d); err != nil {
-				j.unremovable(d, err)
+				w.job.unremovable(d, err)
 			}
 		}()
 	}
 	wg.Wait()
 }
+
+// emit records an event of the job (worktreeJob).
+func (j *job) emit(e Event) { j.events.emit(e) }
 
 // retireBranch schedules an agent branch for deletion when the job ends.
 func (j *job) retireBranch(b string) {

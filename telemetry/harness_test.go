@@ -73,12 +73,13 @@ func runJob(t *testing.T, files map[string]string, yaml string, vars env, childE
 	}
 	ctx := context.Background()
 	tr := telemetry.New(ctx, telemetry.Config{Getenv: vars.get, Warn: j.warnings.add})
-	res, runErr := runner.Run(ctx, runner.Options{
-		Workflow: wf, RepoDir: j.repo, Home: j.home, JobID: "job-1",
+	eng := &runner.Engine{
+		Home:   j.home,
 		Stderr: j.stderr, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Rand: func() float64 { return 0.5 },
 		Getenv: func(string) string { return "" }, Environ: childEnv.environ(),
 		ClaudeCommand: claude, ClaudeArgs: claudeArgs, Tracer: tr.Tracer(),
-	})
+	}
+	res, runErr := eng.Run(ctx, runner.RunSpec{Workflow: wf, RepoDir: j.repo, JobID: "job-1"})
 	if err := tr.Shutdown(ctx); err != nil {
 		t.Logf("shutdown: %v", err)
 	}

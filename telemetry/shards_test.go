@@ -51,15 +51,15 @@ func TestShardedJobIsOneTrace(t *testing.T) {
 	}
 	ctx := context.Background()
 	// traced runs one command of the job in repo with its own tracer.
-	traced := func(repo string, f func(runner.Options) error) {
+	traced := func(repo string, f func(e *runner.Engine, repo string) error) {
 		t.Helper()
 		tr := telemetry.New(ctx, telemetry.Config{Getenv: vars.get, Warn: func(w string) { t.Errorf("warning: %s", w) }})
-		o := runner.Options{
-			Workflow: wf, RepoDir: repo, Home: filepath.Join(t.TempDir(), "home"), JobID: "job-1",
+		e := &runner.Engine{
+			Home:   filepath.Join(t.TempDir(), "home"),
 			Stderr: &lines{}, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Rand: func() float64 { return 0.5 },
 			Getenv: func(string) string { return "" }, Tracer: tr.Tracer(),
 		}
-		if err := f(o); err != nil {
+		if err := f(e, repo); err != nil {
 			t.Fatal(err)
 		}
 		if err := tr.Shutdown(ctx); err != nil {
@@ -72,23 +72,21 @@ func TestShardedJobIsOneTrace(t *testing.T) {
 		return dir
 	}
 	plan := filepath.Join(t.TempDir(), "plan")
-	traced(clone("planner"), func(o runner.Options) error {
-		_, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: plan, Shards: 2})
+	traced(clone("planner"), func(e *runner.Engine, repo string) error {
+		_, err := e.Plan(ctx, runner.PlanSpec{Workflow: wf, RepoDir: repo, JobID: "job-1", Dir: plan, Shards: 2})
 		return err
 	})
 	var outs []string
 	for k := range 2 {
 		out := filepath.Join(t.TempDir(), fmt.Sprintf("out%d", k))
 		outs = append(outs, out)
-		traced(clone(fmt.Sprintf("shard%d", k)), func(o runner.Options) error {
-			o.Workflow, o.JobID = nil, ""
-			_, err := runner.RunShard(ctx, runner.ShardOptions{Run: o, PlanDir: plan, Shard: k, OutDir: out})
+		traced(clone(fmt.Sprintf("shard%d", k)), func(e *runner.Engine, repo string) error {
+			_, err := e.Shard(ctx, runner.ShardSpec{RepoDir: repo, PlanDir: plan, Shard: k, OutDir: out})
 			return err
 		})
 	}
-	traced(clone("gatherer"), func(o runner.Options) error {
-		o.Workflow, o.JobID = nil, ""
-		_, err := runner.Gather(ctx, runner.GatherOptions{Run: o, PlanDir: plan, Outputs: outs})
+	traced(clone("gatherer"), func(e *runner.Engine, repo string) error {
+		_, err := e.Gather(ctx, runner.GatherSpec{RepoDir: repo, PlanDir: plan, Outputs: outs})
 		return err
 	})
 

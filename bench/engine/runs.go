@@ -58,7 +58,7 @@ type measurement struct {
 	FirstAgentMS float64 `json:"time_to_first_agent_ms,omitempty"`
 	// ResultMS is when the engine printed its --json result (process start
 	// to the first byte on stdout); WallMS - ResultMS is what it did after
-	// reporting (deleting the pool's worktrees, Options.DeferTeardown).
+	// reporting (deleting the pool's worktrees, runner.Engine.DeferTeardown).
 	ResultMS float64 `json:"result_ms,omitempty"`
 	// FirstCheckoutMS is the engine's own checkout of its first pool slot
 	// in this run (-checkout only; from a GIT_TRACE2_EVENT file), and

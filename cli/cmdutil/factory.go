@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/telemetry"
@@ -28,9 +29,9 @@ type Factory struct {
 	Getenv      func(string) string
 	// Now is the time for age cut-offs (dlq purge).
 	Now func() time.Time
-	// Engine is the template of every job's runner options (Stderr, Getenv,
-	// Clock); tests put a fake clock there.
-	Engine runner.Options
+	// Engine is the engine every job command runs (NewFactory gives it
+	// Stderr and Getenv, JobEngine the rest); tests put a fake clock there.
+	Engine *runner.Engine
 	// ActionMain runs the GitHub Action (no subcommand inside GitHub Actions).
 	ActionMain func(context.Context, actionapp.Deps) int
 	// Environ is the process environment whose secret-looking values are
@@ -91,7 +92,7 @@ func (f *Factory) ShutdownTracing(ctx context.Context) {
 // the real clock and engine.
 func NewFactory(in io.Reader, out, errOut io.Writer, getenv func(string) string) *Factory {
 	return &Factory{In: in, Out: out, ErrOut: errOut, Getenv: getenv, Now: time.Now,
-		Engine: runner.Options{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main, Environ: os.Environ,
+		Engine: &runner.Engine{Stderr: errOut, Getenv: getenv}, ActionMain: actionapp.Main, Environ: os.Environ,
 		BuildInfo: readBuildInfo}
 }
 
@@ -110,38 +111,54 @@ func (f *Factory) Home() (string, error) {
 	return filepath.Join(h, ".prodigy"), nil
 }
 
-// RunnerOptions builds the runner options shared by run, resume, demo and
-// dlq retry from the Engine template; isolation and merge are the flag
-// values ("" for the defaults).
-func (f *Factory) RunnerOptions(isolation, merge string) (runner.Options, error) {
+// JobEngine returns the Factory's engine ready for a job (run, resume,
+// demo, dlq retry, plan, shard, gather): the state directory (created; a
+// directory that cannot be written is a usage error), stderr, the
+// redactor and the tracer; the pool's files are deleted after the result
+// is printed (FinishJob).
+func (f *Factory) JobEngine() (*runner.Engine, error) {
 	home, err := f.Home()
 	if err != nil {
-		return runner.Options{}, err
+		return nil, err
 	}
 	if err := writableDir(home); err != nil {
-		return runner.Options{}, UsageErrorf("the state directory %s cannot be written (set PRODIGY_HOME to a writable directory): %w", home, err)
+		return nil, UsageErrorf("the state directory %s cannot be written (set PRODIGY_HOME to a writable directory): %w", home, err)
 	}
-	o := f.Engine
-	o.Home = home
-	o.Stderr = f.ErrOut
-	o.Redactor = f.Redactor()
-	o.Tracer = f.Tracing().Tracer()
-	// The pool's files are deleted after the result is printed (FinishJob).
-	o.DeferTeardown = true
-	o.AgentUser = f.Getenv("PRODIGY_AGENT_USER")
-	switch runner.Isolation(isolation) {
+	e := f.Engine
+	e.Home = home
+	e.Stderr = f.ErrOut
+	e.Redactor = f.Redactor()
+	e.Tracer = f.Tracing().Tracer()
+	e.DeferTeardown = true
+	return e, nil
+}
+
+// Agents is how a command's agents run: --max-parallel (0: the
+// workflow's), --agent-user (default $PRODIGY_AGENT_USER) and the Claude
+// flags.
+func (f *Factory) Agents(maxParallel int, user string, claude config.ClaudeSettings) runner.Agents {
+	if user == "" {
+		user = f.Getenv("PRODIGY_AGENT_USER")
+	}
+	return runner.Agents{MaxParallel: maxParallel, User: user, Claude: claude}
+}
+
+// ParseIsolation checks --isolation: pool, fresh or "" (the default).
+func ParseIsolation(s string) (runner.Isolation, error) {
+	switch runner.Isolation(s) {
 	case runner.IsolationPool, runner.IsolationFresh, "":
-		o.Isolation = runner.Isolation(isolation)
-	default:
-		return o, UsageErrorf("--isolation must be pool or fresh, not %q", isolation)
+		return runner.Isolation(s), nil
 	}
-	switch runner.MergeMode(merge) {
+	return "", UsageErrorf("--isolation must be pool or fresh, not %q", s)
+}
+
+// ParseMerge checks --merge: tree, worktree or "" (the default).
+func ParseMerge(s string) (runner.MergeMode, error) {
+	switch runner.MergeMode(s) {
 	case runner.MergeTree, runner.MergeWorktree, "":
-		o.Merge = runner.MergeMode(merge)
-	default:
-		return o, UsageErrorf("--merge must be tree or worktree, not %q", merge)
+		return runner.MergeMode(s), nil
 	}
-	return o, nil
+	return "", UsageErrorf("--merge must be tree or worktree, not %q", s)
 }
 
 // writableDir creates dir if needed and proves that files can be created
@@ -176,7 +193,7 @@ func (f *Factory) FinishJob(res *runner.Result, err error, asJSON bool) error {
 	return err
 }
 
-// Teardown runs res.Teardown, if any (see runner.Options.DeferTeardown).
+// Teardown runs res.Teardown, if any (see runner.Engine.DeferTeardown).
 func Teardown(res *runner.Result) {
 	if res != nil && res.Teardown != nil {
 		res.Teardown()

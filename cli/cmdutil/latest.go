@@ -1,13 +1,16 @@
 package cmdutil
 
-import "github.com/prodigy-action/prodigy-action/runner"
+import (
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
 
 // ResolveJobID turns the job id argument of a command into a job id:
-// runner.Latest ("latest") becomes the newest job of the repository that
+// jobstore.Latest ("latest") becomes the newest job of the repository that
 // contains repoDir ("" = the current directory), or of any repository when
 // repoDir is not in a git checkout; any other id is returned as given.
 func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
-	if jobID != runner.Latest {
+	if jobID != jobstore.Latest {
 		return jobID, nil
 	}
 	home, err := f.Home()
@@ -21,7 +24,7 @@ func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
 	if err != nil {
 		repo = ""
 	}
-	p, err := runner.FindJob(home, repo, runner.Latest)
+	p, err := FindJob(home, repo, jobstore.Latest)
 	if err != nil {
 		return "", err
 	}

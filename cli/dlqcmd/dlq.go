@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -78,7 +79,7 @@ func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error)
 // repository, else (no readable checkpoint) the DLQ whose index was
 // written last. When it chose among several it says so on stderr.
 func newestDLQJob(f *cmdutil.Factory, home string) (runner.Paths, error) {
-	jobs, err := runner.DLQJobs(home)
+	jobs, err := jobstore.DLQJobs(home)
 	if err != nil {
 		return runner.Paths{}, err
 	}
@@ -91,12 +92,12 @@ func newestDLQJob(f *cmdutil.Factory, home string) (runner.Paths, error) {
 	var pick runner.Paths
 	found := false
 	if repo, err := runner.RepoName(home, "."); err == nil {
-		if p, err := runner.FindJob(home, repo, runner.Latest); err == nil {
+		if p, err := cmdutil.FindJob(home, repo, jobstore.Latest); err == nil {
 			pick, found = p, true
 		}
 	}
 	if !found {
-		if p, err := runner.FindJob(home, "", runner.Latest); err == nil {
+		if p, err := cmdutil.FindJob(home, "", jobstore.Latest); err == nil {
 			pick, found = p, true
 		}
 	}

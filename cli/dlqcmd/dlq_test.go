@@ -15,6 +15,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/cli"
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
@@ -381,7 +382,7 @@ func TestDLQClear(t *testing.T) {
 			if tt.args == nil && !strings.Contains(errOut, "Delete all 3 items") {
 				t.Errorf("prompt missing: %q", errOut)
 			}
-			jobs, _ := runner.DLQJobs(home)
+			jobs, _ := jobstore.DLQJobs(home)
 			if got := len(jobs) == 1; got != tt.cleared {
 				t.Errorf("cleared = %v, want %v (jobs %v)", got, tt.cleared, jobs)
 			}

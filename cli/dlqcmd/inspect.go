@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -71,7 +72,7 @@ func findItem(f *cmdutil.Factory, skip runner.Paths, itemID string) (*dlq.DeadLe
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := runner.DLQJobs(home)
+	jobs, err := jobstore.DLQJobs(home)
 	if err != nil {
 		return nil, err
 	}

@@ -99,27 +99,23 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 	if err := cmdutil.CheckClaude(opts.claude); err != nil {
 		return err
 	}
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
-	}
-	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
-	ro.Claude = opts.claude
-	if opts.agentUser != "" {
-		ro.AgentUser = opts.agentUser
 	}
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err
 	}
-	ropts := runner.RetryOptions{
-		Home: ro.Home, JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Parallel: opts.parallel,
-		Force: opts.force, DryRun: opts.dryRun, Signature: opts.signature, Sample: opts.sample, BatchSize: opts.batchSize, Run: ro,
+	spec := runner.RedriveSpec{
+		JobID: id, Filter: opts.filter, MaxRetries: opts.maxRetries, Force: opts.force, DryRun: opts.dryRun,
+		Signature: opts.signature, Sample: opts.sample, BatchSize: opts.batchSize,
+		WorkflowFile: opts.workflow, Onto: opts.onto, MaxCostUSD: opts.maxCost, Agents: f.Agents(opts.parallel, opts.agentUser, opts.claude),
 	}
 	if opts.dryRun && opts.signature == "" {
-		return dryRun(ctx, f, ropts, opts.json)
+		return dryRun(ctx, f, eng, spec, opts.json)
 	}
-	res, err := runner.RetryDLQ(ctx, ropts)
+	res, err := eng.Redrive(ctx, spec)
 	if opts.dryRun && err == nil && !opts.json && res.Canary != nil {
 		cmdutil.Teardown(res)
 		c := res.Canary
@@ -140,7 +136,7 @@ func runDLQRetry(ctx context.Context, f *cmdutil.Factory, opts *dlqRetryOptions)
 // as it is selected (a line "ID\tLABEL", or with asJSON one element of
 // the result's "items", spooled to a temporary file until the counts that
 // precede it are known), so memory does not grow with the DLQ.
-func dryRun(ctx context.Context, f *cmdutil.Factory, ro runner.RetryOptions, asJSON bool) error {
+func dryRun(ctx context.Context, f *cmdutil.Factory, eng *runner.Engine, spec runner.RedriveSpec, asJSON bool) error {
 	var w *bufio.Writer
 	var spool *os.File
 	if asJSON {
@@ -156,7 +152,7 @@ func dryRun(ctx context.Context, f *cmdutil.Factory, ro runner.RetryOptions, asJ
 		w = bufio.NewWriter(f.Out)
 	}
 	n := 0
-	ro.Selected = func(it runner.ItemOutcome) error {
+	spec.Selected = func(it runner.ItemOutcome) error {
 		n++
 		if !asJSON {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", it.ItemID, it.Label)
@@ -173,7 +169,7 @@ func dryRun(ctx context.Context, f *cmdutil.Factory, ro runner.RetryOptions, asJ
 		_, err = w.Write(b)
 		return err
 	}
-	res, err := runner.RetryDLQ(ctx, ro)
+	res, err := eng.Redrive(ctx, spec)
 	if ferr := w.Flush(); ferr != nil && err == nil {
 		err = fmt.Errorf("dry run: %w", ferr)
 	}

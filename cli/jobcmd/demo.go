@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -38,7 +39,7 @@ State goes to $PRODIGY_HOME (default ~/.prodigy), as for any job.`,
 }
 
 func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
 	}
@@ -51,8 +52,7 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	ro.Workflow, ro.RepoDir = v.Workflow, repo
-	res, err := runner.Run(ctx, ro)
+	res, err := eng.Run(ctx, runner.RunSpec{Workflow: v.Workflow, RepoDir: repo, Agents: f.Agents(0, "", config.ClaudeSettings{})})
 	if res != nil && !opts.json {
 		printDemoOutcome(ctx, f.ErrOut, repo, res)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -50,7 +52,7 @@ type JobsList struct {
 }
 
 type jobsRowOut struct {
-	runner.JobSummary
+	jobstore.JobSummary
 	AgeSeconds int64 `json:"age_seconds"`
 }
 
@@ -73,9 +75,12 @@ func runJobs(f *cmdutil.Factory, opts *jobsOptions) error {
 			return cmdutil.UsageErrorf("--repo %s: %w", opts.repo, err)
 		}
 	}
-	jobs, err := runner.ListJobs(home, repo)
+	jobs, err := jobstore.ListJobs(home, repo)
 	if err != nil {
 		return err
+	}
+	for i := range jobs {
+		jobs[i].DLQCount = dlqCount(jobstore.Paths{Home: home, Repo: jobs[i].Repo, JobID: jobs[i].JobID})
 	}
 	now := f.Now()
 	if opts.json {
@@ -96,7 +101,7 @@ func runJobs(f *cmdutil.Factory, opts *jobsOptions) error {
 	return writeJobsTable(f.Out, jobs, now)
 }
 
-func writeJobsTable(w io.Writer, jobs []runner.JobSummary, now time.Time) error {
+func writeJobsTable(w io.Writer, jobs []jobstore.JobSummary, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB ID\tREPO\tSTATUS\tDONE/FAILED/PENDING\tDLQ\tAGE\tRESULTS BRANCH")
 	for _, j := range jobs {
@@ -159,7 +164,7 @@ func runDiscard(cmd *cobra.Command, f *cmdutil.Factory, opts *discardOptions) er
 	if err != nil {
 		return err
 	}
-	p, err := runner.FindJob(home, "", id)
+	p, err := cmdutil.FindJob(home, "", id)
 	if err != nil {
 		return err
 	}
@@ -184,4 +189,19 @@ func runDiscard(cmd *cobra.Command, f *cmdutil.Factory, opts *discardOptions) er
 	}
 	fmt.Fprintf(f.ErrOut, "discarded job %s\n", p.JobID)
 	return nil
+}
+
+// dlqCount is the number of records in a job's DLQ store (0 when it cannot
+// be read).
+func dlqCount(p jobstore.Paths) int {
+	store, err := dlq.Open(p.DLQRoot(), p.JobID, dlq.Options{})
+	if err != nil {
+		return 0
+	}
+	defer store.Close() // read only: nothing to flush
+	n, err := store.Count()
+	if err != nil {
+		return 0
+	}
+	return n
 }

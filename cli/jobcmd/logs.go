@@ -55,7 +55,7 @@ func runLogs(f *cmdutil.Factory, opts *logsOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := runner.FindJob(home, "", id)
+	p, err := cmdutil.FindJob(home, "", id)
 	if err != nil {
 		return err
 	}

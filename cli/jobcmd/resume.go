@@ -60,19 +60,15 @@ func runResume(ctx context.Context, f *cmdutil.Factory, opts *resumeOptions) err
 	if err := cmdutil.CheckClaude(opts.claude); err != nil {
 		return err
 	}
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
-	}
-	ro.MaxCostUSD, ro.WorkflowFile, ro.Onto = opts.maxCost, opts.workflow, opts.onto
-	ro.Claude = opts.claude
-	if opts.agentUser != "" {
-		ro.AgentUser = opts.agentUser
 	}
 	id, err := f.ResolveJobID(opts.jobID, "")
 	if err != nil {
 		return err
 	}
-	res, err := runner.Resume(ctx, runner.ResumeOptions{Home: ro.Home, JobID: id, IncludeDLQ: opts.includeDLQ, Run: ro})
+	res, err := eng.Resume(ctx, runner.ResumeSpec{JobID: id, IncludeDLQ: opts.includeDLQ, WorkflowFile: opts.workflow, Onto: opts.onto,
+		MaxCostUSD: opts.maxCost, Agents: f.Agents(0, opts.agentUser, opts.claude)})
 	return f.FinishJob(res, err, opts.json)
 }

@@ -69,7 +69,15 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if err := cmdutil.CheckClaude(opts.claude); err != nil {
 		return err
 	}
-	ro, err := f.RunnerOptions(opts.isolation, opts.merge)
+	eng, err := f.JobEngine()
+	if err != nil {
+		return err
+	}
+	isolation, err := cmdutil.ParseIsolation(opts.isolation)
+	if err != nil {
+		return err
+	}
+	merge, err := cmdutil.ParseMerge(opts.merge)
 	if err != nil {
 		return err
 	}
@@ -77,14 +85,10 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	ro.Workflow, ro.RepoDir, ro.JobID, ro.Branch, ro.MaxParallel = v.Workflow, opts.repo, opts.jobID, opts.branch, opts.maxParallel
-	ro.MaxCostUSD = opts.maxCost
-	ro.Claude = opts.claude
-	ro.RequireItems = opts.requireItems
-	ro.Sparse = opts.sparse
-	if opts.agentUser != "" {
-		ro.AgentUser = opts.agentUser
-	}
-	res, err := runner.Run(ctx, ro)
+	res, err := eng.Run(ctx, runner.RunSpec{
+		Workflow: v.Workflow, RepoDir: opts.repo, JobID: opts.jobID, Branch: opts.branch,
+		Isolation: isolation, Merge: merge, Sparse: opts.sparse, MaxCostUSD: opts.maxCost, RequireItems: opts.requireItems,
+		Agents: f.Agents(opts.maxParallel, opts.agentUser, opts.claude),
+	})
 	return f.FinishJob(res, err, opts.json)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -50,8 +51,8 @@ func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
 	if id == "" {
 		// No job named: the only job, else the newest one (of this
 		// repository when run inside one), said on stderr.
-		if _, err := runner.FindJob(home, "", ""); errors.Is(err, runner.ErrAmbiguousJob) {
-			if id, err = f.ResolveJobID(runner.Latest, ""); err != nil {
+		if _, err := cmdutil.FindJob(home, "", ""); errors.Is(err, jobstore.ErrAmbiguousJob) {
+			if id, err = f.ResolveJobID(jobstore.Latest, ""); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.ErrOut, "several jobs: showing the newest, %s (`%s status latest` names it; `%s jobs` lists them)\n",

@@ -18,9 +18,9 @@ func statusJob(t testing.TB, home string, n int) string {
 	t.Helper()
 	p := jobstore.Paths{Home: home, Repo: "repo-0123abcd", JobID: "mapreduce-20261125_000000-abcdef"}
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	cp := &jobstore.Checkpoint{FormatVersion: jobstore.CheckpointFormat, JobID: p.JobID, Repo: p.Repo, StartedAt: t0,
+	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: p.JobID, Repo: p.Repo, StartedAt: t0,
 		Status: jobstore.StatusCompleted, Phase: jobstore.PhaseMap, SetupCompleted: true, Vars: map[string]string{},
-		ResultsBranch: "prodigy/" + p.JobID, WorkflowName: "status <&> test"}
+		ResultsBranch: "prodigy/" + p.JobID, WorkflowName: "status <&> test"}}
 	for i := range n {
 		st := jobstore.ItemMerged
 		if i%3 == 1 {

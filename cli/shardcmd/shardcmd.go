@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -80,7 +81,7 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 		}
 		n = v
 	}
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
 	}
@@ -88,8 +89,7 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	ro.Workflow, ro.RepoDir, ro.JobID = v.Workflow, opts.repo, opts.jobID
-	p, err := runner.PlanJob(ctx, runner.PlanOptions{Run: ro, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ, FromPending: opts.fromPending})
+	p, err := eng.Plan(ctx, runner.PlanSpec{Workflow: v.Workflow, RepoDir: opts.repo, JobID: opts.jobID, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ, FromPending: opts.fromPending})
 	if err != nil {
 		return err
 	}
@@ -154,12 +154,12 @@ func runShard(ctx context.Context, f *cmdutil.Factory, opts *shardOptions) error
 	if opts.maxParallel < 0 {
 		return cmdutil.UsageErrorf("--max-parallel must be at least 1")
 	}
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
 	}
-	ro.RepoDir, ro.MaxParallel = opts.repo, opts.maxParallel
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: ro, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out, Continue: opts.cont})
+	sr, err := eng.Shard(ctx, runner.ShardSpec{RepoDir: opts.repo, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out, Continue: opts.cont,
+		Agents: f.Agents(opts.maxParallel, "", config.ClaudeSettings{})})
 	if opts.json && sr != nil {
 		if sr.OrphanedWorktrees == nil {
 			sr.OrphanedWorktrees = []runner.OrphanedWorktree{}
@@ -220,15 +220,14 @@ Exit codes: 0 completed, 1 failed or shards missing, 2 usage error, 130 interrup
 }
 
 func runGather(ctx context.Context, f *cmdutil.Factory, opts *gatherOptions) error {
-	ro, err := f.RunnerOptions("", "")
+	eng, err := f.JobEngine()
 	if err != nil {
 		return err
 	}
-	ro.RepoDir = opts.repo
 	reject, err := runner.ParseRejections(opts.reject)
 	if err != nil {
 		return cmdutil.UsageErrorf("--reject: %w", err)
 	}
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: ro, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final, Reject: reject})
+	res, err := eng.Gather(ctx, runner.GatherSpec{RepoDir: opts.repo, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final, Reject: reject})
 	return f.FinishJob(res, err, opts.json)
 }

@@ -60,7 +60,7 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 	if opts.jobID, err = f.ResolveJobID(opts.jobID, ""); err != nil {
 		return err
 	}
-	sets, err := runner.FindOrphans(home, opts.jobID)
+	sets, err := cmdutil.FindOrphans(home, opts.jobID)
 	if err != nil {
 		return err
 	}

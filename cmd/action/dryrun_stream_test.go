@@ -40,8 +40,8 @@ map:
 		t.Fatalf("json dry run: exit %d\n%s", code, errOut)
 	}
 	// The same Result accumulated in memory and written by cmdutil.WriteJSON.
-	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: home, JobID: "st", DryRun: true, MaxRetries: 3, Parallel: 10,
-		Run: runner.Options{Stderr: &bytes.Buffer{}}})
+	eng := &runner.Engine{Home: home, Stderr: &bytes.Buffer{}}
+	res, err := eng.Redrive(context.Background(), runner.RedriveSpec{JobID: "st", DryRun: true, MaxRetries: 3, Agents: runner.Agents{MaxParallel: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

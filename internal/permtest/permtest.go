@@ -1,5 +1,5 @@
 // Package permtest helps tests whose processes run as other users (agents
-// with runner.Options.AgentUser) reach the directories a test made.
+// with runner.Agents.User) reach the directories a test made.
 package permtest
 
 import (

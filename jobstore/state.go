@@ -1,0 +1,486 @@
+package jobstore
+
+// The writer of a job's checkpoint: State keeps it in memory and makes
+// every change durable (journal appends, snapshots, the session file).
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
+)
+
+// State guards a job's checkpoint in memory and makes changes durable
+// with group commit: callers change the state under the lock, then wait
+// until a write that includes their change is on disk; concurrent callers
+// share one write. Safe for concurrent use.
+//
+// The cost of an item's change does not grow with the job: UpdateItem
+// appends the changed items (without their data) to checkpoint.journal,
+// one JSON line each with the job's item counts, and fsyncs once per
+// group. Update (job-level changes: phases, item lists, the final status)
+// and compaction rewrite checkpoint.json whole and empty the journal;
+// compaction happens when the journal outgrows the snapshot (at least
+// 1 MiB), so its cost is amortised to O(1) per change. Item data never
+// enters the journal or the snapshot: it is written once to items.jsonl
+// (SpoolItem, or the next snapshot) and read back on demand (ItemData).
+// The session file is rewritten by every Update and at most once per
+// SessionInterval by UpdateItem.
+type State struct {
+	paths Paths
+	now   func() time.Time
+	// redact runs over the checkpoint, session and item JSON before writing.
+	redact func([]byte) []byte
+
+	mu      sync.Mutex
+	cp      *Checkpoint
+	counts  Counts           // cp.Counts(), kept current
+	version uint64           // bumped by every change
+	full    uint64           // last version that needs a snapshot
+	dirty   map[int]struct{} // items changed since the last write
+	spool   *spool           // items.jsonl, opened on first use
+
+	flushMu      sync.Mutex
+	flushed      uint64
+	journalSize  int64
+	snapshotSize int64
+	sessionAt    time.Time
+	wroteOnce    bool
+}
+
+// SessionInterval is the minimum time between two session file writes
+// caused by item changes alone.
+const SessionInterval = time.Second
+
+// minCompact is the journal size below which it is never compacted.
+const minCompact = 1 << 20
+
+// NewState wraps cp; now stamps updated_at. Nothing is written until the
+// first Update (which writes the snapshot).
+func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
+	s := &State{paths: p, now: now, cp: cp, dirty: map[int]struct{}{}}
+	s.reindex()
+	return s
+}
+
+// reindex numbers the items and recounts them (O(items): only with a
+// snapshot).
+func (s *State) reindex() {
+	for i, it := range s.cp.Items {
+		it.pos = i
+	}
+	s.counts = s.cp.Counts()
+}
+
+// redactJSON passes one JSON document through the redactor, if any.
+func (s *State) redactJSON(b []byte) []byte {
+	if s.redact == nil {
+		return b
+	}
+	return s.redact(b)
+}
+
+// RedactWith makes every later write pass the checkpoint, session and item
+// JSON through fn (the job's redactor) first. Call it before the first
+// Update.
+func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
+
+// Update applies fn to the checkpoint and makes the change durable:
+// checkpoint.json and the session file are rewritten atomically. Use it
+// for job-level changes; UpdateItem for changes of one item.
+func (s *State) Update(fn func(cp *Checkpoint)) error {
+	s.mu.Lock()
+	fn(s.cp)
+	s.version++
+	s.full = s.version
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// UpdateItem applies fn, which may change it (an item of the checkpoint)
+// and cp.NextAgent, and makes the change durable by appending it to the
+// journal. Other changes fn makes are only written by the next Update.
+func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
+	s.mu.Lock()
+	i, ok := s.pos(it)
+	if ok {
+		s.counts.add(it, -1)
+	}
+	fn(s.cp)
+	s.version++
+	if ok {
+		s.counts.add(it, 1)
+		s.dirty[i] = struct{}{}
+	} else {
+		s.full = s.version
+	}
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// UpdateItems applies fn, which may append items to cp.Items and change
+// existing ones, calling touch(it) before it changes an existing item it;
+// the change is made durable as journal entries (the appended items' data
+// goes to items.jsonl first), so its cost is that of the items touched or
+// appended, not of the checkpoint. Other changes fn makes are only written
+// by the next Update.
+func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	s.mu.Lock()
+	n0 := len(s.cp.Items)
+	var touched []*CheckpointItem
+	seen := map[*CheckpointItem]bool{}
+	fn(s.cp, func(it *CheckpointItem) {
+		if i, ok := s.pos(it); ok && i < n0 && !seen[it] {
+			seen[it] = true
+			s.counts.add(it, -1)
+			touched = append(touched, it)
+			s.dirty[i] = struct{}{}
+		}
+	})
+	s.version++
+	for _, it := range touched {
+		s.counts.add(it, 1)
+	}
+	for i := n0; i < len(s.cp.Items); i++ {
+		it := s.cp.Items[i]
+		it.pos = i
+		s.counts.add(it, 1)
+		s.counts.Total++
+		if err := s.spoolLocked(it); err != nil {
+			s.full = s.version // the snapshot spools it again
+		}
+		s.dirty[i] = struct{}{}
+	}
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// pos is it's index in the checkpoint, if it is one of its items.
+func (s *State) pos(it *CheckpointItem) (int, bool) {
+	i := it.pos
+	if i >= 0 && i < len(s.cp.Items) && s.cp.Items[i] == it {
+		return i, true
+	}
+	return 0, false
+}
+
+// Read runs fn with the checkpoint locked; fn must not keep references.
+func (s *State) Read(fn func(cp *Checkpoint)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.cp)
+}
+
+// Counts tallies the items by state in O(1): the counts are kept current
+// by UpdateItem and recounted by Update.
+func (s *State) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// SpoolItem writes it.Data (redacted) to the job's items.jsonl and
+// replaces it with a reference (DataOff, DataLen), so a job's item data is
+// not held in memory. Use it for items not yet in the checkpoint (while
+// loading them); an Update then adds them. The data is made durable before
+// the next snapshot is written. An item without Data is left alone.
+func (s *State) SpoolItem(it *CheckpointItem) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spoolLocked(it)
+}
+
+func (s *State) spoolLocked(it *CheckpointItem) error {
+	if it.Data == nil {
+		return nil
+	}
+	if s.spool == nil {
+		sp, err := openSpool(s.paths.ItemData())
+		if err != nil {
+			return err
+		}
+		s.spool = sp
+	}
+	off, n, err := s.spool.add(s.redactJSON(it.Data))
+	if err != nil {
+		return fmt.Errorf("write item data: %w", err)
+	}
+	it.Data, it.DataOff, it.DataLen = nil, off, n
+	return nil
+}
+
+// ItemData returns the JSON value of it, an item of the checkpoint: its
+// Data, or its line of items.jsonl. As stored, the data is redacted.
+func (s *State) ItemData(it *CheckpointItem) (json.RawMessage, error) {
+	s.mu.Lock()
+	data, off, n := it.Data, it.DataOff, it.DataLen
+	if data != nil || n == 0 {
+		s.mu.Unlock()
+		return data, nil
+	}
+	if s.spool == nil {
+		sp, err := openSpool(s.paths.ItemData())
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.spool = sp
+	}
+	sp := s.spool
+	err := sp.flushFor(off + int64(n))
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("read the data of item %s: %w", it.ItemID, err)
+	}
+	return sp.read(off, n, it.ItemID)
+}
+
+// Close releases the items file; the State must not be used afterwards.
+func (s *State) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spool == nil {
+		return nil
+	}
+	err := s.spool.close()
+	s.spool = nil
+	return err
+}
+
+// journalEntry is one line of checkpoint.journal: item Pos of the
+// checkpoint (without its data) as of version V, and the job's item
+// counts after the change.
+type journalEntry struct {
+	V         int             `json:"v"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	NextAgent int             `json:"next_agent"`
+	Pos       int             `json:"pos"`
+	Counts    *Counts         `json:"counts,omitempty"`
+	Item      *CheckpointItem `json:"item"`
+}
+
+func (s *State) flush(v uint64) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.flushed >= v {
+		return nil
+	}
+	s.mu.Lock()
+	snap := s.version
+	s.cp.CheckpointVersion++
+	s.cp.UpdatedAt = s.now().UTC()
+	if !s.wroteOnce || s.full > s.flushed || s.journalSize > max(s.snapshotSize, minCompact) {
+		err := s.writeSnapshotLocked()
+		if err == nil {
+			s.flushed = snap
+		}
+		return err
+	}
+	if s.spool != nil {
+		// Journal entries may point into data spooled since the snapshot.
+		if err := s.spool.sync(); err != nil {
+			s.full = s.version
+			s.mu.Unlock()
+			return fmt.Errorf("write item data: %w", err)
+		}
+	}
+	var buf []byte
+	counts := s.counts
+	// In position order: appended items are replayed in order.
+	order := make([]int, 0, len(s.dirty))
+	for i := range s.dirty {
+		order = append(order, i)
+	}
+	slices.Sort(order)
+	for _, i := range order {
+		it := *s.cp.Items[i]
+		it.Data = nil
+		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Counts: &counts, Item: &it})
+		if err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("encode checkpoint journal: %w", err)
+		}
+		buf = append(append(buf, s.redactJSON(line)...), '\n')
+	}
+	clear(s.dirty)
+	var sess *Session
+	if now := s.now(); now.Sub(s.sessionAt) >= SessionInterval || now.Before(s.sessionAt) {
+		sess = sessionOf(s.cp, counts)
+		s.sessionAt = now
+	}
+	s.mu.Unlock()
+	if err := appendSync(s.paths.CheckpointJournal(), buf); err != nil {
+		// The journal may now end in a torn line or miss this version:
+		// the next write is a whole snapshot, which supersedes it.
+		s.mu.Lock()
+		s.full = s.version
+		s.mu.Unlock()
+		return fmt.Errorf("write checkpoint journal: %w", err)
+	}
+	s.journalSize += int64(len(buf))
+	if sess != nil {
+		data, err := json.MarshalIndent(sess, "", "  ")
+		if err == nil {
+			err = writeFile(s.paths.Session(), append(s.redactJSON(data), '\n'))
+		}
+		if err != nil {
+			return fmt.Errorf("write session: %w", err)
+		}
+	}
+	s.flushed = snap
+	return nil
+}
+
+// writeSnapshotLocked rewrites checkpoint.json and the session file and
+// empties the journal. Called with s.mu held; it releases it. Item data
+// still in memory is spooled (and synced) first. The snapshot is encoded
+// item by item into its temporary file under the lock (no copy of the
+// checkpoint is made), then synced and renamed without it.
+func (s *State) writeSnapshotLocked() error {
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			s.mu.Unlock()
+		}
+	}
+	defer unlock()
+	s.cp.FormatVersion = CheckpointFormat
+	for _, it := range s.cp.Items {
+		if err := s.spoolLocked(it); err != nil {
+			s.full = s.version
+			return err
+		}
+	}
+	if s.spool != nil {
+		if err := s.spool.sync(); err != nil {
+			s.full = s.version
+			return fmt.Errorf("write item data: %w", err)
+		}
+	}
+	s.reindex()
+	clear(s.dirty)
+	s.sessionAt = s.now()
+	counts := s.counts
+	s.cp.ItemCounts = &counts
+	sessData, err := json.MarshalIndent(sessionOf(s.cp, counts), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session: %w", err)
+	}
+	sessData = s.redactJSON(sessData)
+	path := s.paths.Checkpoint()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), fsx.TempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	size, err := s.encodeSnapshotLocked(f)
+	unlock()
+	if err == nil {
+		err = f.Chmod(filePerm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		s.mu.Lock()
+		s.full = s.version
+		s.mu.Unlock()
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	// The snapshot holds every journal entry (their versions are not
+	// above its own), so a crash before the truncation loses nothing.
+	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("empty the checkpoint journal: %w", err)
+	}
+	s.journalSize, s.snapshotSize, s.wroteOnce = 0, size, true
+	if err := writeFile(s.paths.Session(), append(sessData, '\n')); err != nil {
+		return fmt.Errorf("write session: %w", err)
+	}
+	return nil
+}
+
+// encodeSnapshotLocked writes the checkpoint as JSON to w: the job's
+// fields, then "items" last, one item per line (each redacted on its own).
+// It returns the bytes written.
+func (s *State) encodeSnapshotLocked(w io.Writer) (int64, error) {
+	hb, err := json.Marshal(&s.cp.CheckpointHead) // an object with fields: {…}
+	if err != nil {
+		return 0, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	cw := &countWriter{w: bufio.NewWriterSize(w, 256<<10)}
+	cw.Write(s.redactJSON(hb[:len(hb)-1]))
+	cw.Write([]byte(",\"items\":[\n"))
+	var line []byte
+	for i, it := range s.cp.Items {
+		line = line[:0]
+		if i > 0 {
+			line = append(line, ",\n"...)
+		}
+		line, err = s.appendItem(line, it)
+		if err != nil {
+			return 0, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
+		}
+		cw.Write(line)
+	}
+	cw.Write([]byte("\n]}\n"))
+	if err := cw.w.Flush(); err != nil && cw.err == nil {
+		cw.err = err
+	}
+	return cw.n, cw.err
+}
+
+// countWriter counts bytes and keeps the first error.
+type countWriter struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+}
+
+// appendSync appends data to path (created 0600) and fsyncs it.
+func appendSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,367 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/redact"
+	"github.com/prodigy-action/prodigy-action/retry"
+)
+
+// Engine runs jobs. It is built once from the long-lived dependencies of
+// a process (the CLI's Factory, the Action) and has one method per
+// operation — Run, Resume, Redrive, Plan, Shard, Gather — each taking a
+// spec of exactly what that operation reads. Zero fields mean the
+// documented defaults. An Engine is not changed by its operations; several
+// may run at once on different jobs.
+type Engine struct {
+	// Home is the state directory ($PRODIGY_HOME or ~/.prodigy).
+	Home string
+	// Git configures every git process of the engine (environment, extra
+	// configuration such as safe.directory, hooks); the zero value is
+	// gitops' default: a minimal environment without secrets, hooks off.
+	Git gitops.Options
+	// Clock drives backoff sleeps and timestamps; nil means retry.SystemClock.
+	Clock retry.Clock
+	// Rand returns uniform values in [0,1) for jitter; nil means math/rand.
+	Rand func() float64
+	// Redactor removes secrets from everything the engine writes: DLQ
+	// records and index, events, checkpoint, session file, workflow copy,
+	// Claude transcripts, stderr lines and hook logs and warnings. nil
+	// means redact.New over Environ. Either way the values of the
+	// workflow's `secrets:` names (and of secret-looking names in its
+	// `env:`) are added.
+	Redactor *redact.Redactor
+	// Tracer receives each job's spans (job → phase → item → attempt →
+	// step); nil traces nothing. Its trace id is in the job_started (or
+	// job_resumed) event and Result.TraceID.
+	Tracer Tracer
+	// Stderr receives human logs and progress; nil discards them.
+	Stderr io.Writer
+	// Hooks receive lifecycle callbacks (GitHub log groups, annotations);
+	// nil ignores them.
+	Hooks Hooks
+	// Getenv reads the process environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Environ is the base environment of child processes; nil means
+	// os.Environ().
+	Environ []string
+	// ClaudeCommand is the Claude Code executable; "" means
+	// $PRODIGY_CLAUDE_COMMAND or "claude" (for resume and redrive: the
+	// first run's, when it was not "claude").
+	ClaudeCommand string
+	// ClaudeArgs are extra arguments passed before the fixed
+	// `--print --output-format stream-json --verbose` flags and the prompt.
+	ClaudeArgs []string
+	// InterruptGrace is how long running agents may take to finish after
+	// an interrupt before they are killed; 0 means 30s.
+	InterruptGrace time.Duration
+	// KillGrace is how long a stopped step's process group has between
+	// SIGTERM and SIGKILL (an interrupt after InterruptGrace, a step or
+	// agent timeout); 0 means 5s. The GitHub Action shortens it to fit
+	// GitHub's cancel sequence.
+	KillGrace time.Duration
+	// ProgressInterval is the period of non-terminal progress lines; 0
+	// means 10s.
+	ProgressInterval time.Duration
+	// DeferTeardown leaves the deletion of the pool worktrees' files to the
+	// caller: at the end of a job they are only moved aside (one rename
+	// each) and unregistered from git, and Result.Teardown deletes them, so
+	// a caller reports the result (prints it, uploads the DLQ, comments)
+	// before paying for deleting max_parallel checkouts. The caller must
+	// call Result.Teardown. Without it the files are deleted before the
+	// operation returns. Shards always delete their own.
+	DeferTeardown bool
+}
+
+// Agents is how an operation runs its agents: the caller's choice for this
+// operation (command-line flags, Action inputs). Zero values keep the
+// defaults — for a resume or a redrive, the job's first run's.
+type Agents struct {
+	// MaxParallel overrides map.max_parallel when > 0 (a redrive's default
+	// is 10).
+	MaxParallel int
+	// User, when set ("NAME", "UID" or "UID:GID"; --agent-user), runs every
+	// map step as that user in a worktree handed to them, with HOME a
+	// directory of the job's of theirs: agents can then write nothing of
+	// the repository's git directory or the engine's state, by git or by
+	// path (agentuser.go). "FIRST-LAST" gives every agent running at once a
+	// uid of its own; "auto" is 70000-(70000+max_parallel-1) when the
+	// engine runs as root and "" otherwise. The engine must run as root;
+	// root and negative ids are refused. "" runs agents as the engine's
+	// user.
+	User string
+	// Claude overrides the Claude Code options of the workflow's `claude:`
+	// block and every step's claude_options.
+	Claude config.ClaudeSettings
+}
+
+// RunSpec is what Engine.Run reads: a new job of a workflow.
+type RunSpec struct {
+	// Workflow is the parsed workflow (config.Load, ValidateFile).
+	Workflow *config.Workflow
+	// RepoDir is any directory inside the user's git checkout.
+	RepoDir string
+	// JobID names the job; "" generates mapreduce-<UTC timestamp>-<random>.
+	JobID string
+	// Branch is the results branch; "" means prodigy/<job_id>.
+	Branch string
+	// Isolation selects how agent worktrees are provided: IsolationPool
+	// (default) reuses max_parallel worktrees, IsolationFresh creates and
+	// removes one worktree per item.
+	Isolation Isolation
+	// Merge selects how agent branches are merged: MergeTree (default)
+	// merges without touching a working tree, MergeWorktree runs
+	// `git merge --no-ff` in the parent worktree.
+	Merge MergeMode
+	// Sparse, when not empty, makes the parent and agent worktrees cone-mode
+	// sparse checkouts of these directories (--sparse), replacing the
+	// workflow's worktree.sparse. Merges keep every file.
+	Sparse []string
+	// Agents says how agents run (parallelism, user, Claude settings).
+	Agents Agents
+	// MaxCostUSD is the job's spend budget in US dollars (--max-cost-usd):
+	// it overrides the workflow's budget.max_cost_usd and is kept in the
+	// checkpoint for later resumes; 0 keeps the workflow's.
+	MaxCostUSD float64
+	// RequireItems makes a map input that selects zero items an input
+	// error (*UsageError, the job is rolled back) instead of a warning.
+	RequireItems bool
+	// NoItems creates the job with no map items: setup runs, the workflow's
+	// map input is not read and reduce does not run. A redrive of imported
+	// DLQ records (the Action's retry-from-run) starts this way; the items
+	// then come from the records.
+	NoItems bool
+}
+
+// ResumeSpec is what Engine.Resume reads: an interrupted, failed or
+// completed job continued. Its workflow, repository, branch, isolation
+// and merge mode come from the checkpoint.
+type ResumeSpec struct {
+	// JobID is the job (Latest or "" as FindJob takes them).
+	JobID string
+	// IncludeDLQ adds the job's reprocess-eligible DLQ items to the pending
+	// items (de-duplicated by item id).
+	IncludeDLQ bool
+	// WorkflowFile (--workflow) is the workflow file to run instead of the
+	// job's original path in the checkout.
+	WorkflowFile string
+	// Onto (--onto) is a branch or revision merged into the results branch
+	// before anything runs, e.g. main with a fix.
+	Onto string
+	// MaxCostUSD replaces the job's budget when > 0 (kept for later
+	// resumes).
+	MaxCostUSD float64
+	// Agents overrides how agents run; zero values keep the first run's.
+	Agents Agents
+}
+
+// RedriveSpec is what Engine.Redrive reads (`dlq retry`): the selected DLQ
+// records of a job run again through its workflow in its results branch.
+type RedriveSpec struct {
+	// JobID is the job whose DLQ is redriven.
+	JobID string
+	// Filter is an expression over item.* (record fields merged with
+	// item_data); "" selects all.
+	Filter string
+	// Items, when not nil, restricts the selection to these item ids (a
+	// canary's sample or the rest of its cluster).
+	Items []string
+	// MaxRetries is the number of attempts per item; 0 means 3.
+	MaxRetries int
+	// Force includes records that are not reprocess_eligible.
+	Force bool
+	// DryRun lists what would run and changes nothing; it needs neither
+	// bash nor the Claude command.
+	DryRun bool
+	// Selected, when set with DryRun, receives each selected item as the
+	// DLQ is streamed, in store order, instead of the Result listing them:
+	// the dry run then holds no record or item in memory (Result.Items is
+	// empty, Result.Pending counts the selection). An error it returns
+	// stops the dry run and is returned.
+	Selected func(ItemOutcome) error
+	// Signature restricts the redrive to the records whose error_signature
+	// is exactly this (one failure cluster); "" selects every signature.
+	Signature string
+	// Sample, with Signature, runs that many records of the cluster first
+	// (the first by item id) and stops when all of them fail again with the
+	// same signature; 0 redrives the whole cluster at once.
+	Sample int
+	// SkipReduce leaves reduce to a later redrive of the same job (a
+	// canary's sample: reduce runs once, with the rest of the cluster).
+	SkipReduce bool
+	// BatchSize is how many selected records are paged into the job at a
+	// time (the next page is read when the previous one is done); 0 means
+	// DefaultRedriveBatch.
+	BatchSize int
+	// WorkflowFile, Onto and MaxCostUSD are as in ResumeSpec.
+	WorkflowFile string
+	Onto         string
+	MaxCostUSD   float64
+	// Agents overrides how agents run; Agents.MaxParallel 0 means 10.
+	Agents Agents
+}
+
+// PlanSpec is what Engine.Plan reads: a job planned for shards.
+type PlanSpec struct {
+	// Workflow, RepoDir, JobID and Branch are as in RunSpec.
+	Workflow *config.Workflow
+	RepoDir  string
+	JobID    string
+	Branch   string
+	// MaxParallel is each shard's parallelism the automatic shard count
+	// assumes; 0 means map.max_parallel.
+	MaxParallel int
+	// MaxCostUSD is the job's budget, divided among the shards; 0 keeps
+	// the workflow's.
+	MaxCostUSD float64
+	// Dir is the plan directory (created).
+	Dir string
+	// Shards is the shard count; 0 means auto (see AutoShards).
+	Shards int
+	// FromDLQ plans only the reprocess-eligible DLQ records of that job
+	// instead of the workflow's input: item ids and attempt counts are
+	// kept, setup does not run again (its captured values are reused) and
+	// the base is that job's results branch when it exists here (else
+	// HEAD).
+	FromDLQ string
+	// FromPending plans the items of that job that are still pending — cut
+	// off by a budget, max_failures or a shard closed by a final gather —
+	// with their attempt counts, like FromDLQ.
+	FromPending string
+}
+
+// ShardSpec is what Engine.Shard reads: one shard of a plan run. The
+// workflow, job id, branch and budget come from the plan.
+type ShardSpec struct {
+	// RepoDir is a checkout of the plan's repository.
+	RepoDir string
+	// PlanDir is the plan directory (plan.json, base.bundle).
+	PlanDir string
+	// Shard is the shard index K.
+	Shard int
+	// OutDir receives shard.bundle, dlq/, events.jsonl and result.json.
+	OutDir string
+	// Continue is an earlier attempt's output directory of this shard
+	// (e.g. the artifact a cancelled or timed-out attempt uploaded). When
+	// the shard has no state here it starts from that output: its shard
+	// branch from the output's head, its merged, failed and skipped items
+	// not run again (their DLQ records imported). An output of another
+	// shard, job or base is ignored with a warning. "" starts from the base.
+	Continue string
+	// Attempt is the CI's attempt number of this run of the shard (e.g.
+	// GITHUB_RUN_ATTEMPT), written to result.json as run_attempt so that
+	// a gatherer can tell a re-run's output from an earlier attempt's
+	// whatever its artifact is called; 0 writes none.
+	Attempt int
+	// OutputLock, when set, is held while the output directory is written
+	// (after every finished item and at the end): hold it to read a
+	// consistent output, e.g. to upload it while the shard runs. Nil
+	// uses a lock of the shard's own.
+	OutputLock sync.Locker
+	// Written, when set, is called after each complete write of the output
+	// directory with its output_seq (1, 2, …; the final write has the
+	// highest), without OutputLock held. It must not block for long: the
+	// next write waits for it.
+	Written func(seq int)
+	// Agents says how the shard's agents run.
+	Agents Agents
+}
+
+// GatherSpec is what Engine.Gather reads: shard outputs merged into the
+// job's results branch in plan order.
+type GatherSpec struct {
+	// RepoDir is a checkout of the plan's repository.
+	RepoDir string
+	// PlanDir is the plan directory.
+	PlanDir string
+	// Outputs are shard output directories, in any order.
+	Outputs []string
+	// Final closes every shard this gather can close: a shard whose output
+	// is absent or unreadable is declared missing and one whose output
+	// still has pending items is gathered as it is. Their items stay
+	// pending for good (continue them with `plan --from-pending`), and
+	// later shards are merged. Without it gather waits for them.
+	Final bool
+	// Reject maps item ids to the reason a reviewer rejected them (a review
+	// gate before anything is published): their merges are left out of the
+	// results branch and they go to the DLQ as ValidationFailed with the
+	// reason, redrivable like any other failure. Only items of shards not
+	// gathered yet can be rejected; an id not in the plan is a usage error.
+	Reject map[string]string
+}
+
+// options are the engine's settings for one operation: the Engine's
+// dependencies with the spec's choices.
+func (e *Engine) options(a Agents) options {
+	return options{
+		Home: e.Home, Git: e.Git, Clock: e.Clock, Rand: e.Rand, Redactor: e.Redactor, Tracer: e.Tracer,
+		Stderr: e.Stderr, Hooks: e.Hooks, Getenv: e.Getenv, Environ: e.Environ,
+		ClaudeCommand: e.ClaudeCommand, ClaudeArgs: e.ClaudeArgs,
+		InterruptGrace: e.InterruptGrace, KillGrace: e.KillGrace, ProgressInterval: e.ProgressInterval,
+		DeferTeardown: e.DeferTeardown,
+		MaxParallel:   a.MaxParallel, AgentUser: a.User, Claude: a.Claude,
+	}
+}
+
+// Run runs a new job: setup → map → merge → reduce (see RunSpec). The
+// result is non-nil whenever the job was created, also with an error.
+func (e *Engine) Run(ctx context.Context, s RunSpec) (*Result, error) {
+	o := e.options(s.Agents)
+	o.Workflow, o.RepoDir, o.JobID, o.Branch = s.Workflow, s.RepoDir, s.JobID, s.Branch
+	o.Isolation, o.Merge, o.Sparse = s.Isolation, s.Merge, s.Sparse
+	o.MaxCostUSD, o.RequireItems, o.NoItems = s.MaxCostUSD, s.RequireItems, s.NoItems
+	return runJob(ctx, o)
+}
+
+// Resume continues a job (see ResumeSpec): every item not finished runs,
+// nothing finished runs again.
+func (e *Engine) Resume(ctx context.Context, s ResumeSpec) (*Result, error) {
+	o := e.options(s.Agents)
+	o.WorkflowFile, o.Onto, o.MaxCostUSD = s.WorkflowFile, s.Onto, s.MaxCostUSD
+	return resumeJob(ctx, resumeOptions{Home: e.Home, JobID: s.JobID, IncludeDLQ: s.IncludeDLQ, Run: o})
+}
+
+// Redrive re-runs the selected DLQ records of a job (see RedriveSpec and
+// retryDLQ).
+func (e *Engine) Redrive(ctx context.Context, s RedriveSpec) (*Result, error) {
+	o := e.options(s.Agents)
+	o.WorkflowFile, o.Onto, o.MaxCostUSD = s.WorkflowFile, s.Onto, s.MaxCostUSD
+	ro := retryOptions{Home: e.Home, JobID: s.JobID, Filter: s.Filter, MaxRetries: s.MaxRetries, Parallel: s.Agents.MaxParallel,
+		Force: s.Force, DryRun: s.DryRun, Signature: s.Signature, BatchSize: s.BatchSize, Sample: s.Sample,
+		Selected: s.Selected, SkipReduce: s.SkipReduce, Run: o}
+	if s.Items != nil {
+		ro.Items = make(map[string]bool, len(s.Items))
+		for _, id := range s.Items {
+			ro.Items[id] = true
+		}
+	}
+	return retryDLQ(ctx, ro)
+}
+
+// Plan plans a job for shards (see PlanSpec and planJob).
+func (e *Engine) Plan(ctx context.Context, s PlanSpec) (*Plan, error) {
+	o := e.options(Agents{MaxParallel: s.MaxParallel})
+	o.Workflow, o.RepoDir, o.JobID, o.Branch, o.MaxCostUSD = s.Workflow, s.RepoDir, s.JobID, s.Branch, s.MaxCostUSD
+	return planJob(ctx, planOptions{Run: o, Dir: s.Dir, Shards: s.Shards, FromDLQ: s.FromDLQ, FromPending: s.FromPending})
+}
+
+// Shard runs one shard of a plan (see ShardSpec and runShard).
+func (e *Engine) Shard(ctx context.Context, s ShardSpec) (*ShardResult, error) {
+	o := e.options(s.Agents)
+	o.RepoDir = s.RepoDir
+	return runShard(ctx, shardOptions{Run: o, PlanDir: s.PlanDir, Shard: s.Shard, OutDir: s.OutDir, Continue: s.Continue,
+		Attempt: s.Attempt, OutputLock: s.OutputLock, Written: s.Written})
+}
+
+// Gather merges shard outputs into the job's results branch (see
+// GatherSpec and gatherJob).
+func (e *Engine) Gather(ctx context.Context, s GatherSpec) (*Result, error) {
+	o := e.options(Agents{})
+	o.RepoDir = s.RepoDir
+	return gatherJob(ctx, gatherOptions{Run: o, PlanDir: s.PlanDir, Outputs: s.Outputs, Final: s.Final, Reject: s.Reject})
+}
