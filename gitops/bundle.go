@@ -1,9 +1,11 @@
 package gitops
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -51,15 +53,6 @@ func (c *Client) BundleCreate(ctx context.Context, path, ref string, exclude ...
 	return nil
 }
 
-// BundleVerify checks that the bundle at path is valid and that the
-// repository has every commit it requires (`git bundle verify`).
-func (c *Client) BundleVerify(ctx context.Context, path string) error {
-	if _, err := c.run(ctx, c.top, nil, nil, "bundle", "verify", "--quiet", path); err != nil {
-		return fmt.Errorf("verify bundle %s: %w", path, err)
-	}
-	return nil
-}
-
 // BundleHeads lists the refs a bundle carries: full ref name → commit.
 func (c *Client) BundleHeads(ctx context.Context, path string) (map[string]string, error) {
 	out, err := c.run(ctx, c.top, nil, nil, "bundle", "list-heads", path)
@@ -76,21 +69,125 @@ func (c *Client) BundleHeads(ctx context.Context, path string) (map[string]strin
 	return heads, nil
 }
 
-// FetchBundle verifies the bundle at path and fetches its ref src into the
-// local ref dst (forced; no tags). dst must be a full ref name.
+// FetchBundle imports the bundle at path and points the local ref dst
+// (forced; a full ref name) at its ref src. It checks what `git fetch
+// BUNDLE` checks, without its costs that grow with the repository (git
+// verifies a bundle's prerequisites by walking from every ref, once for
+// `bundle verify` and again inside fetch): the header is read here (v2 or
+// v3, SHA-1, no object filter); every prerequisite must be a commit the
+// repository has; the pack is indexed by `git index-pack --stdin
+// --fix-thin`, as fetch does; everything src's tip reaches beyond the
+// prerequisites must then be present (`git rev-list --objects`), and
+// only then is dst written. Imports run side by side; only the ref update
+// takes the repository's administration lock. A file that is not such a
+// bundle, a missing prerequisite, a pack that does not index or leaves
+// objects out is an error and dst is not written.
 func (c *Client) FetchBundle(ctx context.Context, path, src, dst string) error {
-	if err := c.BundleVerify(ctx, path); err != nil {
-		return err
-	}
 	if !validRefName(dst) || !strings.HasPrefix(dst, "refs/") {
 		return fmt.Errorf("fetch bundle %s: invalid destination ref %q", path, dst)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("fetch bundle %s: %w", path, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	h, err := readBundleHeader(r)
+	if err != nil {
+		return fmt.Errorf("fetch bundle %s: %w", path, err)
+	}
+	tip, ok := h.refs[src]
+	if !ok {
+		return fmt.Errorf("fetch bundle %s: it has no ref %s", path, src)
+	}
+	for _, p := range h.prereqs {
+		if !c.HasCommit(ctx, p) {
+			return fmt.Errorf("fetch bundle %s: the repository lacks commit %s, which the bundle requires", path, p)
+		}
+	}
+	if _, err := c.run(ctx, c.top, nil, r, "index-pack", "--stdin", "--fix-thin"); err != nil {
+		return fmt.Errorf("fetch bundle %s: index its pack: %w", path, err)
+	}
+	args := []string{"rev-list", "--objects", "--quiet", "--end-of-options", tip + "^{commit}"}
+	for _, p := range h.prereqs {
+		args = append(args, "^"+p)
+	}
+	if _, err := c.run(ctx, c.top, nil, nil, append(args, "--")...); err != nil {
+		return fmt.Errorf("fetch bundle %s: %s is not complete: %w", path, src, err)
+	}
 	c.admin.Lock()
 	defer c.admin.Unlock()
-	if _, err := c.run(ctx, c.top, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", path, "+"+src+":"+dst); err != nil {
+	if _, err := c.run(ctx, c.top, nil, nil, "update-ref", "-m", "prodigy-action: fetch bundle", dst, tip); err != nil {
 		return fmt.Errorf("fetch %s from bundle %s: %w", src, path, err)
 	}
 	return nil
+}
+
+// bundleHeader is what a bundle file declares before its pack.
+type bundleHeader struct {
+	prereqs []string          // commits the pack's objects may rely on
+	refs    map[string]string // full ref name → commit
+}
+
+// maxBundleHeader bounds the header a bundle may have (its refs and
+// prerequisites), so a hostile file cannot make it grow without end.
+const maxBundleHeader = 1 << 20
+
+// readBundleHeader reads a bundle's header from r, leaving r at its pack:
+// "# v2 git bundle" or "# v3 git bundle" (with capabilities: only
+// object-format=sha1), then prerequisite lines "-OID [comment]" and ref
+// lines "OID REFNAME", then an empty line.
+func readBundleHeader(r *bufio.Reader) (bundleHeader, error) {
+	h := bundleHeader{refs: map[string]string{}}
+	read := 0
+	line := func() (string, error) {
+		l, err := r.ReadString('\n')
+		read += len(l)
+		if read > maxBundleHeader {
+			return "", errors.New("not a bundle: its header is too large")
+		}
+		if err != nil {
+			return "", errors.New("not a bundle: its header is cut short")
+		}
+		return strings.TrimSuffix(l, "\n"), nil
+	}
+	sig, err := line()
+	if err != nil {
+		return h, err
+	}
+	v3 := sig == "# v3 git bundle"
+	if sig != "# v2 git bundle" && !v3 {
+		return h, errors.New("not a git bundle (v2 or v3)")
+	}
+	for {
+		l, err := line()
+		if err != nil {
+			return h, err
+		}
+		switch {
+		case l == "":
+			if len(h.refs) == 0 {
+				return h, errors.New("not a bundle: it names no ref")
+			}
+			return h, nil
+		case v3 && strings.HasPrefix(l, "@"):
+			if l != "@object-format=sha1" {
+				return h, fmt.Errorf("bundle capability %q is not supported", clip(l))
+			}
+		case strings.HasPrefix(l, "-"):
+			oid, _, _ := strings.Cut(l[1:], " ")
+			if !isHexOID(oid) {
+				return h, fmt.Errorf("not a bundle: bad prerequisite line %q", clip(l))
+			}
+			h.prereqs = append(h.prereqs, oid)
+		default:
+			oid, ref, ok := strings.Cut(l, " ")
+			if !ok || !isHexOID(oid) || !validRefName(ref) {
+				return h, fmt.Errorf("not a bundle: bad ref line %q", clip(l))
+			}
+			h.refs[ref] = oid
+		}
+	}
 }
 
 // MergeCommit is one merge on a branch's first-parent chain.
@@ -195,4 +292,12 @@ func (c *Client) ReplayMerge(ctx context.Context, targetRef, merge, label, messa
 		return fail(err)
 	}
 	return commit, nil
+}
+
+// clip shortens a line of a file for an error message.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }

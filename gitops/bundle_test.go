@@ -125,3 +125,81 @@ func TestReplayMergeAppliesOnlyThatMerge(t *testing.T) {
 		t.Fatalf("message = %q", msg)
 	}
 }
+
+// TestFetchBundleRefusesWhatGitFetchWould: a bundle whose prerequisite the
+// repository lacks, one whose pack leaves out objects its tip reaches (its
+// prerequisite line removed by hand), a header that is not a bundle's, a
+// v3 capability other than SHA-1 and a ref the bundle does not carry are
+// all refused, and the destination ref is never written.
+func TestFetchBundleRefusesWhatGitFetchWould(t *testing.T) {
+	ctx := context.Background()
+	dir, c := newRepo(t, map[string]string{"a.txt": "a\n"}, true)
+	git(t, dir, "checkout", "-q", "-b", "feature")
+	mid := commitFiles(t, dir, "mid", map[string]string{"b.txt": "b\n"})
+	commitFiles(t, dir, "tip", map[string]string{"c.txt": "c\n"})
+	git(t, dir, "checkout", "-q", "main")
+	good := filepath.Join(t.TempDir(), "good.bundle")
+	if err := c.BundleCreate(ctx, good, "refs/heads/feature", mid); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The same pack without its prerequisite line: it no longer says that
+	// mid's objects must be there, and they are not.
+	header, pack, _ := strings.Cut(string(data), "\n\n")
+	var kept []string
+	for _, l := range strings.Split(header, "\n") {
+		if !strings.HasPrefix(l, "-"+mid) {
+			kept = append(kept, l)
+		}
+	}
+	noPrereq := write("noprereq.bundle", []byte(strings.Join(kept, "\n")+"\n\n"+pack))
+	if string(data) == string(mustRead(t, noPrereq)) {
+		t.Fatal("the bundle has no prerequisite line; the test proves nothing")
+	}
+	v3 := write("v3.bundle", []byte(strings.Replace(string(data), "# v2 git bundle\n", "# v3 git bundle\n@filter=blob:none\n", 1)))
+	huge := write("huge.bundle", []byte("# v2 git bundle\n-"+strings.Repeat("a", 2<<20)+"\n"))
+
+	// A clone of main only: it lacks mid (feature's first commit).
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", "--no-local", "--single-branch", "-b", "main", dir, clone)
+	cc, err := New(clone, Options{Env: isolatedEnv()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, path, src, want string
+	}{
+		{"missing prerequisite", good, "refs/heads/feature", "lacks commit " + mid},
+		{"objects left out", noPrereq, "refs/heads/feature", "is not complete"},
+		{"object filter", v3, "refs/heads/feature", `capability "@filter=blob:none"`},
+		{"header too large", huge, "refs/heads/feature", "header is too large"},
+		{"no such ref", good, "refs/heads/other", "no ref refs/heads/other"},
+	} {
+		err := cc.FetchBundle(ctx, tt.path, tt.src, "refs/prodigy-base/x")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+		if _, err := cc.ResolveRef(ctx, "refs/prodigy-base/x"); err == nil {
+			t.Fatalf("%s: the destination ref was written", tt.name)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -47,6 +47,12 @@ type objectReader struct {
 // process just wrote is kept apart (objectReader.written).
 const objectCacheSize = 16 * cache.MiByte
 
+// openPacks is how many pack files go-git keeps open (least recently
+// opened closed first). Without it every object read opens and closes its
+// pack file: a merge reads hundreds of objects, and a repository that
+// gathered many shard bundles has a pack for each.
+const openPacks = 16
+
 // openObjects opens the common git dir with go-git, or returns nil when
 // the repository uses a format go-git v5 does not read (reftable refs,
 // SHA-256 objects, an unknown extension): git then answers everything.
@@ -58,7 +64,7 @@ func openObjects(commonDir string) *objectReader {
 	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
 		return nil
 	}
-	st := filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRU(objectCacheSize))
+	st := filesystem.NewStorageWithOptions(osfs.New(commonDir), cache.NewObjectLRU(objectCacheSize), filesystem.Options{MaxOpenDescriptors: openPacks})
 	cfg, err := st.Config()
 	if err != nil || cfg.Raw == nil {
 		return nil

@@ -336,30 +336,41 @@ func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string
 // records of every output whose shard is not closed. An output that cannot
 // be read is dropped from outs and reported; one that is not this plan's
 // keeps its refusal (refusals).
+//
+// Outputs are independent: their bundles are imported side by side (only
+// the ref updates take the repository's lock), then their branches are
+// checked and their DLQ records read side by side, so gathering many
+// shards does not wait on one core; merging stays in plan order (gather).
+// Every bundle is imported before any branch is read: the in-process
+// object reader indexes the new packs once, not once per shard.
 func fetchShardOutputs(ctx context.Context, git *gitops.Client, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState) []string {
-	// Outputs are independent: their bundles are verified, fetched (git
-	// serialises the ref updates), their branches checked and their DLQ
-	// records read side by side, so gathering many shards does not wait on
-	// one core; merging stays in plan order (gather).
-	var g errgroup.Group
-	g.SetLimit(fetchParallelism())
+	var open []int
 	for _, k := range slices.Sorted(maps.Keys(outs)) {
-		out := outs[k]
-		if _, closed := gs.Closed[k]; closed {
-			continue
+		if _, closed := gs.Closed[k]; !closed {
+			open = append(open, k)
 		}
-		g.Go(func() error {
-			err := fetchShardOutput(ctx, git, plan, plan.Shards[k], out)
-			switch {
-			case errors.Is(err, errForeignOutput):
-				out.refused = err
-			case err != nil:
-				out.unreadable = err
-			}
-			return nil
-		})
 	}
-	_ = g.Wait()
+	for _, step := range []func(context.Context, *gitops.Client, *Plan, PlanShard, *shardOutput) error{importShardBundle, checkShardOutput} {
+		var g errgroup.Group
+		g.SetLimit(fetchParallelism())
+		for _, k := range open {
+			out := outs[k]
+			if out.refused != nil || out.unreadable != nil {
+				continue
+			}
+			g.Go(func() error {
+				err := step(ctx, git, plan, plan.Shards[k], out)
+				switch {
+				case errors.Is(err, errForeignOutput):
+					out.refused = err
+				case err != nil:
+					out.unreadable = err
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+	}
 	var unreadable []string
 	for _, k := range slices.Sorted(maps.Keys(outs)) {
 		if out := outs[k]; out.unreadable != nil {
@@ -374,29 +385,39 @@ func fetchShardOutputs(ctx context.Context, git *gitops.Client, plan *Plan, outs
 // slow bundle read overlaps another's checks).
 func fetchParallelism() int { return max(2, runtime.NumCPU()) }
 
-func fetchShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh PlanShard, out *shardOutput) error {
+// importShardBundle imports the output's bundle into the shard's ref
+// (shardRef) unless the ref already holds the output's head (a gather
+// waiting for an earlier shard sees the same outputs again).
+func importShardBundle(ctx context.Context, git *gitops.Client, plan *Plan, sh PlanShard, out *shardOutput) error {
+	sr := out.res
+	if sr.Head == "" || sr.Head == plan.BaseCommit {
+		return nil
+	}
+	if !isCommitID(sr.Head) {
+		return fmt.Errorf("%w: %s: head %q is not a commit id", errForeignOutput, out.dir, sr.Head)
+	}
+	bundle := outputFile(out.dir, ShardBundleFile)
+	if err := checkLimited(bundle, MaxShardBundleBytes); err != nil {
+		if errors.Is(err, errOutputTooLarge) {
+			return fmt.Errorf("%w: %w", errForeignOutput, err)
+		}
+		return err
+	}
+	ref := shardRef(plan.JobID, sh.Shard)
+	if got, err := git.ResolveRef(ctx, ref); err == nil && got == sr.Head {
+		return nil
+	}
+	return git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref)
+}
+
+// checkShardOutput checks the imported shard branch (verifyShardBranch)
+// and reads the output's DLQ records.
+func checkShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh PlanShard, out *shardOutput) error {
 	sr := out.res
 	if sr.Head != "" && sr.Head != plan.BaseCommit {
-		if !isCommitID(sr.Head) {
-			return fmt.Errorf("%w: %s: head %q is not a commit id", errForeignOutput, out.dir, sr.Head)
-		}
-		bundle := outputFile(out.dir, ShardBundleFile)
-		if err := checkLimited(bundle, MaxShardBundleBytes); err != nil {
-			if errors.Is(err, errOutputTooLarge) {
-				return fmt.Errorf("%w: %w", errForeignOutput, err)
-			}
-			return err
-		}
 		ref := shardRef(plan.JobID, sh.Shard)
-		// A gather waiting for an earlier shard sees the same outputs
-		// again: the bundle is fetched only when the ref lacks its head.
 		if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
-			if err := git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref); err != nil {
-				return err
-			}
-			if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
-				return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
-			}
+			return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
 		}
 		if err := verifyShardBranch(ctx, git, out.dir, ref, plan.BaseCommit, plan.JobID, sh, sr); err != nil {
 			return err
@@ -755,9 +776,14 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts, 
 	}
 	// One checkpoint write per shard, after the DLQ writes: an item whose
 	// record could not be stored is failed-unrecorded (the job fails naming
-	// it when it ends); `resume` or a later gather writes the record.
-	err := j.state.Update(func(*jobstore.Checkpoint) {
+	// it when it ends); `resume` or a later gather writes the record. Only
+	// the shard's items are written (journal entries; the snapshot is
+	// rewritten when the journal outgrows it), so a gather's writes do not
+	// grow with the job times the shards. A crash in between leaves some
+	// of them imported: gathering again imports the rest.
+	err := j.state.UpdateItems(func(_ *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
 		for _, c := range changes {
+			touch(c.cur)
 			idx, data := c.cur.Index, c.cur.Data
 			c.cur.ItemOutcome = c.oc
 			c.cur.Index, c.cur.Data = idx, data
