@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
@@ -41,7 +42,7 @@ type itemRunner struct {
 	failures  []dlq.Failure
 	failedNow int
 	tree      *agentTree
-	log       *tailBuffer
+	log       *procsup.TailBuffer
 	commits   int
 	lastLog   string
 	// artifacts of the last failed attempt
@@ -196,7 +197,7 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 		it:      it,
 		agentID: agentID,
 		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
-		log:     &tailBuffer{max: 256 << 10},
+		log:     procsup.NewTailBuffer(256 << 10),
 	}
 	ir.raw, ir.dataErr = j.state.ItemData(it)
 	ir.data = ir.raw

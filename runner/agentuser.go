@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 )
 
 // Agents as another user (Agents.User, --agent-user, the Action's
@@ -177,8 +178,7 @@ func (j *job) prepareAgentUser(ctx context.Context) error {
 	}
 	objects := filepath.Join(j.git.CommonDir(), "objects")
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `test -x "$1" || exit 3; test -r "$2" && test -x "$2" || exit 4`, "sh", j.paths.WorktreeRoot(), objects)
-	cmd.SysProcAttr = stepSysProcAttr()
-	setCredential(cmd.SysProcAttr, &o)
+	cmd.SysProcAttr = procsup.SysProcAttr(credentialOf(&o))
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	err := cmd.Run()
 	var ee *exec.ExitError

@@ -19,3 +19,11 @@ func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 func usage(err error) error { return &UsageError{Err: err} }
+
+// Causes attached to contexts so a killed process can be classified
+// (procsup.Result.Cause).
+var (
+	errStepTimeout  = errors.New("step timeout")
+	errAgentTimeout = errors.New("agent timeout")
+	errInterrupted  = errors.New("interrupted")
+)

@@ -1,21 +1,22 @@
 package runner
 
 // The engine's side of the job's process record (jobstore.ProcessRecord):
-// each step's process group is recorded while it runs, and a resume or
-// redrive ends what an earlier execution left running before it starts.
+// each step's process group is recorded while it runs (a procsup.Recorder),
+// and a resume or redrive ends what an earlier execution left running
+// before it starts (procsup.EndLeftovers).
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 
+	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// pgroupEntry is one recorded process group.
-type pgroupEntry = jobstore.ProcessGroup
-
-// processRecord records the job's step process groups; a nil
-// *processRecord records nothing.
+// processRecord records the job's step process groups (procsup.Recorder).
 type processRecord struct {
 	rec    *jobstore.ProcessRecord
 	jobKey string // jobProcessKey of the job, in its processes' tags
@@ -31,22 +32,16 @@ func openProcessRecord(p Paths) (*processRecord, error) {
 	return &processRecord{rec: rec, jobKey: jobProcessKey(p)}, nil
 }
 
-// started records that g's group runs.
-func (r *processRecord) started(g *stepGroup) error {
-	if r == nil {
-		return nil
-	}
-	boot, start := leaderIdentity(g.pgid)
-	return r.rec.Started(jobstore.ProcessGroup{PGID: g.pgid, Tag: g.tag, BootID: boot, LeaderStart: start})
+// JobKey is the job's key in its processes' tags.
+func (r *processRecord) JobKey() string { return r.jobKey }
+
+// Started records that g runs.
+func (r *processRecord) Started(g procsup.Group) error {
+	return r.rec.Started(jobstore.ProcessGroup{PGID: g.PGID, Tag: g.Tag, BootID: g.BootID, LeaderStart: g.LeaderStart})
 }
 
-// ended records that g's group is gone.
-func (r *processRecord) ended(g *stepGroup) error {
-	if r == nil {
-		return nil
-	}
-	return r.rec.Ended(g.pgid)
-}
+// Ended records that g is gone.
+func (r *processRecord) Ended(g procsup.Group) error { return r.rec.Ended(g.PGID) }
 
 // close closes the record's file (the record stays on disk).
 func (r *processRecord) close() {
@@ -55,11 +50,32 @@ func (r *processRecord) close() {
 	}
 }
 
+// withProcessRecord returns ctx whose steps record their groups in rec
+// (nil: recorded nowhere, tagged with no job).
+func withProcessRecord(ctx context.Context, rec *processRecord) context.Context {
+	if rec == nil {
+		return ctx
+	}
+	return procsup.WithRecorder(ctx, rec)
+}
+
 // readProcessRecord returns the groups job p's record lists as running.
-func readProcessRecord(p Paths) ([]pgroupEntry, error) { return jobstore.ReadProcessRecord(p) }
+func readProcessRecord(p Paths) ([]jobstore.ProcessGroup, error) {
+	return jobstore.ReadProcessRecord(p)
+}
 
 // processGroupsFile is the record of job p.
 func processGroupsFile(p Paths) string { return p.ProcessRecord() }
+
+// jobProcessKey identifies a job in process tags: a hash of its state
+// directory, so equal job ids in two repositories or homes never match.
+func jobProcessKey(p Paths) string {
+	dir := p.JobStateDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return shortHash(dir)
+}
 
 // endJobLeftovers ends every process an earlier execution of job p left
 // running (recorded groups and processes tagged with the job), waits until
@@ -67,11 +83,15 @@ func processGroupsFile(p Paths) string { return p.ProcessRecord() }
 // after taking the job lock, before anything else runs: the lock proves the
 // earlier runner is gone, and no old agent writes after this returns.
 func endJobLeftovers(p Paths, logf func(string, ...any)) error {
-	groups, err := readProcessRecord(p)
+	recorded, err := readProcessRecord(p)
 	if err != nil {
 		return err
 	}
-	n, err := endLeftoverProcesses(p, groups)
+	groups := make([]procsup.Group, 0, len(recorded))
+	for _, g := range recorded {
+		groups = append(groups, procsup.Group{PGID: g.PGID, Tag: g.Tag, BootID: g.BootID, LeaderStart: g.LeaderStart})
+	}
+	n, err := procsup.EndLeftovers(jobProcessKey(p), p.JobID, groups)
 	if n > 0 {
 		logf("ended %d process(es) an earlier run of job %s left running", n, p.JobID)
 	}
@@ -81,4 +101,13 @@ func endJobLeftovers(p Paths, logf func(string, ...any)) error {
 func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
+}
+
+// credentialOf is the procsup credential of an agent's user (nil: the
+// engine's).
+func credentialOf(o *gitops.Owner) *procsup.Credential {
+	if o == nil {
+		return nil
+	}
+	return &procsup.Credential{UID: o.UID, GID: o.GID}
 }

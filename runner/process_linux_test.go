@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/internal/proctest"
 )
 
@@ -66,7 +67,7 @@ func TestTimeoutIsTimeoutWhateverTheExitStatus(t *testing.T) {
 					timeout := time.Duration(1+i%5) * 20 * time.Millisecond
 					ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, errStepTimeout)
 					defer cancel()
-					res := runProcess(ctx, procSpec{Path: bash, Args: []string{"-c", script}, Grace: time.Second})
+					res := procsup.Run(ctx, procsup.Spec{Path: bash, Args: []string{"-c", script}, Grace: time.Second})
 					f := processFailure("shell step 1", res, timeout)
 					if f == nil || f.Type.Kind != dlq.Timeout {
 						errs <- fmt.Sprintf("exit %d cause %v: %+v", res.ExitCode, res.Cause, f)
@@ -86,7 +87,7 @@ func TestProcessExitIsStepEndWithBackgroundChildHoldingOutput(t *testing.T) {
 	t.Parallel()
 	bash := bashPath(t)
 	var log bytes.Buffer
-	res := runProcess(context.Background(), procSpec{
+	res := procsup.Run(context.Background(), procsup.Spec{
 		Path: bash, Args: []string{"-c", `sleep 300 & echo "bg=$!"; echo done`},
 		Stderr: &log, OutputGrace: 200 * time.Millisecond,
 	})
@@ -110,64 +111,17 @@ func TestProcessExitIsStepEndWithBackgroundChildHoldingOutput(t *testing.T) {
 	proctest.WaitGone(t, "the background child", pid)
 }
 
-func TestOutputOfShortBackgroundJobIsKept(t *testing.T) {
-	t.Parallel()
-	var log bytes.Buffer
-	res := runProcess(context.Background(), procSpec{
-		Path: bashPath(t), Args: []string{"-c", `(sleep 0.2; echo late) & echo early`},
-		Stderr: &log, OutputGrace: 10 * time.Second,
-	})
-	if res.ExitCode != 0 || string(res.Stdout) != "early\nlate\n" {
-		t.Fatalf("result = %+v stdout %q", res, res.Stdout)
-	}
-	if strings.Contains(log.String(), "dropped") {
-		t.Fatalf("unexpected note: %q", log.String())
-	}
-}
-
 func TestCouldNotRunOnlyWhenTheProcessCannotStart(t *testing.T) {
 	t.Parallel()
-	res := runProcess(context.Background(), procSpec{Path: filepath.Join(t.TempDir(), "missing")})
+	res := procsup.Run(context.Background(), procsup.Spec{Path: filepath.Join(t.TempDir(), "missing")})
 	f := processFailure("shell step 1", res, 0)
 	if res.StartErr == nil || f == nil || !strings.Contains(f.Message, "could not run") {
 		t.Fatalf("missing binary: %+v %+v", res, f)
 	}
-	res = runProcess(context.Background(), procSpec{Path: bashPath(t), Args: []string{"-c", "exit 3"}})
+	res = procsup.Run(context.Background(), procsup.Spec{Path: bashPath(t), Args: []string{"-c", "exit 3"}})
 	f = processFailure("shell step 1", res, 0)
 	if res.StartErr != nil || f == nil || f.Type.Kind != dlq.CommandFailed || f.Type.ExitCode != 3 || strings.Contains(f.Message, "could not run") {
 		t.Fatalf("exit 3: %+v %+v", res, f)
-	}
-}
-
-// A step's descendants end with the step, also the ones that left its
-// process group with setsid, directly or from a grandchild that was still
-// running when the step exited.
-func TestStepEndEndsSetsidDescendants(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pids")
-	script := fmt.Sprintf(`
-setsid sleep 300 </dev/null >/dev/null 2>&1 &
-echo $! >> %[1]q
-bash -c 'setsid sleep 301 </dev/null >/dev/null 2>&1 & echo $! >> %[1]q; sleep 302' </dev/null >/dev/null 2>&1 &
-echo $! >> %[1]q
-for i in $(seq 100); do [ "$(wc -l < %[1]q)" -ge 3 ] && break; sleep 0.05; done
-exit 0
-`, pidfile)
-	res := runProcess(context.Background(), procSpec{Path: bashPath(t), Args: []string{"-c", script}})
-	if res.ExitCode != 0 || res.StartErr != nil {
-		t.Fatalf("result = %+v %s", res, res.Tail)
-	}
-	pids := readPIDs(t, pidfile)
-	if len(pids) != 3 {
-		t.Fatalf("pids = %v", pids)
-	}
-	// runProcess returns once they are gone: check at once, no waiting.
-	for _, pid := range pids {
-		if !proctest.Gone(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("process %d outlived its step", pid)
-		}
 	}
 }
 
@@ -186,22 +140,21 @@ func TestEndJobLeftoversEndsRecordedGroupsAndTaggedProcesses(t *testing.T) {
 	}
 	defer rec.close()
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	g := procs.newGroup(rec)
+	tag := "test/" + rec.JobKey() + "/1"
 	// Started as an earlier runner would have: not through procs, so
 	// nothing in this process ends it.
 	cmd := exec.Command(bashPath(t), "-c", fmt.Sprintf(`
 setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! >> %[1]q
 env -i sleep 301 </dev/null >/dev/null 2>&1 & echo $! >> %[1]q
 sleep 302`, pidfile))
-	cmd.Env = append(os.Environ(), processTagEnv+"="+g.tag)
+	cmd.Env = append(os.Environ(), procsup.TagEnv+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
-	g.pgid = cmd.Process.Pid
-	if err := rec.started(g); err != nil {
+	if err := rec.Started(procsup.Identify(cmd.Process.Pid, tag)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -255,44 +208,31 @@ func TestProcessRecordCompactsAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.close()
-	keep := &stepGroup{pgid: 1 << 22, tag: "n/k/0"}
-	if err := rec.started(keep); err != nil {
+	keep := procsup.Group{PGID: 1 << 22, Tag: "n/k/0"}
+	if err := rec.Started(keep); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 500; i++ {
-		g := &stepGroup{pgid: i, tag: fmt.Sprintf("n/k/%d", i)}
-		if err := rec.started(g); err != nil {
+		g := procsup.Group{PGID: i, Tag: fmt.Sprintf("n/k/%d", i)}
+		if err := rec.Started(g); err != nil {
 			t.Fatal(err)
 		}
-		if err := rec.ended(g); err != nil {
+		if err := rec.Ended(g); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live, err := readProcessRecord(p)
-	if err != nil || len(live) != 1 || live[0].PGID != keep.pgid {
+	if err != nil || len(live) != 1 || live[0].PGID != keep.PGID {
 		t.Fatalf("live = %+v, %v", live, err)
 	}
 	data, _ := os.ReadFile(processGroupsFile(p))
 	if n := bytes.Count(data, []byte("\n")); n > 70 {
 		t.Fatalf("record not compacted: %d lines", n)
 	}
-	if err := rec.ended(keep); err != nil {
+	if err := rec.Ended(keep); err != nil {
 		t.Fatal(err)
 	}
 	if live, _ := readProcessRecord(p); len(live) != 0 {
 		t.Fatalf("live = %+v", live)
-	}
-}
-
-func TestParseProcStat(t *testing.T) {
-	st, err := parseProcStat([]byte("42 (a (b) c) S 1 40 39 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1 2"))
-	if err != nil || st.state != 'S' || st.pgrp != 40 || st.session != 39 || st.start != 987654 {
-		t.Fatalf("%+v %v", st, err)
-	}
-	if _, err := parseProcStat([]byte("garbage")); err == nil {
-		t.Fatal("no error for garbage")
-	}
-	if tag := tagInEnviron([]byte("A=1\x00PRODIGY_PROCESS_TAG=x/y/1\x00B=2\x00PRODIGY_PROCESS_TAG=x/y/2\x00")); tag != "x/y/2" {
-		t.Fatalf("tag = %q", tag)
 	}
 }

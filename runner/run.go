@@ -21,6 +21,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -136,7 +137,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	}
 	killGrace := o.KillGrace
 	if killGrace <= 0 {
-		killGrace = defaultKillGrace
+		killGrace = procsup.DefaultKillGrace
 	}
 	j := &job{
 		settings: settings{

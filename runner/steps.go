@@ -17,6 +17,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
@@ -216,7 +217,7 @@ func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext
 }
 
 // processFailure classifies a finished process.
-func processFailure(what string, res procResult, timeout time.Duration) *stepFailure {
+func processFailure(what string, res procsup.Result, timeout time.Duration) *stepFailure {
 	tail := string(res.Tail)
 	switch {
 	case res.Cause != nil && errors.Is(res.Cause, errInterrupted):
@@ -281,7 +282,7 @@ func (s *stepRunner) shell(ctx context.Context, st config.Step, sc *stepContext)
 		capture = &captureBuffer{max: maxCapturedOutput}
 		stdout = io.MultiWriter(sc.log, capture)
 	}
-	res := runProcess(ctx, procSpec{Path: s.bash, Args: []string{"-c", prep.Script}, Dir: sc.dir, Env: env, Stdout: stdout, Stderr: sc.log, Grace: s.grace, User: sc.owner})
+	res := procsup.Run(ctx, procsup.Spec{Path: s.bash, Args: []string{"-c", prep.Script}, Dir: sc.dir, Env: env, Stdout: stdout, Stderr: sc.log, Grace: s.grace, User: credentialOf(sc.owner)})
 	if f := processFailure(sc.label, res, st.Timeout); f != nil {
 		return "", f
 	}
@@ -328,8 +329,8 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	defer cleanup()
 	tw := s.red.JSONLinesWriter(tf)
 	lim := newTranscriptLimiter(tw, maxTranscriptBytes)
-	errTail := &tailBuffer{max: tailSize}
-	res := runProcess(ctx, procSpec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace, User: sc.owner})
+	errTail := procsup.NewTailBuffer(procsup.TailSize)
+	res := procsup.Run(ctx, procsup.Spec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace, User: credentialOf(sc.owner)})
 	lim.Close()
 	tw.Close()
 	tf.Close()

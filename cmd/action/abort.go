@@ -7,7 +7,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/internal/procsup"
 )
 
 // hardAbortOnSecondSignal waits for a second interrupt after ctx ended (the
@@ -18,7 +18,7 @@ func hardAbortOnSecondSignal(ctx context.Context, sigs <-chan os.Signal, stderr 
 	<-ctx.Done()
 	<-sigs // the first signal
 	sig := <-sigs
-	n := runner.KillProcesses()
+	n := procsup.KillProcesses()
 	fmt.Fprintf(stderr, "second interrupt (%v): ended %d agent process group(s); the job stays resumable\n", sig, n)
 	code := 130
 	if s, ok := sig.(syscall.Signal); ok {

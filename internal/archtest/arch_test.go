@@ -27,7 +27,7 @@ import (
 var dag = map[string][]string{
 	// cmd/action is main only; its command tree is cli (cli/cli's cmd/gh +
 	// pkg/cmd split), which has the CLI layer's imports.
-	"cmd/action": {"cli", "runner"},
+	"cmd/action": {"cli"},
 	"cli":        {"actionapp", "runner", "jobstore", "gitops", "dlq", "report", "config", "telemetry"},
 	"actionapp":  {"runner", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
 	"runner":     {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend"},

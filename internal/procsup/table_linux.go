@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package procsup
 
 import (
 	"bytes"
@@ -231,13 +231,12 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
-// endLeftoverProcesses ends what an earlier execution of the job left
-// running: the recorded groups that still belong to it (same boot, leader
+// EndLeftovers ends what an earlier execution of the job left running
+// (the job of key, see Recorder.JobKey; jobID names it in errors): the recorded groups that still belong to it (same boot, leader
 // with the recorded start time, or a member carrying the job's tag) and
 // every process carrying the job's tag. It waits until they are gone and
 // returns the number of processes it found.
-func endLeftoverProcesses(p Paths, groups []pgroupEntry) (int, error) {
-	key := jobProcessKey(p)
+func EndLeftovers(key, jobID string, groups []Group) (int, error) {
 	boot := bootID()
 	snap := snapshotProcs()
 	ours := func(pi procInfo) bool { return pi.tag != "" && tagJobKey(pi.tag) == key }
@@ -260,7 +259,7 @@ func endLeftoverProcesses(p Paths, groups []pgroupEntry) (int, error) {
 		return 0, nil
 	}
 	if alive := killUntilGone(pgids, ours, groupEndLimit); len(alive) > 0 {
-		return found, fmt.Errorf("processes of an earlier run of job %s are still running (pids %v) and cannot be killed", p.JobID, alive)
+		return found, fmt.Errorf("processes of an earlier run of job %s are still running (pids %v) and cannot be killed", jobID, alive)
 	}
 	return found, nil
 }
@@ -268,7 +267,7 @@ func endLeftoverProcesses(p Paths, groups []pgroupEntry) (int, error) {
 // belongsToJob reports whether the recorded group e is still the job's: its
 // leader is the recorded process, or (leader gone) a member carries the
 // job's tag. A pgid is only reused once the old group is empty.
-func belongsToJob(e pgroupEntry, snap []procInfo, ours func(procInfo) bool) bool {
+func belongsToJob(e Group, snap []procInfo, ours func(procInfo) bool) bool {
 	for _, pi := range snap {
 		if pi.pid == e.PGID && pi.stat.pgrp == e.PGID {
 			return pi.stat.start == e.LeaderStart
@@ -376,7 +375,7 @@ func processTag(pid int) string {
 }
 
 func tagInEnviron(data []byte) string {
-	prefix := []byte(processTagEnv + "=")
+	prefix := []byte(TagEnv + "=")
 	tag := ""
 	for _, kv := range bytes.Split(data, []byte{0}) {
 		if bytes.HasPrefix(kv, prefix) {

@@ -1,4 +1,4 @@
-package runner
+package procsup
 
 import (
 	"bytes"
@@ -11,20 +11,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/prodigy-action/prodigy-action/gitops"
 )
 
-// Causes attached to contexts so a killed process can be classified.
-var (
-	errStepTimeout  = errors.New("step timeout")
-	errAgentTimeout = errors.New("agent timeout")
-	errInterrupted  = errors.New("interrupted")
-)
-
-// procSpec describes one child process. It never runs through a shell
+// Spec describes one child process. It never runs through a shell
 // unless Path is bash itself.
-type procSpec struct {
+type Spec struct {
 	Path   string
 	Args   []string
 	Dir    string
@@ -36,21 +27,21 @@ type procSpec struct {
 	Grace time.Duration
 	// User, if not nil, is the user the process runs as (the engine must
 	// be root).
-	User *gitops.Owner
+	User *Credential
 	// OutputGrace is how long output is still read after the process
 	// exited, while background processes it started hold its stdout or
 	// stderr (default defaultOutputGrace). Later output is dropped.
 	OutputGrace time.Duration
 }
 
-// procResult is what happened to a child process.
-type procResult struct {
+// Result is what happened to a child process.
+type Result struct {
 	ExitCode int
 	Stdout   []byte // up to maxCapture bytes of stdout
 	Tail     []byte // the last tailSize bytes of stdout+stderr
-	// Cause is non-nil when the context ended before the process did:
-	// errStepTimeout, errAgentTimeout, errInterrupted or another context
-	// error. It is decided by whether the context fired, never by the exit
+	// Cause is non-nil when the context ended before the process did: the
+	// context's cause (context.Cause: the engine's step or agent timeout,
+	// its interrupt, or a plain context error). It is decided by whether the context fired, never by the exit
 	// status, so a step killed by its timeout is a timeout whatever it
 	// exited with.
 	Cause error
@@ -58,18 +49,23 @@ type procResult struct {
 	StartErr error
 }
 
+// TailSize is how much of a process's last output Result.Tail keeps.
+const TailSize = 16 << 10
+
+// DefaultKillGrace is the time between SIGTERM and SIGKILL when
+// Spec.Grace is 0.
+const DefaultKillGrace = 5 * time.Second
+
 const (
 	maxCapture = 1 << 20
-	tailSize   = 16 << 10
 
-	defaultKillGrace   = 5 * time.Second
 	defaultOutputGrace = time.Second
 	// groupEndLimit bounds how long ending a step's processes may take
 	// before the runner gives up on the stragglers (and says so).
 	groupEndLimit = 10 * time.Second
 )
 
-// runProcess runs a step's process in its own process group and returns
+// Run runs a step's process in its own process group and returns
 // when that process has exited: its exit is the step's end.
 //
 //   - When ctx ends first, the whole group gets SIGTERM, then SIGKILL after
@@ -80,11 +76,11 @@ const (
 //   - Every process the step started is then ended: its group and, where
 //     the platform allows (see proclife_linux.go), descendants that left the
 //     group with setsid. None outlives the step.
-func runProcess(ctx context.Context, s procSpec) procResult {
-	var res procResult
+func Run(ctx context.Context, s Spec) Result {
+	var res Result
 	stdout := &capBuffer{max: maxCapture}
-	tail := &tailBuffer{max: tailSize}
-	rec := processRecordFrom(ctx)
+	tail := NewTailBuffer(TailSize)
+	rec := recorderFrom(ctx)
 	g := procs.newGroup(rec)
 
 	outR, outW, err := os.Pipe()
@@ -105,7 +101,7 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	if env == nil {
 		env = os.Environ() // as exec does for a nil Env
 	}
-	cmd.Env = append(env[:len(env):len(env)], processTagEnv+"="+g.tag)
+	cmd.Env = append(env[:len(env):len(env)], TagEnv+"="+g.tag)
 	// The pipes are passed as files, so Wait returns when the process
 	// exits, not when every holder of the pipes has closed them.
 	cmd.Stdout = outW
@@ -118,7 +114,7 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	if err != nil {
 		return startFailed(err)
 	}
-	if err := rec.started(g); err != nil && s.Stderr != nil {
+	if err := recordStarted(rec, g); err != nil && s.Stderr != nil {
 		fmt.Fprintf(s.Stderr, "--- note: could not record the step's process group for resume: %v\n", err)
 	}
 
@@ -158,7 +154,7 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	t.Stop()
 	endErr := procs.end(g, groupEndLimit)
 	if endErr == nil {
-		if err := rec.ended(g); err != nil && s.Stderr != nil {
+		if err := recordEnded(rec, g); err != nil && s.Stderr != nil {
 			fmt.Fprintf(s.Stderr, "--- note: could not record the end of the step's process group: %v\n", err)
 		}
 	}
@@ -178,8 +174,8 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	return res
 }
 
-func startFailed(err error) procResult {
-	return procResult{ExitCode: 127, StartErr: err}
+func startFailed(err error) Result {
+	return Result{ExitCode: 127, StartErr: err}
 }
 
 // exitStatus maps the error of cmd.Wait to an exit code: a process killed
@@ -232,7 +228,7 @@ func (k *killer) watch(ctx context.Context) {
 	_ = syscall.Kill(-k.pgid, syscall.SIGTERM)
 	grace := k.grace
 	if grace <= 0 {
-		grace = defaultKillGrace
+		grace = DefaultKillGrace
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -289,14 +285,19 @@ func (b *capBuffer) Bytes() []byte {
 	return append([]byte(nil), b.buf.Bytes()...)
 }
 
-// tailBuffer keeps the last max bytes written to it; safe for concurrent use.
-type tailBuffer struct {
+// TailBuffer keeps the last max bytes written to it; safe for concurrent
+// use.
+type TailBuffer struct {
 	mu  sync.Mutex
 	buf []byte
 	max int
 }
 
-func (b *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer returns a TailBuffer keeping the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+// Write keeps the last max bytes of what was written so far.
+func (b *TailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
@@ -306,18 +307,34 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *tailBuffer) Bytes() []byte {
+// Bytes returns a copy of what the buffer holds.
+func (b *TailBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]byte(nil), b.buf...)
 }
 
-func (b *tailBuffer) String() string { return string(b.Bytes()) }
+// String returns what the buffer holds.
+func (b *TailBuffer) String() string { return string(b.Bytes()) }
 
-// setCredential makes a process run as owner (nil: as the engine), with
-// no supplementary groups.
-func setCredential(a *syscall.SysProcAttr, owner *gitops.Owner) {
-	if owner != nil {
-		a.Credential = &syscall.Credential{Uid: uint32(owner.UID), Gid: uint32(owner.GID), Groups: []uint32{}}
+// Credential is a user a process runs as (the engine must be root).
+type Credential struct {
+	UID, GID int
+}
+
+// setCredential makes a process run as c (nil: as the engine), with no
+// supplementary groups.
+func setCredential(a *syscall.SysProcAttr, c *Credential) {
+	if c != nil {
+		a.Credential = &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.GID), Groups: []uint32{}}
 	}
+}
+
+// SysProcAttr is what a step's process starts with: its own process group,
+// killed when the engine dies (Linux), running as c (nil: as the engine).
+// For processes started outside Run that must be ended like steps.
+func SysProcAttr(c *Credential) *syscall.SysProcAttr {
+	a := stepSysProcAttr()
+	setCredential(a, c)
+	return a
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runner
+package procsup
 
 import (
 	"errors"
@@ -57,8 +57,8 @@ func KillProcesses() int {
 	return len(t.live)
 }
 
-// endLeftoverProcesses cannot tell a recorded group from a reused pgid
-// without /proc, so it ends nothing outside Linux.
-func endLeftoverProcesses(Paths, []pgroupEntry) (int, error) { return 0, nil }
+// EndLeftovers cannot tell a recorded group from a reused pgid without
+// /proc, so it ends nothing outside Linux.
+func EndLeftovers(string, string, []Group) (int, error) { return 0, nil }
 
 func leaderIdentity(int) (string, uint64) { return "", 0 }
