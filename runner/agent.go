@@ -17,6 +17,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // itemRunner runs one item in this process: all its attempts, the merge,
@@ -52,7 +53,7 @@ type itemRunner struct {
 	began                              time.Time
 	// spend is the item's cost in this run; reservation what it reserved
 	// from the job budget (budget.go).
-	spend       *itemSpend
+	spend       *spend.ItemSpend
 	reservation float64
 	priorCost   float64
 	priorTokens jobstore.Tokens

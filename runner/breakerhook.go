@@ -37,7 +37,7 @@ func (BreakerTripped) EventType() string { return "breaker_tripped" }
 // the job when it trips. A rate limit or overload says nothing about the
 // items (the fleet cool-down holds those) and is not observed.
 func (j *job) observeFailure(itemID string, t dlq.ErrorType, msg string) {
-	if busyText.MatchString(msg) {
+	if spend.LooksBusy(msg) {
 		return
 	}
 	storm := j.breaker.Failed(itemID, dlq.Signature(t, msg))

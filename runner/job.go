@@ -75,8 +75,8 @@ type services struct {
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
-	budget  *jobBudget // spend reservations (budget.go)
-	cool    *cooldown  // the fleet-wide rate-limit cool-down (ratelimit.go)
+	budget  *spend.Budget   // spend reservations (budget.go)
+	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress
 	stderr  io.Writer
 	hooks   Hooks

@@ -80,7 +80,7 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 	switch {
 	case ctx.Err() != nil && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)
-	case j.budget.isExhausted() && left > 0:
+	case j.budget.Exhausted() && left > 0:
 		return j.budgetError(left)
 	case j.breaker.Tripped() != nil:
 		return j.stormError(left)

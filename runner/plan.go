@@ -243,8 +243,8 @@ func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive [
 		MaxFailures: j.wf.ErrorPolicy.MaxFailures, TraceParent: spanTraceParent(j.span),
 	}
 	var planSpend float64
-	if j.budget != nil && j.budget.max > 0 {
-		p.MaxCostUSD = j.budget.max
+	if j.budget != nil && j.budget.Max() > 0 {
+		p.MaxCostUSD = j.budget.Max()
 		j.state.Read(func(cp *jobstore.Checkpoint) { planSpend = cp.JobCost() })
 	}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {

@@ -3,12 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
-	"github.com/prodigy-action/prodigy-action/retry"
 )
 
 // FleetCooldownStarted: an attempt failed because the provider
@@ -25,75 +23,6 @@ type FleetCooldownEnded struct{}
 func (FleetCooldownStarted) EventType() string { return "fleet_cooldown_started" }
 func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
 
-// cooldown is the job's one fleet-wide rate-limit cool-down: while it is
-// on, no agent (item or retry attempt) starts. A rate limit seen during a
-// cool-down extends it instead of starting another. Safe for concurrent use.
-type cooldown struct {
-	mu     sync.Mutex
-	clock  retry.Clock
-	emit   func(Event)
-	active bool
-	until  time.Time
-	count  int
-}
-
-// start begins (or extends) the cool-down for d.
-func (c *cooldown) start(d time.Duration, reason string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	until := c.clock.Now().Add(d)
-	if c.active {
-		if until.After(c.until) {
-			c.until = until
-		}
-		return
-	}
-	c.active, c.until = true, until
-	c.count++
-	c.emit(FleetCooldownStarted{Until: until.UTC(), Reason: reason})
-}
-
-// gate waits until no cool-down is on and then runs fn (may be nil) under
-// the cool-down's lock, so nothing fn reports can fall inside a cool-down.
-func (c *cooldown) gate(ctx context.Context, fn func()) error {
-	for {
-		c.mu.Lock()
-		if c.active && !c.clock.Now().Before(c.until) {
-			c.active = false
-			c.emit(FleetCooldownEnded{})
-		}
-		if !c.active {
-			if fn != nil {
-				fn()
-			}
-			c.mu.Unlock()
-			return nil
-		}
-		d := c.until.Sub(c.clock.Now())
-		c.mu.Unlock()
-		if err := c.clock.Sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
-// finish ends a cool-down nobody waited out (the job is ending).
-func (c *cooldown) finish() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.active {
-		c.active = false
-		c.emit(FleetCooldownEnded{})
-	}
-}
-
-// Count is the number of cool-downs so far.
-func (c *cooldown) Count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.count
-}
-
 // attemptWithWaits runs attempt number attempt; an attempt that failed
 // because the provider rate-limited or was overloaded does not count: it
 // starts the fleet cool-down (the provider's retry delay when known, else
@@ -103,16 +32,16 @@ func (c *cooldown) Count() int {
 func (ir *itemRunner) attemptWithWaits(ctx, runCtx context.Context, attempt int) *stepFailure {
 	j := ir.j
 	for {
-		if err := j.cool.gate(ctx, nil); err != nil {
+		if err := j.cool.Gate(ctx, nil); err != nil {
 			return &stepFailure{Message: "interrupted", Interrupted: true}
 		}
-		ir.spend.beginAttempt()
+		ir.spend.BeginAttempt()
 		f := ir.tracedAttempt(runCtx, attempt)
 		ir.saveSpend()
 		if f == nil || f.Interrupted || f.Permanent {
 			return f
 		}
-		reason, delay, resetsAt := ir.spend.rateLimited()
+		reason, delay, resetsAt := ir.spend.RateLimited()
 		if reason == "" {
 			return f
 		}
@@ -155,21 +84,21 @@ func (ir *itemRunner) attemptWithWaits(ctx, runCtx context.Context, attempt int)
 		fmt.Fprintf(ir.log, "--- rate-limited (%s); not counted as an attempt; fleet cool-down %s\n", reason, delay)
 		j.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.ItemID, reason, delay, ir.waits, j.wf.RateLimit.MaxWaits)
 		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.ItemID, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
-		j.cool.start(delay, reason)
+		j.cool.Start(delay, reason)
 	}
 }
 
 // saveSpend checkpoints the item's cost: what earlier runs spent plus
 // this run's.
 func (ir *itemRunner) saveSpend() {
-	spent, tokens, n := ir.spend.totals()
+	spent, tokens, n := ir.spend.Totals()
 	if n == 0 {
 		return
 	}
 	j, it := ir.j, ir.it
 	j.persisted("item "+it.ItemID+" cost", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.CostUSD = jobstore.RoundUSD(ir.priorCost + spent)
-		t := ir.priorTokens.Add(tokens)
+		t := ir.priorTokens.Add(jobstore.Tokens(tokens))
 		it.Tokens = &t
 	}))
 }

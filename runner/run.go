@@ -159,7 +159,10 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 			return nil, err
 		}
 	}
-	j.cool = &cooldown{clock: o.Clock, emit: func(e Event) { j.events.emit(e) }}
+	j.cool = spend.NewCooldown(o.Clock, func(until time.Time, reason string) {
+		j.events.emit(FleetCooldownStarted{Until: until, Reason: reason})
+	},
+		func() { j.events.emit(FleetCooldownEnded{}) })
 	j.breaker = &spend.Breaker{Limit: wf.ErrorPolicy.CircuitBreaker}
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
@@ -423,7 +426,7 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &itemSpend{}, span: span}
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
 		f := j.steps.run(runCtx, j.wf.Setup, sc)
 		j.savePhaseSpend(sc.spend)
 		span.End(j.phaseEnd(f))
@@ -682,7 +685,7 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		}
 		before := maps.Clone(vars)
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
-			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &itemSpend{}, span: span}
+			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
 		f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc)
 		j.savePhaseSpend(sc.spend)
 		if f != nil {
@@ -754,7 +757,7 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	purge := j.trees.detach(ctx, j.deferTeardown)
 	j.steps.values.close()
-	j.cool.finish()
+	j.cool.Finish()
 	j.deadMu.Lock()
 	dead := uniqueStrings(j.deadBranches)
 	j.deadBranches = nil
@@ -813,7 +816,7 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	res.OrphanedWorktrees = j.orphans.List()
 	res.FleetCooldowns = j.cool.Count()
-	res.MaxCostUSD = j.budget.max
+	res.MaxCostUSD = j.budget.Max()
 	if n, err := j.store.Count(); err == nil {
 		res.DLQCount = n
 	}

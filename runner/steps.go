@@ -21,6 +21,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // stepRunner executes workflow steps (shell, claude, write_file) with
@@ -58,13 +59,13 @@ type stepContext struct {
 	first, total int
 	// spend accounts the cost and rate-limit signals of an item's steps
 	// (claudecost.go); nil outside items.
-	spend *itemSpend
+	spend *spend.ItemSpend
 	// span is the parent of the steps' spans (an attempt or a phase); nil
 	// traces nothing. index is the running step's 1-based position and
 	// claude what the last claude step's transcript said (tracing.go).
 	span   Span
 	index  int
-	claude *claudeRun
+	claude *spend.ClaudeRun
 	// owner is the user the steps run as, and own what they write (map
 	// steps with Agents.User); nil: the engine's user.
 	owner *gitops.Owner
@@ -187,7 +188,7 @@ func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext
 		out, f = s.accountedClaude(ctx, st, sc)
 	default:
 		out, f = s.shell(ctx, st, sc)
-		sc.spend.noteShellFailure(f)
+		noteShellFailure(sc.spend, f)
 	}
 	if f != nil {
 		f.Step = st.Describe()
@@ -310,7 +311,7 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
 	settings := s.claudeSettings(st)
-	args := s.claudeArgv(settings, sc.spend.budgetArgs(), prompt)
+	args := s.claudeArgv(settings, sc.spend.BudgetArgs(), prompt)
 	if len(prompt) > maxArgLen {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
 			Message: fmt.Sprintf("%s: the interpolated prompt is %d bytes, more than the %d bytes one command-line argument can hold; "+

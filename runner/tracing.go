@@ -288,7 +288,7 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 	ir.j.state.Read(func(*jobstore.Checkpoint) {
 		state, msg, typ, attempts = ir.it.State, ir.it.Error, ir.it.ErrorType, ir.it.Attempts
 	})
-	cost, tokens, _ := ir.spend.totals()
+	cost, tokens, _ := ir.spend.Totals()
 	e := SpanEnd{Outcome: string(state), Attempts: attempts, CostUSD: cost, InputTokens: tokens.Input, OutputTokens: tokens.Output}
 	if state == ItemDLQ || state == ItemSkipped {
 		e.Error = &SpanError{Type: typ, Message: ir.j.redact(msg), Signature: ir.signature}
@@ -301,14 +301,12 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 func (ir *itemRunner) attemptSpanEnd(f *stepFailure) SpanEnd {
 	e := spanEnd(f, ir.j.redact)
 	if f != nil && !f.Interrupted {
-		if reason, _, _ := ir.spend.rateLimited(); reason != "" {
+		if reason, _, _ := ir.spend.RateLimited(); reason != "" {
 			e.Outcome = "rate_limited"
 		}
 	}
 	if ir.spend != nil {
-		ir.spend.mu.Lock()
-		e.CostUSD = ir.spend.attempt
-		ir.spend.mu.Unlock()
+		e.CostUSD = ir.spend.AttemptCost()
 	}
 	return e
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // TestTranscriptLimiterKeepsAccountingLines: an agent that floods the
@@ -48,7 +50,7 @@ func TestTranscriptLimiterKeepsAccountingLines(t *testing.T) {
 	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run, err := scanClaudeRun(p, 0)
+	run, err := spend.ScanClaudeRun(p, 0)
 	if err != nil || !run.Found || run.CostUSD != 0.25 || run.RateLimit != "rate_limit" {
 		t.Fatalf("scan after truncation: %+v %v", run, err)
 	}

@@ -1,68 +1,64 @@
-package runner
+package spend
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 func TestScanClaudeRun(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name, transcript string
-		want             claudeRun
+		want             ClaudeRun
 	}{
 		{"success with modelUsage", `{"type":"system","subtype":"init"}
 {"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.42,"usage":{"input_tokens":1,"output_tokens":1},"modelUsage":{"a":{"inputTokens":10,"outputTokens":2,"cacheReadInputTokens":3,"cacheCreationInputTokens":4},"b":{"inputTokens":1,"outputTokens":1,"cacheReadInputTokens":0,"cacheCreationInputTokens":0}}}`,
-			claudeRun{Found: true, Subtype: "success", CostUSD: 0.42, Tokens: jobstore.Tokens{Input: 11, Output: 3, CacheRead: 3, CacheCreation: 4}, Models: "a,b"}},
+			ClaudeRun{Found: true, Subtype: "success", CostUSD: 0.42, Tokens: Tokens{Input: 11, Output: 3, CacheRead: 3, CacheCreation: 4}, Models: "a,b"}},
 		{"usage fallback", `{"type":"result","subtype":"success","total_cost_usd":0.1,"usage":{"input_tokens":7,"output_tokens":8,"cache_read_input_tokens":9,"cache_creation_input_tokens":1}}`,
-			claudeRun{Found: true, Subtype: "success", CostUSD: 0.1, Tokens: jobstore.Tokens{Input: 7, Output: 8, CacheRead: 9, CacheCreation: 1}}},
+			ClaudeRun{Found: true, Subtype: "success", CostUSD: 0.1, Tokens: Tokens{Input: 7, Output: 8, CacheRead: 9, CacheCreation: 1}}},
 		{"overloaded api_retry by status", `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":1500,"error_status":529,"error":"unknown"}
 {"type":"result","subtype":"error_during_execution","is_error":true,"total_cost_usd":0}`,
-			claudeRun{Found: true, Subtype: "error_during_execution", IsError: true, RateLimit: "overloaded", RetryDelay: 1500 * time.Millisecond}},
+			ClaudeRun{Found: true, Subtype: "error_during_execution", IsError: true, RateLimit: "overloaded", RetryDelay: 1500 * time.Millisecond}},
 		{"server error is not a rate limit", `{"type":"system","subtype":"api_retry","retry_delay_ms":100,"error_status":500,"error":"server_error"}
 {"type":"result","subtype":"error_during_execution","is_error":true,"result":"boom"}`,
-			claudeRun{Found: true, Subtype: "error_during_execution", IsError: true, CostInvalid: "the result has no total_cost_usd"}},
+			ClaudeRun{Found: true, Subtype: "error_during_execution", IsError: true, CostInvalid: "the result has no total_cost_usd"}},
 		{"result api_error_status 429", `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"x"}`,
-			claudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "rate_limit", CostInvalid: "the result has no total_cost_usd"}},
+			ClaudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "rate_limit", CostInvalid: "the result has no total_cost_usd"}},
 		{"rate limit text on a successful result is ignored", `{"type":"result","subtype":"success","is_error":false,"result":"fixed the rate limit bug"}`,
-			claudeRun{Found: true, Subtype: "success", CostInvalid: "the result has no total_cost_usd"}},
+			ClaudeRun{Found: true, Subtype: "success", CostInvalid: "the result has no total_cost_usd"}},
 		{"no result", `{"type":"assistant","error":"rate_limit"}` + "\nnot json\n",
-			claudeRun{RateLimit: "rate_limit"}},
+			ClaudeRun{RateLimit: "rate_limit"}},
 		// What an agent can make Claude Code's output say: the cost fails
 		// closed, delays are bounded, no number is ever non-finite.
 		{"negative cost", `{"type":"result","subtype":"success","total_cost_usd":-10}`,
-			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd -10 is negative"}},
+			ClaudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd -10 is negative"}},
 		{"cost as a string", `{"type":"result","subtype":"success","total_cost_usd":"0.01"}`,
-			claudeRun{Found: true, Subtype: "success", CostInvalid: `total_cost_usd "0.01" is not a number`}},
+			ClaudeRun{Found: true, Subtype: "success", CostInvalid: `total_cost_usd "0.01" is not a number`}},
 		{"cost out of range", `{"type":"result","subtype":"success","total_cost_usd":1e309}`,
-			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e309 is not a finite number"}},
+			ClaudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e309 is not a finite number"}},
 		{"absurd cost", `{"type":"result","subtype":"success","total_cost_usd":1e308}`,
-			claudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e308 is more than one step can cost ($10000)"}},
+			ClaudeRun{Found: true, Subtype: "success", CostInvalid: "total_cost_usd 1e308 is more than one step can cost ($10000)"}},
 		{"a second result cannot lower the spend", `{"type":"result","subtype":"success","total_cost_usd":1.5}
 {"type":"result","subtype":"success","total_cost_usd":0}`,
-			claudeRun{Found: true, Subtype: "success", CostUSD: 1.5}},
+			ClaudeRun{Found: true, Subtype: "success", CostUSD: 1.5}},
 		{"a second result cannot launder an invalid cost", `{"type":"result","subtype":"success","total_cost_usd":-1}
 {"type":"result","subtype":"success","total_cost_usd":0.01}`,
-			claudeRun{Found: true, Subtype: "success", CostUSD: 0.01, CostInvalid: "total_cost_usd -1 is negative"}},
+			ClaudeRun{Found: true, Subtype: "success", CostUSD: 0.01, CostInvalid: "total_cost_usd -1 is negative"}},
 		{"a year-long retry delay is bounded", `{"type":"system","subtype":"api_retry","retry_delay_ms":31536000000000000,"error_status":429,"error":"rate_limit"}`,
-			claudeRun{RateLimit: "rate_limit", RetryDelay: maxProviderDelay}},
+			ClaudeRun{RateLimit: "rate_limit", RetryDelay: maxProviderDelay}},
 		{"a rejected subscription limit", `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1767229200,"rateLimitType":"five_hour"}}
 {"type":"result","subtype":"success","is_error":true,"total_cost_usd":0,"result":"limit reached"}`,
-			claudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "subscription limit (five_hour)", ResetsAt: time.Unix(1767229200, 0).UTC()}},
+			ClaudeRun{Found: true, Subtype: "success", IsError: true, RateLimit: "subscription limit (five_hour)", ResetsAt: time.Unix(1767229200, 0).UTC()}},
 		{"an allowed rate_limit_event is nothing", `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1767229200}}`,
-			claudeRun{}},
+			ClaudeRun{}},
 	} {
 		path := filepath.Join(t.TempDir(), "t.jsonl")
 		if err := os.WriteFile(path, []byte("{\"type\":\"result\",\"total_cost_usd\":99}\n"+tt.transcript+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := scanClaudeRun(path, int64(len("{\"type\":\"result\",\"total_cost_usd\":99}\n")))
+		got, err := ScanClaudeRun(path, int64(len("{\"type\":\"result\",\"total_cost_usd\":99}\n")))
 		if err != nil || got != tt.want {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
@@ -71,18 +67,18 @@ func TestScanClaudeRun(t *testing.T) {
 
 func TestShellRateLimitMatchers(t *testing.T) {
 	t.Parallel()
-	s := &itemSpend{matchers: []config.RateLimitMatcher{{ExitCode: 75}, {Pattern: "Too Many Requests"}}}
-	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: "x", Tail: "HTTP 500"})
-	if r, _, _ := s.rateLimited(); r != "" {
+	s := NewItemSpend(0, false, []RateLimitMatcher{{ExitCode: 75}, {Pattern: "Too Many Requests"}})
+	s.NoteShellFailure(1, "x\nHTTP 500")
+	if r, _, _ := s.RateLimited(); r != "" {
 		t.Errorf("exit 1 / HTTP 500 marked rate-limited: %q", r)
 	}
-	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 75}, Message: "x"})
-	if r, _, _ := s.rateLimited(); r != "shell: exit code 75" {
+	s.NoteShellFailure(75, "x\n")
+	if r, _, _ := s.RateLimited(); r != "shell: exit code 75" {
 		t.Errorf("exit 75: %q", r)
 	}
-	s.beginAttempt()
-	s.noteShellFailure(&stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Tail: "curl: 429 Too Many Requests\n"})
-	if r, _, _ := s.rateLimited(); r != `shell: output matches "Too Many Requests"` {
+	s.BeginAttempt()
+	s.NoteShellFailure(1, "\ncurl: 429 Too Many Requests")
+	if r, _, _ := s.RateLimited(); r != `shell: output matches "Too Many Requests"` {
 		t.Errorf("pattern: %q", r)
 	}
 }
@@ -90,21 +86,21 @@ func TestShellRateLimitMatchers(t *testing.T) {
 func TestJobBudgetReservations(t *testing.T) {
 	t.Parallel()
 	never := func() bool { return false }
-	b := newJobBudget(5, 2, 0.5)
-	a1, ok1 := b.reserve(0, never)
-	a2, ok2 := b.reserve(1.5, never) // an item that spent 1.5 in an earlier run reserves 0.5
+	b := NewBudget(5, 2, 0.5)
+	a1, ok1 := b.Reserve(0, never)
+	a2, ok2 := b.Reserve(1.5, never) // an item that spent 1.5 in an earlier run reserves 0.5
 	if !ok1 || !ok2 || a1 != 2 || a2 != 0.5 {
 		t.Fatalf("reservations %v %v %v %v", a1, ok1, a2, ok2)
 	}
 	done := make(chan bool)
-	go func() { _, ok := b.reserve(0, never); done <- ok }() // 0.5+2.5+2 > 5: waits for a release
-	b.release(a1, 0.25)                                      // committed 0.75, reserved 0.5: 2 more fits
+	go func() { _, ok := b.Reserve(0, never); done <- ok }() // 0.5+2.5+2 > 5: waits for a release
+	b.Release(a1, 0.25)                                      // committed 0.75, reserved 0.5: 2 more fits
 	if !<-done {
 		t.Fatal("the waiting reservation did not fit after a release")
 	}
-	b.release(a2, 0.5)
-	b.release(2, 2) // committed 3.25: another 2 does not fit and nothing runs
-	if _, ok := b.reserve(0, never); ok || !b.isExhausted() {
+	b.Release(a2, 0.5)
+	b.Release(2, 2) // committed 3.25: another 2 does not fit and nothing runs
+	if _, ok := b.Reserve(0, never); ok || !b.Exhausted() {
 		t.Error("a reservation beyond the budget succeeded")
 	}
 }
