@@ -52,6 +52,9 @@ type report struct {
 	Profile         []gitProfile `json:"profile,omitempty"`
 	// Split is where the CPU time went (-split).
 	Split []cpuSplit `json:"cpu_split,omitempty"`
+	// Yardstick is the engine's own CPU against the process floor of its
+	// strategy (-split with -checkout).
+	Yardstick *yardstick `json:"yardstick,omitempty"`
 	// Sizes is the repository-size sweep (-sweep-files).
 	Sizes []sizeRow `json:"size_sweep,omitempty"`
 	// PProf is the CPU profile of an extra engine run (-pprof).
@@ -213,6 +216,7 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 			}
 			rep.Split = append(rep.Split, s)
 		}
+		rep.Yardstick = b.yardstick(rep)
 	}
 	if b.cfg.PProf != "" {
 		path, err := filepath.Abs(b.cfg.PProf)
@@ -234,6 +238,54 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 		b.done(dir)
 		rep.PProf = path
 		fmt.Fprintf(b.log, "CPU profile of the engine (%.2f s CPU, %.2f s in the CLI itself): go tool pprof -top %s\n", m.CPUSeconds, m.SelfCPUSeconds, path)
+	}
+	return nil
+}
+
+// yardstick is the engine's own CPU per item — the CLI and the git it
+// starts, not the agents' steps (their bash and their git add/commit) —
+// against the process floor of its pool strategy: one slot reset per item
+// (clean + reset to the new tip, measured by -checkout) plus the slots'
+// full checkouts amortised over the items (max_parallel of them for N).
+type yardstick struct {
+	// Filesystem holds the work directory: "tmpfs" or "disk".
+	Filesystem string `json:"filesystem"`
+	// EngineOwnCPUMSPerItem is the engine's self CPU (its plain run) plus
+	// its git's (the split).
+	EngineOwnCPUMSPerItem float64 `json:"engine_own_cpu_ms_per_item"`
+	// FloorCPUMSPerItem is FullResetCPUMS + FullCheckoutCPUMS × P / N.
+	FloorCPUMSPerItem float64 `json:"floor_cpu_ms_per_item"`
+	// Ratio is EngineOwnCPUMSPerItem / FloorCPUMSPerItem (target ≤ 1.5).
+	Ratio float64 `json:"ratio"`
+}
+
+// yardstick computes the yardstick from the engine's CPU split and the
+// checkout cost; nil when either was not measured.
+func (b *bench) yardstick(rep *report) *yardstick {
+	c := rep.Checkout
+	if c == nil || c.FullResetCPUMS <= 0 {
+		return nil
+	}
+	for _, s := range rep.Split {
+		if s.Kind != kindEngine {
+			continue
+		}
+		// The CLI's own CPU from the plain run (the shimmed one also pays
+		// for starting and waiting for the shims), its git's from the split.
+		own := s.SelfMSPerItem
+		if rep.Engine.SelfCPUSeconds > 0 && rep.N == s.N {
+			own = rep.Engine.SelfCPUSeconds * 1000 / float64(rep.N)
+		}
+		for _, g := range s.Git {
+			if strings.HasPrefix(g.Command, "engine ") {
+				own += g.CPUMSPerItem
+			}
+		}
+		floor := c.FullResetCPUMS + c.FullCheckoutCPUMS*float64(s.MaxParallel)/float64(max(s.N, 1))
+		y := &yardstick{Filesystem: fsType(b.work), EngineOwnCPUMSPerItem: round2(own), FloorCPUMSPerItem: round2(floor), Ratio: round2(own / floor)}
+		fmt.Fprintf(b.log, "yardstick (%s): engine's own CPU %.1f ms/item = %.2f× the floor of its strategy (%.1f ms: reset %.1f + checkout %.0f × %d / %d)\n",
+			y.Filesystem, own, y.Ratio, floor, c.FullResetCPUMS, c.FullCheckoutCPUMS, s.MaxParallel, s.N)
+		return y
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // maxRSSKB returns ru_maxrss of a finished process in KiB. wait4 reports it
@@ -29,4 +30,26 @@ func maxRSSKB(ps *os.ProcessState) int64 {
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+}
+
+// cpuUsed is the CPU time (user + system) of this process and of the
+// children it waited for so far (getrusage RUSAGE_SELF + RUSAGE_CHILDREN):
+// the difference over a span is what the span cost, in-process and in the
+// git it ran.
+func cpuUsed() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+// fsType names the file system holding dir: "tmpfs" or "disk" (anything
+// else), as the yardstick reports it.
+func fsType(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
+		return "tmpfs"
+	}
+	return "disk"
 }

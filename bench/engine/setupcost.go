@@ -38,6 +38,11 @@ type checkoutCost struct {
 	// as the engine does between items) after an agent-like commit.
 	FullResetMS   float64 `json:"full_reset_ms"`
 	SparseResetMS float64 `json:"sparse_reset_ms,omitempty"`
+	// FullCheckoutCPUMS and FullResetCPUMS are the CPU time (this process
+	// and the git it ran) of that full checkout and of one per-item reset
+	// (mean): the process floor of the engine's pool strategy (yardstick).
+	FullCheckoutCPUMS float64 `json:"full_checkout_cpu_ms"`
+	FullResetCPUMS    float64 `json:"full_reset_cpu_ms"`
 	// SparseDiskRatio is SparseDiskKB / FullDiskKB.
 	SparseDiskRatio float64  `json:"sparse_disk_ratio,omitempty"`
 	Sparse          []string `json:"sparse,omitempty"`
@@ -68,19 +73,20 @@ func (b *bench) measureCheckout(ctx context.Context) (*checkoutCost, error) {
 	}
 	cc := &checkoutCost{Sparse: b.sparseDirs(), Resets: resetRounds}
 	full := filepath.Join(dir, "full")
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuUsed()
 	if err := gitRun(ctx, repo, nil, "worktree", "add", "-q", "--detach", full, head); err != nil {
 		return nil, err
 	}
 	cc.FullCheckoutMS = ms(time.Since(start))
+	cc.FullCheckoutCPUMS = round2(ms(cpuUsed() - cpu0))
 	if cc.FullDiskKB, err = diskKB(full); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(b.log, "checkout: full %.0f ms, %s\n", cc.FullCheckoutMS, mib(cc.FullDiskKB))
-	if cc.FullResetMS, err = resetCost(ctx, c, full, "full"); err != nil {
+	if cc.FullResetMS, cc.FullResetCPUMS, err = resetCost(ctx, c, full, "full"); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(b.log, "checkout: full per-item reset %.1f ms\n", cc.FullResetMS)
+	fmt.Fprintf(b.log, "checkout: full per-item reset %.1f ms (%.1f ms CPU)\n", cc.FullResetMS, cc.FullResetCPUMS)
 	if err := c.WorktreeDiscard(ctx, full); err != nil {
 		return nil, err
 	}
@@ -97,7 +103,7 @@ func (b *bench) measureCheckout(ctx context.Context) (*checkoutCost, error) {
 		return nil, err
 	}
 	cc.SparseDiskRatio = round3(float64(cc.SparseDiskKB) / float64(cc.FullDiskKB))
-	if cc.SparseResetMS, err = resetCost(ctx, c, sparse, "sparse"); err != nil {
+	if cc.SparseResetMS, _, err = resetCost(ctx, c, sparse, "sparse"); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(b.log, "checkout: sparse %v %.0f ms, %s (%.3f of full), per-item reset %.1f ms\n",
@@ -129,40 +135,41 @@ func (b *bench) fullCheckoutAgain(ctx context.Context) (float64, error) {
 // resetCost runs resetRounds agent-like items in the worktree dir — write
 // out/item-N.txt, commit — each followed by the engine's per-item reset
 // (clean, then checkout -B of a new branch at the base), and returns the
-// mean reset time in ms.
-func resetCost(ctx context.Context, c *gitops.Client, dir, tag string) (float64, error) {
+// mean reset time and CPU time (this process and its git) in ms.
+func resetCost(ctx context.Context, c *gitops.Client, dir, tag string) (wallMS, cpuMS float64, err error) {
 	base, err := gitOut(ctx, dir, nil, "rev-parse", "HEAD")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var total time.Duration
+	var total, cpu time.Duration
 	for i := 1; i <= resetRounds; i++ {
 		if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, itemPath(i)), []byte(itemContent(i)), 0o644); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := gitRun(ctx, dir, nil, "add", "--sparse", itemPath(i)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := gitRun(ctx, dir, nil, "commit", "-q", "-m", "item"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		// An untracked leftover, as agents leave.
 		if err := os.WriteFile(filepath.Join(dir, "scratch.tmp"), []byte("x"), 0o644); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuUsed()
 		if err := c.CleanWorktree(ctx, dir); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := c.ResetWorktree(ctx, dir, fmt.Sprintf("bench-%s-%d", tag, i), base); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		total += time.Since(start)
+		cpu += cpuUsed() - cpu0
 	}
-	return round2(ms(total) / resetRounds), nil
+	return round2(ms(total) / resetRounds), round2(ms(cpu) / resetRounds), nil
 }
 
 // diskKB is the allocated size of the files under dir, in KiB.
