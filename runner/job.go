@@ -75,7 +75,7 @@ type services struct {
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
-	budget  *spend.Budget   // spend reservations (budget.go)
+	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)
 	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress
 	stderr  io.Writer

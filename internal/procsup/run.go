@@ -74,7 +74,7 @@ const (
 //     OutputGrace; if background processes hold stdout or stderr longer,
 //     the rest is dropped and a note goes to Stderr.
 //   - Every process the step started is then ended: its group and, where
-//     the platform allows (see proclife_linux.go), descendants that left the
+//     the platform allows (see table_linux.go), descendants that left the
 //     group with setsid. None outlives the step.
 func Run(ctx context.Context, s Spec) Result {
 	var res Result

@@ -1,0 +1,325 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+)
+
+// recordFailure makes a failed attempt durable before anything else
+// happens (backoff sleep, next attempt, DLQ): the checkpoint counts it and
+// keeps its failure detail until a DLQ record holds it. A checkpoint write
+// failure is a warning; the attempt is still kept in memory.
+func (ir *itemRunner) recordFailure(f dlq.Failure) {
+	j, it := ir.j, ir.it
+	ir.failures = append(ir.failures, f)
+	ir.failedNow++
+	enc, err := json.Marshal(f)
+	if err != nil {
+		j.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+		return
+	}
+	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.Attempts = max(it.Attempts, f.Attempt)
+		it.Failures = append(it.Failures, enc)
+		clearInFlight(it)
+	}); err != nil {
+		j.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+	}
+}
+
+// lostAttempt is the failure of the item's in-flight attempt, whose
+// outcome died with the process that ran it (called under the state's
+// read lock, with it.InFlight > 0).
+func (ir *itemRunner) lostAttempt() *dlq.Failure {
+	it := ir.it
+	since := ir.j.now().UTC()
+	var took time.Duration
+	if it.InFlightSince != nil {
+		took = max(since.Sub(*it.InFlightSince), 0)
+		since = it.InFlightSince.UTC()
+	}
+	msg := fmt.Sprintf("attempt %d was running when the process running the job died (killed or crashed); its outcome is unknown (not counted against the item's attempts)", it.InFlight)
+	return &dlq.Failure{
+		Attempt: it.InFlight, At: since, Type: &dlq.ErrorType{Kind: dlq.Unknown}, Message: msg,
+		Context: []string{fmt.Sprintf("Executing agent %s for %s", orDash(it.InFlightAgent), it.ItemID), "The process running the job died"},
+		AgentID: it.InFlightAgent, Step: "agent_execution", Duration: took,
+	}
+}
+
+// failureOf turns a failed attempt into a DLQ failure detail.
+func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration) dlq.Failure {
+	j := ir.j
+	var t *dlq.ErrorType
+	if f.Type.Kind != "" {
+		tt := f.Type
+		t = &tt
+	}
+	if diskFull(f) {
+		// A step or git command that failed because the disk is full is
+		// ResourceExhausted, whatever its exit code.
+		t = &dlq.ErrorType{Kind: dlq.ResourceExhausted}
+	}
+	path := ""
+	if ir.tree != nil {
+		path = ir.tree.path
+	}
+	ctx := []string{
+		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.ItemID),
+		fmt.Sprintf("Running step: %s", j.redact(oneLine(orDash(f.Step), 200))),
+	}
+	if path != "" {
+		ctx = append(ctx, "In worktree: "+path)
+	}
+	return dlq.Failure{
+		Attempt:    ir.base + attempt,
+		At:         j.now().UTC(),
+		Type:       t,
+		Message:    j.redact(f.Message),
+		Context:    ctx,
+		StackTrace: j.redact(lastLines(f.Tail, 30)),
+		AgentID:    ir.agentID,
+		Step:       j.redact(orDash(f.Step)),
+		Duration:   took,
+		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
+	}
+}
+
+// orAttemptLog is a failure's log: the Claude transcript, else the
+// attempt's output log.
+func orAttemptLog(transcript, attemptLog string) string {
+	if transcript != "" {
+		return transcript
+	}
+	return attemptLog
+}
+
+// diskFull reports whether a failure says the disk is full: in its message
+// or the last lines of its output. Timeouts keep their type.
+func diskFull(f *stepFailure) bool {
+	if f.Type.Kind == dlq.Timeout {
+		return false
+	}
+	return dlq.SaysDiskFull(f.Message) || dlq.SaysDiskFull(lastLines(f.Tail, 5))
+}
+
+// failed applies on_item_failure after the attempts are exhausted.
+func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Duration) {
+	j, it := ir.j, ir.it
+	path, branch := "", ir.branch
+	if ir.tree != nil {
+		path = ir.tree.path
+	}
+	keep := j.wf.PreserveFailedWorktrees && ir.tree != nil
+	last := ir.failures[len(ir.failures)-1]
+	lastType := dlq.Classify(last.Message)
+	if last.Type != nil {
+		lastType = *last.Type
+	}
+	if ir.tree != nil && !keep {
+		ir.release(ctx, false)
+	} else if keep {
+		ir.release(ctx, true)
+		j.logf("  preserved failed worktree of %s: %s (branch %s)", j.itemName(it), path, branch)
+	}
+	note := ""
+	if path == "" {
+		path = j.paths.AgentWorktree(ir.agentID)
+		note = fmt.Sprintf("[worktree_artifacts] never created: the item failed before worktree %s existed", path)
+	} else {
+		note = j.artifactsNote(keep, path, branch)
+	}
+	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
+
+	policy := j.wf.ErrorPolicy.OnItemFailure
+	state := ItemDLQ
+	if policy == config.OnFailureSkip {
+		state = ItemSkipped
+	}
+	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
+		state = ItemSkipped
+	}
+	if recorded(ir.span) {
+		ir.signature = dlq.Signature(lastType, last.Message)
+	}
+	if state != ItemDLQ {
+		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
+		ir.finish(state, last.Message, lastType.String(), duration, nil)
+		j.observeFailure(it.ItemID, lastType, last.Message)
+		j.checkThresholds(policy)
+		return
+	}
+	status := dlq.StatusFailed
+	if lastType.Kind == dlq.Timeout {
+		status = dlq.StatusTimeout
+	}
+	rec := dlq.FromAgentResult(dlq.AgentResult{
+		ItemID: it.ItemID, ItemData: ir.raw, Status: status, Failures: ir.failures,
+		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
+		ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
+	})
+	// The record is checkpointed before it is written: a crash or a write
+	// failure leaves the item failed-unrecorded, and resume writes it.
+	var pending json.RawMessage
+	if rec != nil {
+		enc, err := dlq.Encode(*rec)
+		if err != nil {
+			j.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
+		}
+		pending = enc
+	}
+	if rec != nil {
+		ir.signature = rec.ErrorSignature
+	}
+	ir.finish(state, last.Message, lastType.String(), duration, pending)
+	if rec != nil && pending != nil {
+		if err := j.writeRecord(ctx, j.store, it, *rec); err != nil {
+			j.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, j.id, err))
+		}
+	}
+	j.observeFailure(it.ItemID, lastType, last.Message)
+	j.checkThresholds(policy)
+}
+
+// writeRecord stores rec in the DLQ (addRecord) and then clears the
+// item's pending record and failures from the checkpoint.
+func (j *job) writeRecord(ctx context.Context, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
+	stored, added, err := addRecord(store, rec)
+	if err != nil {
+		return err
+	}
+	if added && j.events != nil {
+		j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+	}
+	fault(ctx, FaultDLQAdded, it.ItemID)
+	return j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.PendingRecord = nil
+		it.Failures = nil
+	})
+}
+
+// addRecord adds rec to the store exactly once: failure_history entries
+// whose attempt number the stored record already has (a crash between the
+// DLQ write and the checkpoint) are dropped, so every attempt appears once.
+// added is false when nothing was new.
+func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem, bool, error) {
+	old, err := store.Get(rec.ItemID)
+	switch {
+	case err == nil:
+		var last uint32
+		for _, f := range old.FailureHistory {
+			last = max(last, f.AttemptNumber)
+		}
+		keep := rec.FailureHistory[:0:0]
+		for _, f := range rec.FailureHistory {
+			if f.AttemptNumber > last {
+				keep = append(keep, f)
+			}
+		}
+		if len(keep) == 0 {
+			return *old, false, nil
+		}
+		rec.FailureHistory = keep
+		rec.FailureCount = uint32(len(keep))
+		rec.FirstAttempt = keep[0].Timestamp
+	case errors.Is(err, dlq.ErrNotFound):
+	default:
+		return dlq.DeadLetteredItem{}, false, err
+	}
+	stored, err := store.Add(rec)
+	if err != nil {
+		return dlq.DeadLetteredItem{}, false, err
+	}
+	return stored, true, nil
+}
+
+// finish records the item's final state and reports it.
+//
+// pending is the encoded DLQ record of a dlq item (nil otherwise): it
+// replaces the item's failures in the checkpoint until the record is
+// stored. A merged or skipped item drops its failures.
+func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration, pending json.RawMessage) {
+	j, it := ir.j, ir.it
+	j.persisted("item "+it.ItemID+" finished", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.State = state
+		it.SpendCeiling = 0
+		it.PendingRecord = pending
+		if pending != nil || state != ItemDLQ {
+			it.Failures = nil
+		}
+		it.Attempts = ir.base + ir.attempts
+		clearInFlight(it)
+		it.Error = errMsg
+		it.ErrorType = errType
+		it.Commits = ir.commits
+		it.DurationMS = d.Milliseconds()
+		it.LogLocation = ir.lastLog
+		it.TimingsMS = ir.timings()
+		if state == ItemMerged {
+			it.MergeCommit = ir.mergeCommit
+		}
+	}))
+	j.finished.Add(1)
+	if state != ItemMerged {
+		j.failures.Add(1)
+	}
+	j.prog.finished(state)
+	// The attempts of this job (or redrive), across its interrupted runs:
+	// a resumed item whose attempts all ran before a crash made 0 now.
+	var tried int
+	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
+	switch state {
+	case ItemMerged:
+		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, tried, d.Round(time.Millisecond))
+	case ItemSkipped:
+		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), tried, oneLine(errMsg, 200))
+	default:
+		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), tried, errType, oneLine(errMsg, 200))
+	}
+	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
+}
+
+// checkThresholds stops the job when the failure policy says so.
+func (j *job) checkThresholds(policy string) {
+	ep := j.wf.ErrorPolicy
+	failed := j.failures.Load()
+	done := j.finished.Load()
+	switch {
+	case policy == config.OnFailureStop:
+		j.stop("on_item_failure: stop")
+	case !ep.ContinueOnFailure:
+		j.stop("continue_on_failure: false")
+	case ep.MaxFailures > 0 && failed >= int64(ep.MaxFailures):
+		j.stop(fmt.Sprintf("max_failures (%d) reached", ep.MaxFailures))
+	case ep.FailureThreshold > 0 && done >= 10 && float64(failed)/float64(done) > ep.FailureThreshold:
+		j.stop(fmt.Sprintf("failure rate %.0f%% exceeds failure_threshold %.0f%%", 100*float64(failed)/float64(done), 100*ep.FailureThreshold))
+	}
+}
+
+// runCustomHandler runs on_item_failure: custom handler steps in the parent
+// worktree with the item and the error; true when it succeeded.
+func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t dlq.ErrorType) bool {
+	j := ir.j
+	steps := j.wf.ErrorPolicy.CustomHandler
+	if len(steps) == 0 {
+		return false
+	}
+	vars := ir.vars(ir.base + ir.attempts)
+	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
+	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
+	j.mergeMu.Lock() // the parent worktree is shared with merges
+	defer j.mergeMu.Unlock()
+	if f := j.steps.run(ctx, steps, sc); f != nil {
+		j.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
+		return false
+	}
+	return true
+}

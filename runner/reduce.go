@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strconv"
+
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/spend"
+)
+
+// reduce runs the reduce steps in the parent worktree with ${map.*}, under
+// runCtx; ctx ending means an interrupt. Progress is checkpointed per
+// step: after a crash or an interrupt only the steps not recorded as done
+// run, with the captures of the done ones. A step that was killed
+// mid-way runs again from the start; if it had moved the results branch
+// (committed), the branch is first moved back to where it was when the
+// step started, so the step finds the same tree as the first time (and
+// never "nothing to commit").
+func (j *job) reduce(ctx, runCtx context.Context) error {
+	var done bool
+	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
+	if done {
+		return nil
+	}
+	var inReduce bool
+	j.state.Read(func(cp *jobstore.Checkpoint) { inReduce = cp.ReduceStepHead != "" || cp.ReduceStepsDone > 0 })
+	if !inReduce {
+		// Once, when the map phase is over: reduce never runs on a branch
+		// agents rewrote. A resumed reduce was checked before it began.
+		if _, err := j.checkIntegrity(runCtx); err != nil {
+			return err
+		}
+	}
+	j.persisted("reduce phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }))
+	if j.mergeMode == MergeTree {
+		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
+			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
+		}
+	}
+	if len(j.wf.Reduce) > 0 {
+		if err := j.reduceSteps(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	if err := j.markVerified(runCtx); err != nil {
+		return err
+	}
+	j.auditBaseline(runCtx) // reduce may configure git; agents are done
+	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
+}
+
+// reduceSteps runs the reduce steps not yet recorded as done, one at a
+// time, checkpointing each.
+func (j *job) reduceSteps(ctx, runCtx context.Context) error {
+	var (
+		res      *Result
+		first    int
+		stepHead string
+		captured map[string]string
+	)
+	j.state.Read(func(cp *jobstore.Checkpoint) {
+		res = resultOf(cp)
+		first, stepHead = cp.ReduceStepsDone, cp.ReduceStepHead
+		captured = maps.Clone(cp.ReduceVars)
+	})
+	n := len(j.wf.Reduce)
+	if first >= n {
+		return nil
+	}
+	results, _ := json.Marshal(res.Items)
+	vars := j.baseVars()
+	vars["map.total"] = res.Total
+	vars["map.successful"] = res.Successful
+	vars["map.failed"] = res.Failed
+	vars["map.skipped"] = res.Skipped
+	vars["map.results"] = json.RawMessage(results)
+	for k, v := range captured {
+		vars[k] = v
+	}
+	env := append(append([]string{}, j.baseEnv...),
+		fmt.Sprintf("PRODIGY_MAP_TOTAL=%d", res.Total), fmt.Sprintf("PRODIGY_MAP_SUCCESSFUL=%d", res.Successful),
+		fmt.Sprintf("PRODIGY_MAP_FAILED=%d", res.Failed))
+	if first > 0 {
+		j.logf("reduce: %d of %d step(s) done before; continuing with step %d", first, n, first+1)
+	} else {
+		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", n, res.Successful, res.Failed, res.Skipped)
+	}
+	if stepHead != "" {
+		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		if err != nil {
+			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+		}
+		if head != stepHead {
+			if err := j.git.ResetHard(runCtx, j.parentDir, stepHead); err != nil {
+				return fmt.Errorf("%w: move the results branch back to where reduce step %d started: %w", ErrJobFailed, first+1, err)
+			}
+			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, shortSHA(stepHead))
+		}
+	}
+	j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
+	span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseReduce})
+	var failed *stepFailure
+	defer func() { span.End(j.phaseEnd(failed)) }()
+	for i := first; i < n; i++ {
+		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		if err != nil {
+			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+		}
+		// The previous step (or the verified map phase) left head: what
+		// this step commits above it is reduce's own (integrity.go).
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
+		before := maps.Clone(vars)
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
+			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
+		f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc)
+		j.savePhaseSpend(sc.spend)
+		if f != nil {
+			failed = f
+			if f.Interrupted || ctx.Err() != nil {
+				return fmt.Errorf("%w during reduce", ErrInterrupted)
+			}
+			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+		}
+		fault(ctx, FaultReduceStepDone, strconv.Itoa(i+1))
+		newVars := map[string]string{}
+		for k, v := range vars {
+			s, ok := v.(string)
+			if old, had := before[k].(string); ok && (!had || old != s) {
+				newVars[k] = s
+			}
+		}
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) {
+			cp.ReduceStepsDone = i + 1
+			cp.ReduceStepHead = ""
+			if len(newVars) > 0 && cp.ReduceVars == nil {
+				cp.ReduceVars = map[string]string{}
+			}
+			maps.Copy(cp.ReduceVars, newVars)
+		}); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
+	}
+	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
+	return nil
+}
+
+// restartReduce makes reduce run again from its first step (a redrive
+// added items after reduce had run).
+func restartReduce(cp *jobstore.Checkpoint) {
+	cp.ReduceCompleted = false
+	cp.ReduceStepsDone = 0
+	cp.ReduceStepHead = ""
+	cp.ReduceVars = nil
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/spend"
+)
+
+// setup runs the setup steps in the parent worktree under runCtx; ctx
+// ending means an interrupt.
+func (j *job) setup(ctx, runCtx context.Context) error {
+	j.persisted("setup phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup }))
+	if len(j.wf.Setup) > 0 {
+		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
+		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
+		vars := j.baseVars()
+		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
+		f := j.steps.run(runCtx, j.wf.Setup, sc)
+		j.savePhaseSpend(sc.spend)
+		span.End(j.phaseEnd(f))
+		if f != nil {
+			if f.Interrupted || ctx.Err() != nil {
+				return fmt.Errorf("%w during setup", ErrInterrupted)
+			}
+			return fmt.Errorf("%w: setup step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+		}
+		captured := map[string]string{}
+		for k, v := range vars {
+			if s, ok := v.(string); ok && j.vars[k] != s {
+				captured[k] = s
+			}
+		}
+		j.persisted("setup values", j.state.Update(func(cp *jobstore.Checkpoint) {
+			for k, v := range captured {
+				cp.Vars[k] = v
+				j.vars[k] = v
+			}
+		}))
+		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseSetup})
+	}
+	return nil
+}
+
+// loadItems runs the input pipeline in the parent worktree.
+func (j *job) loadItems(ctx context.Context) error {
+	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
+	opts.Input = j.resolveInput(opts.Input)
+	// Items are streamed from the input (items.Each) and their data goes
+	// straight to the job's items.jsonl: only their small state stays in
+	// memory.
+	var list []*jobstore.CheckpointItem
+	var spoolErr error
+	var err error
+	fields := newItemFields(j.wf.Map.AgentTemplate)
+	if !j.noItems {
+		_, err = items.Each(ctx, opts, func(it items.Item) error {
+			fields.add(it.Data)
+			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
+			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
+				return spoolErr
+			}
+			list = append(list, ci)
+			return nil
+		})
+	}
+	switch {
+	case spoolErr != nil:
+		return fmt.Errorf("%w: %w", ErrJobFailed, spoolErr)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w while loading items", ErrInterrupted)
+	case err != nil && strings.Contains(err.Error(), j.parentDir):
+		// The parent worktree is the job's internal copy: name paths
+		// relative to the repository, and say which version was read.
+		where := fmt.Sprintf("in HEAD of %s and in its working tree", j.git.TopLevel())
+		if len(j.wf.Setup) > 0 {
+			where = fmt.Sprintf("in results branch %s after setup; it starts from HEAD of %s", j.branch, j.git.TopLevel())
+		}
+		msg := strings.ReplaceAll(err.Error(), j.parentDir+string(filepath.Separator), "")
+		return usage(fmt.Errorf("map.input: %s (looked %s)", msg, where))
+	case err != nil:
+		return usage(fmt.Errorf("map.input: %w", err))
+	}
+	if err := fields.err(); err != nil {
+		return usage(err)
+	}
+	if len(j.wf.Setup) == 0 {
+		j.announce(ctx, len(list))
+	}
+	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
+	return j.state.Update(func(cp *jobstore.Checkpoint) {
+		cp.SetupCompleted = true
+		cp.Phase = jobstore.PhaseMap
+		cp.Items = slices.Clip(list)
+	})
+}
+
+// resolveInput lets a relative input file that only exists in the user's
+// checkout (untracked, not in HEAD) still be found.
+func (j *job) resolveInput(in string) string {
+	if in == "" || filepath.IsAbs(in) || strings.ContainsAny(in, " \t|;&$<>()") {
+		return in
+	}
+	if _, err := os.Stat(filepath.Join(j.parentDir, in)); err == nil {
+		return in
+	}
+	alt := filepath.Join(j.git.TopLevel(), in)
+	if st, err := os.Stat(alt); err == nil && !st.IsDir() {
+		return alt
+	}
+	return in
+}
+
+// mergeItems adds redriven items to the checkpoint (byID indexes its
+// items and is kept current), replacing existing entries with the same id;
+// touch is called before an existing item changes. It returns the
+// checkpoint items that are now pending because of extra.
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]*jobstore.CheckpointItem, touch func(*jobstore.CheckpointItem)) []*jobstore.CheckpointItem {
+	var added []*jobstore.CheckpointItem
+	for _, e := range extra {
+		if cur, ok := byID[e.ItemID]; ok {
+			if cur.PendingRecord != nil {
+				// Its newest failures are still not in the DLQ: it stays
+				// failed-unrecorded (the job reports it) rather than lose them.
+				continue
+			}
+			touch(cur)
+			added = append(added, cur)
+			cur.State = ItemPending
+			cur.Data, cur.DataOff, cur.DataLen = e.Data, 0, 0
+			// The redrive's budget starts at the record's failure_count;
+			// attempts an interrupted earlier redrive ran count against it.
+			cur.BudgetBase = e.Attempts
+			cur.Lost = 0 // lost attempts before the budget began are in BudgetBase
+			cur.CostBase = cur.CostUSD
+			if e.Attempts > cur.Attempts {
+				cur.Attempts = e.Attempts
+			}
+			continue
+		}
+		e.BudgetBase = e.Attempts
+		e.Index = len(cp.Items)
+		cp.Items = append(cp.Items, e)
+		byID[e.ItemID] = e
+		added = append(added, e)
+	}
+	return added
+}
+
+// baseVars is the interpolation scope shared by every step: workflow env
+// and setup captures.
+func (j *job) baseVars() interp.Vars {
+	v := make(interp.Vars, len(j.vars)+8)
+	for k, s := range j.vars {
+		v[k] = s
+	}
+	return v
+}
+
+func (j *job) total() int {
+	var n int
+	j.state.Read(func(cp *jobstore.Checkpoint) { n = len(cp.Items) })
+	return n
+}
+
+// phaseLog returns a writer for setup/reduce output: streamed to stderr
+// with a prefix.
+func (j *job) phaseLog(phase string) *prefixWriter {
+	return &prefixWriter{j: j, prefix: "[" + phase + "] "}
+}
