@@ -13,27 +13,15 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// gatherOptions configures gatherJob.
+// gatherOptions configures gatherJob: Run carries the engine settings
+// (Home, RepoDir, Stderr, Clock, …; the workflow, job id and results
+// branch come from the plan), the other fields are GatherSpec's.
 type gatherOptions struct {
-	// Run carries the engine settings (Home, RepoDir, Stderr, Clock, …);
-	// the workflow, job id and results branch come from the plan.
-	Run options
-	// PlanDir is the plan directory.
+	Run     options
 	PlanDir string
-	// Outputs are shard output directories, in any order.
 	Outputs []string
-	// Final closes every shard this gather can close: a shard whose output
-	// is absent or unreadable is declared missing and one whose output
-	// still has pending items is gathered as it is. Their items stay
-	// pending for good (continue them with `plan --from-pending`), and
-	// later shards are merged. Without it gather waits for them.
-	Final bool
-	// Reject maps item ids to the reason a reviewer rejected them (a review
-	// gate before anything is published): their merges are left out of the
-	// results branch and they go to the DLQ as ValidationFailed with the
-	// reason, redrivable like any other failure. Only items of shards not
-	// gathered yet can be rejected; an id not in the plan is a usage error.
-	Reject map[string]string
+	Final   bool
+	Reject  map[string]string
 }
 
 // gatherJob completes a sharded job in the repository at Run.RepoDir (the

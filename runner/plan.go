@@ -89,23 +89,14 @@ type PlanItem struct {
 	Record json.RawMessage `json:"record,omitempty"`
 }
 
-// planOptions configures planJob.
+// planOptions configures planJob: Run carries the job settings
+// (Workflow, RepoDir, Home, JobID, MaxParallel, Stderr, …), the other
+// fields are PlanSpec's.
 type planOptions struct {
-	// Run carries the job settings (Workflow, RepoDir, Home, JobID, MaxParallel, Stderr, …).
-	Run options
-	// Dir is the plan directory (created).
-	Dir string
-	// Shards is the shard count; 0 means auto (see AutoShards).
-	Shards int
-	// FromDLQ plans only the reprocess-eligible DLQ records of that job
-	// (found under Run.Home) instead of the workflow's input: item ids and
-	// attempt counts are kept, setup does not run again (its captured
-	// values are reused) and the base is that job's results branch when it
-	// exists here (else HEAD).
-	FromDLQ string
-	// FromPending plans the items of that job (found under Run.Home) that
-	// are still pending — cut off by a budget, max_failures or a shard
-	// closed by a final gather — with their attempt counts, like FromDLQ.
+	Run         options
+	Dir         string
+	Shards      int
+	FromDLQ     string
 	FromPending string
 }
 

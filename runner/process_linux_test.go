@@ -21,34 +21,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/proctest"
 )
 
-func bashPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	return p
-}
-
-func readPIDs(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("pid file %s: %q", path, data)
-		}
-		pids = append(pids, n)
-	}
-	return pids
-}
-
 func TestTimeoutIsTimeoutWhateverTheExitStatus(t *testing.T) {
-	bash := bashPath(t)
+	bash := proctest.Bash(t)
 	scripts := map[string]string{
 		"killed by SIGTERM (exit 143)": "sleep 30",
 		"traps TERM and exits 0":       "trap 'exit 0' TERM; sleep 30 & wait",
@@ -85,7 +59,7 @@ func TestTimeoutIsTimeoutWhateverTheExitStatus(t *testing.T) {
 
 func TestProcessExitIsStepEndWithBackgroundChildHoldingOutput(t *testing.T) {
 	t.Parallel()
-	bash := bashPath(t)
+	bash := proctest.Bash(t)
 	var log bytes.Buffer
 	res := procsup.Run(context.Background(), procsup.Spec{
 		Path: bash, Args: []string{"-c", `sleep 300 & echo "bg=$!"; echo done`},
@@ -118,7 +92,7 @@ func TestCouldNotRunOnlyWhenTheProcessCannotStart(t *testing.T) {
 	if res.StartErr == nil || f == nil || !strings.Contains(f.Message, "could not run") {
 		t.Fatalf("missing binary: %+v %+v", res, f)
 	}
-	res = procsup.Run(context.Background(), procsup.Spec{Path: bashPath(t), Args: []string{"-c", "exit 3"}})
+	res = procsup.Run(context.Background(), procsup.Spec{Path: proctest.Bash(t), Args: []string{"-c", "exit 3"}})
 	f = processFailure("shell step 1", res, 0)
 	if res.StartErr != nil || f == nil || f.Type.Kind != dlq.CommandFailed || f.Type.ExitCode != 3 || strings.Contains(f.Message, "could not run") {
 		t.Fatalf("exit 3: %+v %+v", res, f)
@@ -143,7 +117,7 @@ func TestEndJobLeftoversEndsRecordedGroupsAndTaggedProcesses(t *testing.T) {
 	tag := "test/" + rec.JobKey() + "/1"
 	// Started as an earlier runner would have: not through procs, so
 	// nothing in this process ends it.
-	cmd := exec.Command(bashPath(t), "-c", fmt.Sprintf(`
+	cmd := exec.Command(proctest.Bash(t), "-c", fmt.Sprintf(`
 setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! >> %[1]q
 env -i sleep 301 </dev/null >/dev/null 2>&1 & echo $! >> %[1]q
 sleep 302`, pidfile))
@@ -167,7 +141,7 @@ sleep 302`, pidfile))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	pids := append(readPIDs(t, pidfile), cmd.Process.Pid)
+	pids := append(proctest.ReadPIDs(t, pidfile), cmd.Process.Pid)
 
 	// Another job's record and tag must not be touched.
 	other := Paths{Home: p.Home, Repo: "repo", JobID: "job-2"}

@@ -12,39 +12,18 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// shardOptions configures runShard.
+// shardOptions configures runShard: Run carries the engine settings
+// (Home, RepoDir, MaxParallel, Stderr, Clock, …; the workflow, job id and
+// branch come from the plan), the other fields are ShardSpec's.
 type shardOptions struct {
-	// Run carries the engine settings (Home, RepoDir, MaxParallel, Stderr,
-	// Clock, …); the workflow, job id and branch come from the plan.
-	Run options
-	// PlanDir is the plan directory (plan.json, base.bundle).
-	PlanDir string
-	// Shard is the shard index K.
-	Shard int
-	// OutDir receives shard.bundle, dlq/, events.jsonl and result.json.
-	OutDir string
-	// Continue is an earlier attempt's output directory of this shard
-	// (e.g. the artifact a cancelled or timed-out attempt uploaded). When
-	// the shard has no state here it starts from that output: its shard
-	// branch from the output's head, its merged, failed and skipped items
-	// not run again (their DLQ records imported). An output of another
-	// shard, job or base is ignored with a warning. "" starts from the base.
-	Continue string
-	// Attempt is the CI's attempt number of this run of the shard (e.g.
-	// GITHUB_RUN_ATTEMPT), written to result.json as run_attempt so that
-	// a gatherer can tell a re-run's output from an earlier attempt's
-	// whatever its artifact is called; 0 writes none.
-	Attempt int
-	// OutputLock, when set, is held while the output directory is written
-	// (after every finished item and at the end): hold it to read a
-	// consistent output, e.g. to upload it while the shard runs. Nil
-	// uses a lock of the shard's own.
+	Run        options
+	PlanDir    string
+	Shard      int
+	OutDir     string
+	Continue   string
+	Attempt    int
 	OutputLock sync.Locker
-	// Written, when set, is called after each complete write of the output
-	// directory with its output_seq (1, 2, …; the final write has the
-	// highest), without OutputLock held. It must not block for long: the
-	// next write waits for it.
-	Written func(seq int)
+	Written    func(seq int)
 }
 
 // ShardResult is OUTDIR/result.json: the per-item outcomes `run --json`

@@ -6,10 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,37 +15,11 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/proctest"
 )
 
-func bashPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	return p
-}
-
-func readPIDs(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("pid file %s: %q", path, data)
-		}
-		pids = append(pids, n)
-	}
-	return pids
-}
-
 func TestOutputOfShortBackgroundJobIsKept(t *testing.T) {
 	t.Parallel()
 	var log bytes.Buffer
 	res := Run(context.Background(), Spec{
-		Path: bashPath(t), Args: []string{"-c", `(sleep 0.2; echo late) & echo early`},
+		Path: proctest.Bash(t), Args: []string{"-c", `(sleep 0.2; echo late) & echo early`},
 		Stderr: &log, OutputGrace: 10 * time.Second,
 	})
 	if res.ExitCode != 0 || string(res.Stdout) != "early\nlate\n" {
@@ -74,11 +45,11 @@ echo $! >> %[1]q
 for i in $(seq 100); do [ "$(wc -l < %[1]q)" -ge 3 ] && break; sleep 0.05; done
 exit 0
 `, pidfile)
-	res := Run(context.Background(), Spec{Path: bashPath(t), Args: []string{"-c", script}})
+	res := Run(context.Background(), Spec{Path: proctest.Bash(t), Args: []string{"-c", script}})
 	if res.ExitCode != 0 || res.StartErr != nil {
 		t.Fatalf("result = %+v %s", res, res.Tail)
 	}
-	pids := readPIDs(t, pidfile)
+	pids := proctest.ReadPIDs(t, pidfile)
 	if len(pids) != 3 {
 		t.Fatalf("pids = %v", pids)
 	}

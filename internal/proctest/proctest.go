@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,4 +55,33 @@ func WaitGone(t testing.TB, what string, pids ...int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Bash returns the path of bash, skipping the test when there is none.
+func Bash(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	return p
+}
+
+// ReadPIDs reads the whitespace-separated pids a test's processes wrote to
+// path.
+func ReadPIDs(t testing.TB, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %s: %q", path, data)
+		}
+		pids = append(pids, n)
+	}
+	return pids
 }
