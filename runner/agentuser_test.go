@@ -141,12 +141,12 @@ map:
 		c := r.clone(fmt.Sprintf("s%d", k))
 		permtest.OpenUp(t, c.dir, c.home)
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(context.Background(), runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
+		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
 			t.Fatalf("shard %d: %v", k, err)
 		}
 		outs = append(outs, out)
 	}
-	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
+	res, err := gatherJob(context.Background(), GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
 	if err != nil || res.Successful != 4 {
 		t.Fatalf("gather = %+v, %v", res, err)
 	}

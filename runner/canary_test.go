@@ -80,7 +80,7 @@ func (c *canaryRepo) ran() []string {
 
 func (c *canaryRepo) retry(sig string, sample int, dryRun bool) (*runner.Result, string, error) {
 	o, _, stderr, _ := c.options(nil)
-	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{
+	res, err := retryDLQ(context.Background(), RetryOptions{
 		Home: c.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: sample, DryRun: dryRun, Run: o})
 	return res, stderr.String(), err
 }
@@ -206,7 +206,7 @@ func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
 	if got := c.ran(); len(got) != 0 {
 		t.Errorf("ran agents for %v", got)
 	}
-	_, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: c.home, JobID: "job-1", Sample: 1})
+	_, err = retryDLQ(context.Background(), RetryOptions{Home: c.home, JobID: "job-1", Sample: 1})
 	if runner.ExitCode(err) != 2 {
 		t.Errorf("--sample without --signature: %v, want a usage error", err)
 	}
@@ -294,7 +294,7 @@ map:
 	retry := func() (*runner.Result, string, error) {
 		o, _, stderr, _ := r.options(nil)
 		o.ClaudeCommand = claude
-		res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{
+		res, err := retryDLQ(context.Background(), RetryOptions{
 			Home: r.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: 2, Run: o})
 		return res, stderr.String(), err
 	}

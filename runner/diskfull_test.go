@@ -98,7 +98,7 @@ map:
 
 	free()
 	o2, _, stderr2, _ := r.options(wf)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
@@ -179,7 +179,7 @@ map:
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	res, err = runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o})
+	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o})
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 8 {
 		t.Fatalf("resume after freeing space: %+v, %v", res, err)
 	}

@@ -165,7 +165,7 @@ map:
 	o2, _, stderr2, _ := r.options(nil)
 	o2.ClaudeCommand = claude
 	o2.MaxCostUSD = 7
-	res, err = runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.Pending != 0 {
 		t.Fatalf("resume: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}
@@ -228,7 +228,7 @@ map:
 	}
 	o2, _, stderr2, _ := r.options(nil)
 	o2.ClaudeCommand = claude
-	res, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
+	res, err = retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
 	if err != nil || res.Successful != 1 || res.CostUSD != 1.25 {
 		t.Fatalf("redrive: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}

@@ -49,7 +49,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			for k := range 2 {
 				c := r.clone(fmt.Sprintf("s%d", k))
 				out := filepath.Join(t.TempDir(), "out")
-				if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
+				if _, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
 					t.Fatalf("shard %d: %v", k, err)
 				}
 				outs = append(outs, out)
@@ -59,7 +59,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			gopts := shardOpts(g, o)
 			stderr := &syncBuffer{}
 			gopts.Stderr = stderr
-			res, err := runner.Gather(ctx, runner.GatherOptions{Run: gopts, PlanDir: dir, Outputs: outs})
+			res, err := gatherJob(ctx, GatherOptions{Run: gopts, PlanDir: dir, Outputs: outs})
 			if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 {
 				t.Fatalf("gather error = %v, want a job failure (exit 1)\n%s", err, stderr)
 			}
@@ -101,9 +101,9 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			o2.Stderr = stderr2
 			switch finish {
 			case "gather":
-				res, err = runner.Gather(ctx, runner.GatherOptions{Run: o2, PlanDir: dir, Outputs: outs})
+				res, err = gatherJob(ctx, GatherOptions{Run: o2, PlanDir: dir, Outputs: outs})
 			case "resume":
-				res, err = runner.Resume(ctx, runner.ResumeOptions{Home: g.home, JobID: "job-1", Run: o2})
+				res, err = resumeJob(ctx, ResumeOptions{Home: g.home, JobID: "job-1", Run: o2})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", finish, err, stderr2)
@@ -135,7 +135,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 				t.Errorf("reduce committed %d times, want once", n)
 			}
 			// Gathering once more changes nothing.
-			res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+			res, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 			if err != nil || res.DLQCount != 2 {
 				t.Fatalf("gather after %s: %+v, %v", finish, res, err)
 			}

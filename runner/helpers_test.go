@@ -122,20 +122,20 @@ func (s *syncBuffer) String() string {
 }
 
 // options returns runner options for the repo with a fake clock.
-func (r *testRepo) options(wf *config.Workflow) (runner.Options, *retrytest.FakeClock, *syncBuffer, *hookLog) {
+func (r *testRepo) options(wf *config.Workflow) (Options, *retrytest.FakeClock, *syncBuffer, *hookLog) {
 	clock := retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	stderr := &syncBuffer{}
 	hooks := &hookLog{}
-	return runner.Options{
+	return Options{
 		Workflow: wf, RepoDir: r.dir, Home: r.home, JobID: "job-1",
 		Stderr: stderr, Hooks: hooks, Clock: clock, Rand: func() float64 { return 0.5 },
 		Getenv: func(string) string { return "" },
 	}, clock, stderr, hooks
 }
 
-func (r *testRepo) run(o runner.Options) (*runner.Result, error) {
+func (r *testRepo) run(o Options) (*runner.Result, error) {
 	r.t.Helper()
-	return runner.Run(context.Background(), o)
+	return runJob(context.Background(), o)
 }
 
 // dlqRecords reads every DLQ record of the job.

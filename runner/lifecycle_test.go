@@ -136,7 +136,7 @@ reduce:
 		}
 	}
 	o.InterruptGrace = 20 * time.Second
-	res, err := runner.Run(ctx, o)
+	res, err := runJob(ctx, o)
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
 	}
@@ -154,7 +154,7 @@ reduce:
 		t.Fatalf("status summary = %s, %v\nwant %s", mustJSON(t, sum), err, mustJSON(t, st))
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
@@ -198,7 +198,7 @@ reduce:
 	}
 	// Dry run changes nothing.
 	o2, _, _, _ := r.options(nil)
-	dry, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", DryRun: true, Filter: "item.priority >= 5", Run: o2})
+	dry, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", DryRun: true, Filter: "item.priority >= 5", Run: o2})
 	if err != nil || len(dry.Items) != 2 {
 		t.Fatalf("dry run: %v %+v", err, dry)
 	}
@@ -207,7 +207,7 @@ reduce:
 		t.Fatal(err)
 	}
 	o3, _, stderr3, _ := r.options(nil)
-	res3, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Filter: "item.priority >= 5", MaxRetries: 2, Run: o3})
+	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Filter: "item.priority >= 5", MaxRetries: 2, Run: o3})
 	if err != nil {
 		t.Fatalf("retry: %v\n%s", err, stderr3)
 	}
@@ -257,7 +257,7 @@ reduce:
 		}
 	}
 	o.InterruptGrace = 20 * time.Second
-	if _, err := runner.Run(ctx, o); !errors.Is(err, runner.ErrInterrupted) {
+	if _, err := runJob(ctx, o); !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
 	}
 	var inner *runner.Result
@@ -266,13 +266,13 @@ reduce:
 		defer restoreInner()
 		oi, _, stderrI, _ := r.options(nil)
 		var err error
-		if inner, err = runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: oi}); err != nil {
+		if inner, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: oi}); err != nil {
 			t.Errorf("the other runner's resume: %v\n%s", err, stderrI)
 		}
 	})
 	defer restore()
 	o2, _, stderr2, _ := r.options(nil)
-	res, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}

@@ -83,7 +83,7 @@ map:
 		t.Fatal(err)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", IncludeDLQ: true, Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", IncludeDLQ: true, Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
@@ -126,7 +126,7 @@ map:
 			cancel()
 		}
 	}
-	res, err := runner.RetryDLQ(ctx, runner.RetryOptions{Home: r.home, JobID: "job-1", Parallel: 1, Run: o2})
+	res, err := retryDLQ(ctx, RetryOptions{Home: r.home, JobID: "job-1", Parallel: 1, Run: o2})
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted (%+v)", err, res)
 	}
@@ -135,7 +135,7 @@ map:
 		t.Fatalf("after interruption: %d records + %d merged != 6", left, res.Successful)
 	}
 	o3, _, stderr3, _ := r.options(nil)
-	res3, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Run: o3})
+	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Run: o3})
 	if err != nil {
 		t.Fatalf("second retry: %v\n%s", err, stderr3)
 	}
@@ -337,7 +337,7 @@ map:
 		t.Fatal(err)
 	}
 	o2, _, stderr, _ := r.options(nil)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil || res2.Successful != 3 {
 		t.Fatalf("resume: %v %+v\n%s", err, res2, stderr)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/internal/proctest"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // The runner process of TestKillNineOfTheRunnerEndsItsAgents is this test
@@ -39,7 +38,7 @@ func TestRunnerProcessHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runner.Run(context.Background(), runner.Options{
+	res, err := runJob(context.Background(), Options{
 		Workflow: wf, RepoDir: os.Getenv(helperRepoEnv), Home: os.Getenv(helperHomeEnv), JobID: "job-1",
 		Stderr: os.Stderr, Getenv: func(string) string { return "" },
 	})
@@ -133,9 +132,9 @@ map:
 		t.Fatal(err)
 	}
 	var out syncBuffer
-	res, err := runner.Resume(context.Background(), runner.ResumeOptions{
+	res, err := resumeJob(context.Background(), ResumeOptions{
 		Home: r.home, JobID: "job-1",
-		Run: runner.Options{Stderr: &out, Getenv: func(string) string { return "" }},
+		Run: Options{Stderr: &out, Getenv: func(string) string { return "" }},
 	})
 	if err != nil || res.Successful != 2 {
 		t.Fatalf("resume: %v %+v\n%s", err, res, out.String())

@@ -40,13 +40,13 @@ map:
 
 	// Without --onto the redrive runs on the old results branch and fails again.
 	o2, _, stderr2, _ := r.options(nil)
-	res, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
+	res, err = retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
 	if err != nil || res.Successful != 0 {
 		t.Fatalf("redrive without --onto: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}
 	o3, _, stderr3, _ := r.options(nil)
 	o3.Onto = "main"
-	res, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o3})
+	res, err = retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o3})
 	if err != nil || res.Successful != 2 || res.DLQCount != 0 {
 		t.Fatalf("redrive --onto main: %v %s\n%s", err, mustJSON(t, res), stderr3)
 	}
@@ -81,7 +81,7 @@ map:
 	before := r.git("rev-parse", "prodigy/job-1")
 	o2, _, stderr2, _ := r.options(nil)
 	o2.Onto = "main"
-	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 || res != nil {
 		t.Fatalf("redrive --onto with a conflict: %v %v\n%s", err, res, stderr2)
 	}
@@ -96,7 +96,7 @@ map:
 	}
 	o3, _, _, _ := r.options(nil)
 	o3.Onto = "no-such-branch"
-	_, err = runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Run: o3})
+	_, err = retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Run: o3})
 	if runner.ExitCode(err) != 2 {
 		t.Errorf("unknown --onto: %v (exit %d), want a usage error", err, runner.ExitCode(err))
 	}
@@ -128,7 +128,7 @@ map:
 	}
 	o2, _, stderr2, hooks := r.options(nil)
 	o2.WorkflowFile = fixed
-	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil || res.Successful != 1 || res.DLQCount != 0 {
 		t.Fatalf("redrive --workflow: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}
@@ -158,7 +158,7 @@ map:
 		t.Fatal(err)
 	}
 	o2, _, stderr2, hooks := r.options(nil)
-	res, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
+	res, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("redrive: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}

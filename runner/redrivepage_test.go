@@ -57,7 +57,7 @@ map:
 			cancel()
 		}
 	}
-	res1, err := runner.RetryDLQ(ctx, runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o1})
+	res1, err := retryDLQ(ctx, RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o1})
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("first redrive: %v, want interrupted\n%s", err, stderr1)
 	}
@@ -71,7 +71,7 @@ map:
 
 	// Second redrive finishes.
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := runner.RetryDLQ(context.Background(), runner.RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o2})
+	res2, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o2})
 	if err != nil || res2.Successful != n || res2.DLQCount != 0 || res2.Pending != 0 {
 		t.Fatalf("second redrive: %v %+v\n%s", err, res2, stderr2)
 	}

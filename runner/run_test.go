@@ -381,7 +381,7 @@ func TestNotARepoIsAUsageError(t *testing.T) {
 	wf := r.workflow("name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: echo\n")
 	o, _, _, _ := r.options(wf)
 	o.RepoDir = t.TempDir()
-	_, err := runner.Run(context.Background(), o)
+	_, err := runJob(context.Background(), o)
 	var ue *runner.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "not a git repository") {
 		t.Fatalf("err = %v", err)

@@ -59,13 +59,13 @@ func exactScale(t *testing.T) (items, shards, failEvery, conflictEvery int) {
 
 // runAllShards runs every shard of the plan in its own clone and returns
 // the outputs in shard order.
-func runAllShards(t *testing.T, r *testRepo, dir string, o runner.Options, n int) []string {
+func runAllShards(t *testing.T, r *testRepo, dir string, o Options, n int) []string {
 	t.Helper()
 	outs := make([]string, n)
 	for k := range n {
 		c := r.clone(fmt.Sprintf("s%d", k))
 		outs[k] = filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(context.Background(), runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil {
+		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil {
 			t.Fatalf("shard %d: %v", k, err)
 		}
 	}
@@ -98,7 +98,7 @@ func gatheredOf(t *testing.T, g *testRepo, res *runner.Result) gathered {
 // lists the shards arriving before each gather (outputs already arrived
 // are given again, in a shuffled order). Every gather but the last must
 // fail with items pending.
-func gatherArrivals(t *testing.T, r *testRepo, name, dir string, o runner.Options, outs []string, batches [][]int, rng *rand.Rand) gathered {
+func gatherArrivals(t *testing.T, r *testRepo, name, dir string, o Options, outs []string, batches [][]int, rng *rand.Rand) gathered {
 	t.Helper()
 	g := r.clone(name)
 	var have []string
@@ -109,7 +109,7 @@ func gatherArrivals(t *testing.T, r *testRepo, name, dir string, o runner.Option
 			have = append(have, outs[k])
 		}
 		rng.Shuffle(len(have), func(a, b int) { have[a], have[b] = have[b], have[a] })
-		res, err = runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: slices.Clone(have)})
+		res, err = gatherJob(context.Background(), GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: slices.Clone(have)})
 		if i < len(batches)-1 {
 			if !errors.Is(err, runner.ErrJobFailed) || res == nil || res.Pending == 0 {
 				t.Fatalf("%s: gather %d of %d: %v, pending %v", name, i+1, len(batches), err, res)
@@ -250,7 +250,7 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 	oC, _, _, _ := rc.options(wfC)
 	oC.JobID = "job-2"
 	dirC := filepath.Join(t.TempDir(), "planC")
-	if _, err := runner.PlanJob(ctx, runner.PlanOptions{Run: oC, Dir: dirC, Shards: 2}); err != nil {
+	if _, err := planJob(ctx, PlanOptions{Run: oC, Dir: dirC, Shards: 2}); err != nil {
 		t.Fatal(err)
 	}
 	outsC := runAllShards(t, rc, dirC, oC, 2)
@@ -318,7 +318,7 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 		{"a merge pushed onto the shard branch", forgedMerge, `brings item "item_2"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[1], c.out}})
+			_, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[1], c.out}})
 			if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.out) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("gather = %v (exit %d), want a refusal naming %s and %q", err, runner.ExitCode(err), c.out, c.want)
 			}
@@ -328,10 +328,10 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 		})
 	}
 	// The real outputs gather; plan B's are then refused by the state.
-	if _, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs}); err != nil {
+	if _, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, oB), PlanDir: dirB, Outputs: outsB})
+	_, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, oB), PlanDir: dirB, Outputs: outsB})
 	pa, _ := runner.LoadPlan(dir)
 	pb, _ := runner.LoadPlan(dirB)
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), pa.PlanID) || !strings.Contains(err.Error(), pb.PlanID) {
@@ -354,7 +354,7 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 	for _, r := range []*testRepo{a, b} {
 		wf := r.workflow(okWorkflow)
 		o, _, _, _ := r.options(wf)
-		if _, err := runner.Run(context.Background(), o); err != nil {
+		if _, err := runJob(context.Background(), o); err != nil {
 			t.Fatalf("run in %s: %v", r.dir, err)
 		}
 	}
@@ -383,7 +383,7 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 	// exists there (its old state is found under the bare name).
 	wf := a.workflow(okWorkflow)
 	o, _, _, _ := a.options(wf)
-	if _, err := runner.Run(context.Background(), o); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "resume") {
+	if _, err := runJob(context.Background(), o); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "resume") {
 		t.Fatalf("second run in the first repository = %v", err)
 	}
 }
@@ -421,10 +421,10 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "plan")
 	ctx := context.Background()
 	// max_failures 2 cannot be divided among 3 shards: refused before setup.
-	if _, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 3}); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--shards 2 or fewer") {
+	if _, err := planJob(ctx, PlanOptions{Run: o, Dir: dir, Shards: 3}); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--shards 2 or fewer") {
 		t.Fatalf("3 shards for max_failures 2 = %v, want a usage error", err)
 	}
-	plan, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o, Dir: dir, Shards: 2})
+	plan, err := planJob(ctx, PlanOptions{Run: o, Dir: dir, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		so := shardOpts(c, o)
 		so.MaxCostUSD = 0
-		sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: so, PlanDir: dir, Shard: k, OutDir: out})
+		sr, err := runShard(ctx, ShardOptions{Run: so, PlanDir: dir, Shard: k, OutDir: out})
 		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "max_failures (1)") || sr.MaxCostUSD != 0.50 {
 			t.Fatalf("shard %d: %v (budget %v), want a stop at its one failure under a $0.50 budget", k, err, sr.MaxCostUSD)
 		}
@@ -458,7 +458,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	// so gather closes both at once (no --final needed) and names the
 	// --from-pending plan.
 	g := r.clone("g")
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 0 (stopped: max_failures (1) reached)") ||
 		!strings.Contains(err.Error(), "--from-pending job-1") || res.Pending != 6 || res.Failed != 2 || res.Successful != 0 {
 		t.Fatalf("gather of cut-off shards = %+v, %v, want both closed as stopped, 6 pending and the --from-pending command", res, err)
@@ -470,7 +470,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	o2 := shardOpts(g, o)
 	o2.Workflow, o2.JobID = wf, "job-2"
 	dir2 := filepath.Join(t.TempDir(), "plan2")
-	plan2, err := runner.PlanJob(ctx, runner.PlanOptions{Run: o2, Dir: dir2, Shards: 2, FromPending: "job-1"})
+	plan2, err := planJob(ctx, PlanOptions{Run: o2, Dir: dir2, Shards: 2, FromPending: "job-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,12 +485,12 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	for k := range 2 {
 		c := r.clone(fmt.Sprintf("p%d", k))
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir2, Shard: k, OutDir: out}); err != nil {
+		if _, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir2, Shard: k, OutDir: out}); err != nil {
 			t.Fatalf("continuation shard %d: %v", k, err)
 		}
 		outs2 = append(outs2, out)
 	}
-	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir2, Outputs: outs2})
+	res, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir2, Outputs: outs2})
 	if err != nil || res.Successful != 6 {
 		t.Fatalf("continuation gather = %+v, %v", res, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // TestShardAndGatherUseTheEngineGitOptions runs shard and gather in clones
@@ -25,7 +24,7 @@ func TestShardAndGatherUseTheEngineGitOptions(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"no"},{"bad":"yes"},{"bad":"no"}]`})
 	dir, o := shardFixture(t, r, dlqFullWorkflow, 2)
 	ctx := context.Background()
-	foreign := func(name string) (*testRepo, runner.Options) {
+	foreign := func(name string) (*testRepo, Options) {
 		c := r.clone(name)
 		if out, err := exec.Command("chown", "-R", "1001:1001", c.dir).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v %s", err, out)
@@ -44,13 +43,13 @@ func TestShardAndGatherUseTheEngineGitOptions(t *testing.T) {
 	for k := range 2 {
 		_, co := foreign(fmt.Sprintf("s%d", k))
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: co, PlanDir: dir, Shard: k, OutDir: out}); err != nil {
+		if _, err := runShard(ctx, ShardOptions{Run: co, PlanDir: dir, Shard: k, OutDir: out}); err != nil {
 			t.Fatalf("shard %d in a clone owned by uid 1001: %v", k, err)
 		}
 		outs = append(outs, out)
 	}
 	_, gopts := foreign("g")
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: gopts, PlanDir: dir, Outputs: outs})
+	res, err := gatherJob(ctx, GatherOptions{Run: gopts, PlanDir: dir, Outputs: outs})
 	if err != nil {
 		t.Fatalf("gather in a clone owned by uid 1001: %v", err)
 	}

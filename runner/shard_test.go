@@ -79,12 +79,12 @@ func TestAutoShardsFitsTheJobLimit(t *testing.T) {
 }
 
 // shardFixture plans a workflow in repo r and returns the plan directory.
-func shardFixture(t *testing.T, r *testRepo, yaml string, shards int) (string, runner.Options) {
+func shardFixture(t *testing.T, r *testRepo, yaml string, shards int) (string, Options) {
 	t.Helper()
 	wf := r.workflow(yaml)
 	o, _, _, _ := r.options(wf)
 	dir := filepath.Join(t.TempDir(), "plan")
-	if _, err := runner.PlanJob(context.Background(), runner.PlanOptions{Run: o, Dir: dir, Shards: shards}); err != nil {
+	if _, err := planJob(context.Background(), PlanOptions{Run: o, Dir: dir, Shards: shards}); err != nil {
 		t.Fatalf("plan: %v", err)
 	}
 	return dir, o
@@ -98,7 +98,7 @@ func (r *testRepo) clone(name string) *testRepo {
 	return &testRepo{t: r.t, dir: dir, home: filepath.Join(r.t.TempDir(), "home")}
 }
 
-func shardOpts(c *testRepo, o runner.Options) runner.Options {
+func shardOpts(c *testRepo, o Options) Options {
 	o.RepoDir, o.Home, o.JobID, o.Workflow = c.dir, c.home, "", nil
 	return o
 }
@@ -138,7 +138,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	for k := range 2 {
 		c := r.clone(fmt.Sprintf("s%d", k))
 		out := filepath.Join(t.TempDir(), "out")
-		sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out})
+		sr, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out})
 		if k == 0 {
 			if !errors.Is(err, runner.ErrJobFailed) || sr == nil || sr.Pending != 0 || sr.Failed != 1 || sr.Successful != 1 {
 				t.Fatalf("shard 0 (stops on item_1): %+v, %v", sr, err)
@@ -153,7 +153,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	}
 	// Gather in the planning repository itself: the results branch is there, at the base.
 	head := r.git("rev-parse", "HEAD")
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
+	res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "on_item_failure: stop") || !strings.Contains(err.Error(), "dlq retry job-1") {
 		t.Fatalf("gather = %v, want the job stopped by on_item_failure: stop across the shards", err)
 	}
@@ -182,7 +182,7 @@ func TestJobWidePoliciesHoldAcrossShards(t *testing.T) {
 		dir, o := shardFixture(t, r, strings.Replace(stopWorkflow, "on_item_failure: stop", "continue_on_failure: false", 1), 2)
 		outs := runShardsAllowingStops(t, r, dir, o, 2)
 		g := r.clone("g")
-		res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+		res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "stopped: continue_on_failure: false") ||
 			!strings.Contains(err.Error(), "fix the cause of the stop, then continue them with `plan WORKFLOW --from-pending job-1") {
 			t.Fatalf("gather = %v, want shard 0 closed as stopped and the continue command", err)
@@ -201,7 +201,7 @@ func TestJobWidePoliciesHoldAcrossShards(t *testing.T) {
 		dir, o := shardFixture(t, r, wf, 4)
 		outs := runShardsAllowingStops(t, r, dir, o, 4)
 		g := r.clone("g")
-		res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+		res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 		if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "failure rate 40% (8 of 20) exceeds failure_threshold 30% across the shards") {
 			t.Fatalf("gather = %v, want the job stopped by its failure_threshold", err)
 		}
@@ -227,7 +227,7 @@ func TestShardStormStopsTheGatheredJob(t *testing.T) {
 	dir, o := shardFixture(t, r, strings.Replace(stopWorkflow, "on_item_failure: stop", "on_item_failure: dlq", 1), 2)
 	outs := runShardsAllowingStops(t, r, dir, o, 2)
 	g := r.clone("g")
-	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	res, err := gatherJob(context.Background(), GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 	if runner.ExitCode(err) != runner.ExitStorm || res.Status != runner.StatusStoppedByBreaker || res.Storm == nil || res.Storm.Limit != 10 ||
 		!strings.Contains(err.Error(), "stopped: failure storm") || !strings.Contains(err.Error(), "--from-pending job-1") {
 		t.Fatalf("gather = %+v, %v (exit %d), want the shard's storm to stop the job", res, err, runner.ExitCode(err))
@@ -239,13 +239,13 @@ func TestShardStormStopsTheGatheredJob(t *testing.T) {
 
 // runShardsAllowingStops runs every shard in its own clone; a shard may
 // fail because its failure policy stopped it.
-func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o runner.Options, n int) []string {
+func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o Options, n int) []string {
 	t.Helper()
 	outs := make([]string, n)
 	for k := range n {
 		c := r.clone(fmt.Sprintf("s%d", k))
 		outs[k] = filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(context.Background(), runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil && !errors.Is(err, runner.ErrJobFailed) {
+		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil && !errors.Is(err, runner.ErrJobFailed) {
 			t.Fatalf("shard %d: %v", k, err)
 		}
 	}
@@ -280,14 +280,14 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 		c := r.clone(fmt.Sprintf("s%d", k))
 		clones[k] = c
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
+		if _, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
 			t.Fatalf("shard %d: %v", k, err)
 		}
 		outs = append(outs, out)
 	}
 	g := r.clone("g")
 	// An output without result.json is reported and its shard stays missing.
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[0], t.TempDir()}})
+	res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{outs[0], t.TempDir()}})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || !strings.Contains(err.Error(), "shard 2") || res.Pending != 4 || res.Successful != 2 {
 		t.Fatalf("gather with an empty output: %+v, %v", res, err)
 	}
@@ -300,19 +300,19 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Shard 2 is held back until shard 1 is in: shards merge in plan order.
-	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	res, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1 (output unreadable)") || !strings.Contains(err.Error(), "held back") || res.Pending != 4 || res.Successful != 2 {
 		t.Fatalf("gather with a corrupt bundle: %+v, %v", res, err)
 	}
 	// Re-running shard 1 (already completed) rewrites its output.
-	if _, err := runner.RunShard(ctx, runner.ShardOptions{Run: shardOpts(clones[1], o), PlanDir: dir, Shard: 1, OutDir: outs[1]}); err != nil {
+	if _, err := runShard(ctx, ShardOptions{Run: shardOpts(clones[1], o), PlanDir: dir, Shard: 1, OutDir: outs[1]}); err != nil {
 		t.Fatal(err)
 	}
 	again, _ := os.ReadFile(bundle)
 	if len(again) == 0 || string(again) == "garbage" || len(again) != len(good) {
 		t.Fatalf("re-run shard wrote a different bundle (%d bytes, want %d)", len(again), len(good))
 	}
-	res, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
+	res, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs})
 	if err != nil || res.Successful != 6 || res.Pending != 0 {
 		t.Fatalf("second gather: %+v, %v", res, err)
 	}
@@ -331,7 +331,7 @@ func TestPlanFailureLeavesNothingBehind(t *testing.T) {
 	wf := r.workflow(strings.Replace(okWorkflow, "echo s > setup.txt", "exit 7; echo", 1))
 	o, _, _, _ := r.options(wf)
 	dir := filepath.Join(t.TempDir(), "plan")
-	_, err := runner.PlanJob(context.Background(), runner.PlanOptions{Run: o, Dir: dir, Shards: 1})
+	_, err := planJob(context.Background(), PlanOptions{Run: o, Dir: dir, Shards: 1})
 	if !errors.Is(err, runner.ErrJobFailed) {
 		t.Fatalf("err = %v", err)
 	}
@@ -362,7 +362,7 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 	hooks := &hookLog{onItem: func(int) { cancel() }}
 	so.Hooks = hooks
 	so.Environ = append(os.Environ(), "RUNS="+runs)
-	sr, err := runner.RunShard(ctx, runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	sr, err := runShard(ctx, ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
 	if !errors.Is(err, runner.ErrInterrupted) || sr == nil || sr.Successful != 1 || sr.Pending != 3 {
 		t.Fatalf("interrupted shard: %+v, %v", sr, err)
 	}
@@ -370,7 +370,7 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 		t.Fatalf("interrupted shard wrote no result: %v", err)
 	}
 	so.Hooks = &hookLog{}
-	sr, err = runner.RunShard(context.Background(), runner.ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
+	sr, err = runShard(context.Background(), ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
 	if err != nil || sr.Successful != 4 || sr.Pending != 0 {
 		t.Fatalf("resumed shard: %+v, %v", sr, err)
 	}
@@ -379,7 +379,7 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 		t.Fatalf("item runs = %q, want each of 4 items once", data)
 	}
 	g := r.clone("g")
-	res, err := runner.Gather(context.Background(), runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{out}})
+	res, err := gatherJob(context.Background(), GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: []string{out}})
 	if err != nil || res.Successful != 4 {
 		t.Fatalf("gather: %+v, %v", res, err)
 	}
@@ -398,7 +398,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	outs := runAllShards(t, r, dir, o, 2)
 	ctx := context.Background()
 	g := r.clone("g")
-	_, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_9": "x"}})
+	_, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_9": "x"}})
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), `"item_9": no such item`) {
 		t.Fatalf("rejecting an unknown item = %v, want a usage error", err)
 	}
@@ -406,7 +406,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 		t.Fatalf("a refused gather left state: %+v", jobs)
 	}
 	reject := map[string]string{"item_1": "breaks the public API", "item_4": ""}
-	res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject})
+	res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject})
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.Failed != 2 {
 		t.Fatalf("gather with rejections: %+v, %v", res, err)
 	}
@@ -436,10 +436,10 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	}
 	// The same gather again (after a crash, say) changes nothing; a new
 	// rejection now is refused.
-	if res, err := runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject}); err != nil || res.Failed != 2 {
+	if res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: reject}); err != nil || res.Failed != 2 {
 		t.Fatalf("gather again: %+v, %v", res, err)
 	}
-	_, err = runner.Gather(ctx, runner.GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_2": "late"}})
+	_, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir, Outputs: outs, Reject: map[string]string{"item_2": "late"}})
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "first gather") {
 		t.Fatalf("a rejection after the first gather = %v, want a usage error", err)
 	}
@@ -447,7 +447,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	// every ValidationFailed record): dlq retry --force.
 	o2 := shardOpts(g, o)
 	o2.Workflow = nil
-	res, err = runner.RetryDLQ(ctx, runner.RetryOptions{Home: g.home, JobID: "job-1", Run: o2, Force: true})
+	res, err = retryDLQ(ctx, RetryOptions{Home: g.home, JobID: "job-1", Run: o2, Force: true})
 	if err != nil || res.Successful != 6 {
 		t.Fatalf("dlq retry of the rejected items: %+v, %v", res, err)
 	}

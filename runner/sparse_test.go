@@ -187,12 +187,12 @@ func TestResumeKeepsTheSparseOption(t *testing.T) {
 			cancel()
 		}
 	}
-	res, err := runner.Run(ctx, o)
+	res, err := runJob(ctx, o)
 	if !errors.Is(err, runner.ErrInterrupted) || res.Pending == 0 {
 		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
 	if err != nil || res2.Status != runner.StatusCompleted || res2.Successful != 6 {
 		t.Fatalf("resume: %v, %+v\n%s", err, res2, stderr2)
 	}

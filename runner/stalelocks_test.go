@@ -37,7 +37,7 @@ reduce:
 			cancel()
 		}
 	}
-	res, err := runner.Run(ctx, o)
+	res, err := runJob(ctx, o)
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
 	}
@@ -71,7 +71,7 @@ reduce:
 		t.Fatal(err)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: res.JobID, Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: res.JobID, Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}

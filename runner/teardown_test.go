@@ -78,7 +78,7 @@ map:
 			t.Fatal(err)
 		}
 		o2, _, stderr2, _ := r.options(nil)
-		if res2, err := runner.Resume(context.Background(), runner.ResumeOptions{Home: r.home, JobID: "job-1", Run: o2}); err != nil || res2.Status != runner.StatusCompleted {
+		if res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2}); err != nil || res2.Status != runner.StatusCompleted {
 			t.Fatalf("resume: %v\n%s", err, stderr2)
 		}
 		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
