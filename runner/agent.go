@@ -71,10 +71,10 @@ type itemRunner struct {
 }
 
 // run takes the item to a final state (merged, skipped, dlq) or back to
-// pending when the job is interrupted. ctx ends on an interrupt (no new
-// attempt starts); runCtx is what agents run under (it outlives ctx by the
-// interrupt grace period).
-func (ir *itemRunner) run(ctx, runCtx context.Context) {
+// pending when the job is interrupted. ctx is what agents run under; no
+// new attempt starts once the job halts (an interrupt; ctx outlives that
+// by the interrupt grace period).
+func (ir *itemRunner) run(ctx context.Context) {
 	j, it := ir.j, ir.it
 	defer ir.releaseBudget()
 	ir.span = spanOr(j.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
@@ -96,7 +96,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 		err = errors.New(ir.failures[len(ir.failures)-1].Message)
 	} else {
 		pol.Attempts = max(left, 1)
-		err = retry.Do(ctx, pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+		err = retry.Do(j.haltContext(), pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
 			if a.Final {
 				return
 			}
@@ -111,7 +111,7 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 				ir.markInFlight(ir.base + attempt)
 			}
 			began := j.now()
-			f := ir.attemptWithWaits(ctx, runCtx, attempt)
+			f := ir.attemptWithWaits(ctx, attempt)
 			if f == nil {
 				return nil
 			}
@@ -130,18 +130,18 @@ func (ir *itemRunner) run(ctx, runCtx context.Context) {
 	switch {
 	case err == nil:
 		fault(ctx, FaultItemMerged, it.ItemID)
-		cs := ir.release(runCtx, false)
+		cs := ir.release(ctx, false)
 		j.clearFromDLQ(it.ItemID)
 		ir.finish(ItemMerged, "", "", duration, nil)
 		j.breaker.Succeeded()
 		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
-	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (ctx.Err() != nil && errors.Is(err, ctx.Err())):
-		ir.release(runCtx, false)
+	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (j.halted() && errors.Is(err, j.halt.Err())):
+		ir.release(ctx, false)
 		j.persisted("item "+it.ItemID+" back to pending", j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) }))
 		j.prog.interrupted()
 		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
 	default:
-		ir.failed(runCtx, err, duration)
+		ir.failed(ctx, err, duration)
 	}
 }
 

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -37,7 +36,7 @@ func (j *job) initBudget(override, spent float64) {
 // job budget cannot cover it (the budget is then exhausted and the job
 // stops starting items) or the job is stopping. The item is untouched
 // then: it stays pending.
-func (j *job) admit(ctx context.Context, it *jobstore.CheckpointItem) (*itemRunner, bool) {
+func (j *job) admit(it *jobstore.CheckpointItem) (*itemRunner, bool) {
 	var (
 		prior  float64
 		tokens jobstore.Tokens
@@ -49,7 +48,7 @@ func (j *job) admit(ctx context.Context, it *jobstore.CheckpointItem) (*itemRunn
 			tokens = *it.Tokens
 		}
 	})
-	amount, ok := j.budget.Reserve(prior-base, func() bool { return j.stopping.Load() || ctx.Err() != nil })
+	amount, ok := j.budget.Reserve(prior-base, func() bool { return j.stopping.Load() || j.halted() })
 	if !ok {
 		if j.budget.Exhausted() {
 			j.stop("budget exhausted")
@@ -65,7 +64,7 @@ func (j *job) admit(ctx context.Context, it *jobstore.CheckpointItem) (*itemRunn
 	}
 	ir.spend = spend.NewItemSpend(amount, j.budget.ItemMax() > 0, rateLimitMatchers(j.wf.RateLimit.On))
 	ir.reservation, ir.priorCost, ir.priorTokens = amount, prior, tokens
-	if err := j.cool.Gate(ctx, ir.announce); err != nil {
+	if err := j.cool.Gate(j.haltContext(), ir.announce); err != nil {
 		j.budget.Release(amount, 0)
 		return nil, false
 	}

@@ -44,7 +44,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		if len(j.wf.Setup) > 0 {
 			j.announce(ctx, -1)
 		}
-		if err := j.setup(ctx, runCtx); err != nil {
+		if err := j.setup(runCtx); err != nil {
 			return j.end(err)
 		}
 		if err := j.loadItems(ctx); err != nil {
@@ -95,7 +95,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 				return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
 			}
 		}
-		if err := j.mapPhase(ctx, runCtx, cands, pages > 0); err != nil {
+		if err := j.mapPhase(runCtx, cands, pages > 0); err != nil {
 			return j.end(err)
 		}
 		if len(page) == 0 {
@@ -106,7 +106,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		}
 	}
 	if !j.noItems && !j.skipReduce {
-		if err := j.reduce(ctx, runCtx); err != nil {
+		if err := j.reduce(runCtx); err != nil {
 			return j.end(err)
 		}
 	}
@@ -116,6 +116,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 // graceContext returns the context agents run under: when ctx ends
 // (Ctrl-C, SIGTERM) running agents get a bounded grace period to finish.
 func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
+	j.halt = ctx
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -352,7 +352,7 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 		return j.end(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", ErrJobFailed, why, j.id))
 	}
 	// reduce brings the parent worktree up to the results branch first.
-	if err := j.reduce(ctx, runCtx); err != nil {
+	if err := j.reduce(runCtx); err != nil {
 		return j.end(err)
 	}
 	return j.end(nil)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -90,6 +91,11 @@ type services struct {
 
 // tally is what this execution has done so far.
 type tally struct {
+	// halt ends when nothing new may start: the operation's context was
+	// cancelled (an interrupt). Waits for a next attempt or the end of a
+	// cool-down end with it; what already runs uses the run context, which
+	// outlives it by the interrupt grace (graceContext).
+	halt         context.Context
 	stopping     atomic.Bool
 	stopWhy      atomic.Value    // string
 	breaker      *spend.Breaker  // the failure-storm breaker (breakerhook.go)
@@ -274,6 +280,18 @@ func (j *job) persisted(what string, err error) {
 		j.warn(err.Error())
 		j.stop("the checkpoint could not be written")
 	}
+}
+
+// halted reports whether nothing new may start (see halt).
+func (j *job) halted() bool { return j.halt != nil && j.halt.Err() != nil }
+
+// haltContext is halt, or a context that never ends before graceContext
+// set it.
+func (j *job) haltContext() context.Context {
+	if j.halt == nil {
+		return context.Background()
+	}
+	return j.halt
 }
 
 // stateError is the first checkpoint write that failed, or nil.

@@ -11,11 +11,11 @@ import (
 
 // mapPhase runs every pending item (of cands when only is set, else of
 // the checkpoint), at most maxParallel at once, each through its
-// itemRunner under runCtx. It stops starting items when ctx ends
-// (interrupt) or a failure policy says stop; items not started stay
+// itemRunner under ctx (the run context). It stops starting items when
+// the job halts (interrupt) or a failure policy says stop; items not started stay
 // pending in the checkpoint. The checkpoint is rewritten first only when
 // the phase changes or items left running by a crash become pending.
-func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.CheckpointItem, only bool) (err error) {
+func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, only bool) (err error) {
 	var pending, stale []*jobstore.CheckpointItem
 	var phase bool
 	j.state.Read(func(cp *jobstore.Checkpoint) {
@@ -46,12 +46,12 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 	if len(pending) == 0 {
 		return nil
 	}
-	if err := j.prepareAgentUser(runCtx); err != nil {
+	if err := j.prepareAgentUser(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
-	if head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch); err == nil {
-		j.trees.warm(runCtx, min(j.maxParallel, len(pending)), head)
+	if head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch); err == nil {
+		j.trees.warm(ctx, min(j.maxParallel, len(pending)), head)
 	}
 	j.prog.begin(len(pending))
 	j.mapSpan = j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseMap})
@@ -59,18 +59,18 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 	var g errgroup.Group
 	g.SetLimit(min(j.maxParallel, len(pending)))
 	for _, it := range pending {
-		if ctx.Err() != nil || j.stopping.Load() {
+		if j.halted() || j.stopping.Load() {
 			break
 		}
 		g.Go(func() error {
-			if ctx.Err() != nil || j.stopping.Load() {
+			if j.halted() || j.stopping.Load() {
 				return nil
 			}
-			ir, ok := j.admit(ctx, it)
+			ir, ok := j.admit(it)
 			if !ok {
 				return nil
 			}
-			ir.run(ctx, runCtx)
+			ir.run(ctx)
 			return nil
 		})
 	}
@@ -78,7 +78,7 @@ func (j *job) mapPhase(ctx, runCtx context.Context, cands []*jobstore.Checkpoint
 	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
 	left := j.state.Counts().Pending
 	switch {
-	case ctx.Err() != nil && left > 0:
+	case j.halted() && left > 0:
 		return fmt.Errorf("%w: %d item(s) pending; continue with `resume %s`", ErrInterrupted, left, j.id)
 	case j.budget.Exhausted() && left > 0:
 		return j.budgetError(left)

@@ -211,7 +211,7 @@ func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive [
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
 	if from == nil {
-		if err := j.setup(ctx, runCtx); err != nil {
+		if err := j.setup(runCtx); err != nil {
 			return nil, err
 		}
 		if err := j.loadItems(ctx); err != nil {

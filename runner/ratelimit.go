@@ -29,14 +29,14 @@ func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
 // the item's backoff) and runs again after it, at most
 // rate_limit.max_waits times per item. The item's spend is checkpointed
 // after every run.
-func (ir *itemRunner) attemptWithWaits(ctx, runCtx context.Context, attempt int) *stepFailure {
+func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFailure {
 	j := ir.j
 	for {
-		if err := j.cool.Gate(ctx, nil); err != nil {
+		if err := j.cool.Gate(j.haltContext(), nil); err != nil {
 			return &stepFailure{Message: "interrupted", Interrupted: true}
 		}
 		ir.spend.BeginAttempt()
-		f := ir.tracedAttempt(runCtx, attempt)
+		f := ir.tracedAttempt(ctx, attempt)
 		ir.saveSpend()
 		if f == nil || f.Interrupted || f.Permanent {
 			return f

@@ -13,14 +13,14 @@ import (
 )
 
 // reduce runs the reduce steps in the parent worktree with ${map.*}, under
-// runCtx; ctx ending means an interrupt. Progress is checkpointed per
-// step: after a crash or an interrupt only the steps not recorded as done
-// run, with the captures of the done ones. A step that was killed
+// ctx (the run context; the job halting means an interrupt). Progress is
+// checkpointed per step: after a crash or an interrupt only the steps not
+// recorded as done run, with the captures of the done ones. A step that was killed
 // mid-way runs again from the start; if it had moved the results branch
 // (committed), the branch is first moved back to where it was when the
 // step started, so the step finds the same tree as the first time (and
 // never "nothing to commit").
-func (j *job) reduce(ctx, runCtx context.Context) error {
+func (j *job) reduce(ctx context.Context) error {
 	var done bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
 	if done {
@@ -31,31 +31,31 @@ func (j *job) reduce(ctx, runCtx context.Context) error {
 	if !inReduce {
 		// Once, when the map phase is over: reduce never runs on a branch
 		// agents rewrote. A resumed reduce was checked before it began.
-		if _, err := j.checkIntegrity(runCtx); err != nil {
+		if _, err := j.checkIntegrity(ctx); err != nil {
 			return err
 		}
 	}
 	j.persisted("reduce phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }))
 	if j.mergeMode == MergeTree {
-		if err := j.git.SyncWorktree(runCtx, j.parentDir); err != nil {
+		if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
 			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
 		}
 	}
 	if len(j.wf.Reduce) > 0 {
-		if err := j.reduceSteps(ctx, runCtx); err != nil {
+		if err := j.reduceSteps(ctx); err != nil {
 			return err
 		}
 	}
-	if err := j.markVerified(runCtx); err != nil {
+	if err := j.markVerified(ctx); err != nil {
 		return err
 	}
-	j.auditBaseline(runCtx) // reduce may configure git; agents are done
+	j.auditBaseline(ctx) // reduce may configure git; agents are done
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
 // reduceSteps runs the reduce steps not yet recorded as done, one at a
 // time, checkpointing each.
-func (j *job) reduceSteps(ctx, runCtx context.Context) error {
+func (j *job) reduceSteps(ctx context.Context) error {
 	var (
 		res      *Result
 		first    int
@@ -90,12 +90,12 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", n, res.Successful, res.Failed, res.Skipped)
 	}
 	if stepHead != "" {
-		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 		if err != nil {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
 		if head != stepHead {
-			if err := j.git.ResetHard(runCtx, j.parentDir, stepHead); err != nil {
+			if err := j.git.ResetHard(ctx, j.parentDir, stepHead); err != nil {
 				return fmt.Errorf("%w: move the results branch back to where reduce step %d started: %w", ErrJobFailed, first+1, err)
 			}
 			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, shortSHA(stepHead))
@@ -106,7 +106,7 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 	var failed *stepFailure
 	defer func() { span.End(j.phaseEnd(failed)) }()
 	for i := first; i < n; i++ {
-		head, err := j.git.ResolveRef(runCtx, "refs/heads/"+j.branch)
+		head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 		if err != nil {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
@@ -118,11 +118,11 @@ func (j *job) reduceSteps(ctx, runCtx context.Context) error {
 		before := maps.Clone(vars)
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
 			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
-		f := j.steps.run(runCtx, j.wf.Reduce[i:i+1], sc)
+		f := j.steps.run(ctx, j.wf.Reduce[i:i+1], sc)
 		j.savePhaseSpend(sc.spend)
 		if f != nil {
 			failed = f
-			if f.Interrupted || ctx.Err() != nil {
+			if f.Interrupted || j.halted() {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
 			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)

@@ -14,9 +14,9 @@ import (
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
-// setup runs the setup steps in the parent worktree under runCtx; ctx
-// ending means an interrupt.
-func (j *job) setup(ctx, runCtx context.Context) error {
+// setup runs the setup steps in the parent worktree under ctx (the run
+// context; the job halting means an interrupt).
+func (j *job) setup(ctx context.Context) error {
 	j.persisted("setup phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup }))
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
@@ -24,11 +24,11 @@ func (j *job) setup(ctx, runCtx context.Context) error {
 		vars := j.baseVars()
 		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
-		f := j.steps.run(runCtx, j.wf.Setup, sc)
+		f := j.steps.run(ctx, j.wf.Setup, sc)
 		j.savePhaseSpend(sc.spend)
 		span.End(j.phaseEnd(f))
 		if f != nil {
-			if f.Interrupted || ctx.Err() != nil {
+			if f.Interrupted || j.halted() {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
 			}
 			return fmt.Errorf("%w: setup step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
