@@ -1,11 +1,12 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 
 	"github.com/prodigy-action/prodigy-action/actionapp"
 	"github.com/prodigy-action/prodigy-action/cli"
@@ -15,15 +16,7 @@ import (
 // runCLI runs the command tree in-process with PRODIGY_HOME=home.
 func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string {
-		if k == "PRODIGY_HOME" {
-			return home
-		}
-		return ""
-	})
-	code := cli.Execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
+	return clitest.Run{Env: map[string]string{"PRODIGY_HOME": home}}.Exec(args...)
 }
 
 func TestUnknownSubcommandExitsTwoWithSuggestion(t *testing.T) {

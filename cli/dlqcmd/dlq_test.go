@@ -1,8 +1,6 @@
 package dlqcmd_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -13,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
+
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 
@@ -27,16 +26,7 @@ var dlqNow = time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC)
 // runDLQ runs the CLI in-process with PRODIGY_HOME=home, stdin and a fixed clock.
 func runDLQ(t *testing.T, home, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	f := cmdutil.NewFactory(strings.NewReader(stdin), &out, &errb, func(k string) string {
-		if k == "PRODIGY_HOME" {
-			return home
-		}
-		return ""
-	})
-	f.Now = func() time.Time { return dlqNow }
-	code := cli.Execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
+	return clitest.Run{Env: map[string]string{"PRODIGY_HOME": home}, Stdin: stdin, Now: dlqNow}.Exec(args...)
 }
 
 type seedItem struct {

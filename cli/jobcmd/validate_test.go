@@ -1,8 +1,6 @@
 package jobcmd_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prodigy-action/prodigy-action/cli"
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -25,10 +22,7 @@ func validateCLI(t *testing.T, env map[string]string, args ...string) (code int,
 	if _, ok := env["PRODIGY_HOME"]; !ok {
 		env["PRODIGY_HOME"] = t.TempDir()
 	}
-	var out, errb bytes.Buffer
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	code = cli.Execute(context.Background(), f, append([]string{"validate"}, args...))
-	return code, out.String(), errb.String()
+	return clitest.Run{Env: env}.Exec(append([]string{"validate"}, args...)...)
 }
 
 func validateJSON(t *testing.T, env map[string]string, path string) (int, runner.Validation) {

@@ -1,0 +1,80 @@
+// Package clitest runs the command tree in-process for the CLI packages'
+// tests: their streams in buffers, their environment a map, a fake clock
+// (no real backoff sleeps) and, when set, a fixed time for age cut-offs.
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prodigy-action/prodigy-action/cli"
+	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+)
+
+// Run is one in-process invocation of the CLI.
+type Run struct {
+	// Env is the environment the command sees (nothing else of the
+	// process's): PRODIGY_HOME, HOME, …
+	Env map[string]string
+	// Stdin is the command's standard input.
+	Stdin string
+	// Now, when set, is the Factory's clock for age cut-offs (dlq purge).
+	Now time.Time
+}
+
+// Exec runs args and returns the exit code, stdout and stderr.
+func (r Run) Exec(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	f := cmdutil.NewFactory(strings.NewReader(r.Stdin), &out, &errb, func(k string) string { return r.Env[k] })
+	f.Engine.Clock = &noSleep{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if !r.Now.IsZero() {
+		f.Now = func() time.Time { return r.Now }
+	}
+	code = cli.Execute(context.Background(), f, args)
+	return code, out.String(), errb.String()
+}
+
+// Home runs args with PRODIGY_HOME and HOME at home.
+func Home(home string, args ...string) (int, string, string) {
+	return Run{Env: map[string]string{"PRODIGY_HOME": home, "HOME": home}}.Exec(args...)
+}
+
+// noSleep is the engine's clock in these tests: Sleep returns at once and
+// moves its time on, so backoffs take no time.
+type noSleep struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *noSleep) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *noSleep) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return nil
+}
+
+// Workflow writes body as a workflow file in a new temporary directory and
+// returns its path.
+func Workflow(t testing.TB, body string) string {
+	t.Helper()
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
