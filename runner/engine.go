@@ -354,8 +354,7 @@ func (e *Engine) Plan(ctx context.Context, s PlanSpec) (*Plan, error) {
 func (e *Engine) Shard(ctx context.Context, s ShardSpec) (*ShardResult, error) {
 	o := e.options(s.Agents)
 	o.RepoDir = s.RepoDir
-	return runShard(ctx, shardOptions{Run: o, PlanDir: s.PlanDir, Shard: s.Shard, OutDir: s.OutDir, Continue: s.Continue,
-		Attempt: s.Attempt, OutputLock: s.OutputLock, Written: s.Written})
+	return runShard(ctx, shardOptions{Run: o, ShardSpec: s})
 }
 
 // Gather merges shard outputs into the job's results branch (see
@@ -363,5 +362,5 @@ func (e *Engine) Shard(ctx context.Context, s ShardSpec) (*ShardResult, error) {
 func (e *Engine) Gather(ctx context.Context, s GatherSpec) (*Result, error) {
 	o := e.options(Agents{})
 	o.RepoDir = s.RepoDir
-	return gatherJob(ctx, gatherOptions{Run: o, PlanDir: s.PlanDir, Outputs: s.Outputs, Final: s.Final, Reject: s.Reject})
+	return gatherJob(ctx, gatherOptions{Run: o, GatherSpec: s})
 }

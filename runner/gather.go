@@ -15,13 +15,10 @@ import (
 
 // gatherOptions configures gatherJob: Run carries the engine settings
 // (Home, RepoDir, Stderr, Clock, …; the workflow, job id and results
-// branch come from the plan), the other fields are GatherSpec's.
+// branch come from the plan), the spec the rest.
 type gatherOptions struct {
-	Run     options
-	PlanDir string
-	Outputs []string
-	Final   bool
-	Reject  map[string]string
+	Run options
+	GatherSpec
 }
 
 // gatherJob completes a sharded job in the repository at Run.RepoDir (the

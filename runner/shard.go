@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -14,16 +13,10 @@ import (
 
 // shardOptions configures runShard: Run carries the engine settings
 // (Home, RepoDir, MaxParallel, Stderr, Clock, …; the workflow, job id and
-// branch come from the plan), the other fields are ShardSpec's.
+// branch come from the plan), the spec the rest.
 type shardOptions struct {
-	Run        options
-	PlanDir    string
-	Shard      int
-	OutDir     string
-	Continue   string
-	Attempt    int
-	OutputLock sync.Locker
-	Written    func(seq int)
+	Run options
+	ShardSpec
 }
 
 // ShardResult is OUTDIR/result.json: the per-item outcomes `run --json`
