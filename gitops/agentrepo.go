@@ -303,15 +303,25 @@ func quoteAlternate(p string) string {
 // copyFile copies a regular file, keeping its modification time (the
 // index's racy-entry check compares it with the files').
 func copyFile(from, to string) error {
-	fi, err := os.Stat(from)
+	src, err := os.Open(from)
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(from)
+	defer src.Close()
+	fi, err := src.Stat()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	// File to file: the kernel copies (copy_file_range), no buffer here.
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
 		return err
 	}
 	return os.Chtimes(to, fi.ModTime(), fi.ModTime())
