@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
@@ -132,31 +131,17 @@ type permissionDenial struct {
 
 // finalClaudeResult returns the last result event written after offset.
 func finalClaudeResult(path string, offset int64) (claudeResult, bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return claudeResult{}, false, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return claudeResult{}, false, err
-	}
 	var (
 		last  claudeResult
 		found bool
 	)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
+	err := spend.EachTranscriptLine(path, offset, func(line []byte) {
 		var ev claudeResult
 		if json.Unmarshal(line, &ev) == nil && ev.Type == "result" {
 			last, found = ev, true
 		}
-	}
-	return last, found, sc.Err()
+	})
+	return last, found, err
 }
 
 // claudeOverrides encodes the caller's Claude options for the checkpoint

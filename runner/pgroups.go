@@ -64,9 +64,6 @@ func readProcessRecord(p Paths) ([]jobstore.ProcessGroup, error) {
 	return jobstore.ReadProcessRecord(p)
 }
 
-// processGroupsFile is the record of job p.
-func processGroupsFile(p Paths) string { return p.ProcessRecord() }
-
 // jobProcessKey identifies a job in process tags: a hash of its state
 // directory, so equal job ids in two repositories or homes never match.
 func jobProcessKey(p Paths) string {

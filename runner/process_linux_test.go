@@ -199,7 +199,7 @@ func TestProcessRecordCompactsAndReplays(t *testing.T) {
 	if err != nil || len(live) != 1 || live[0].PGID != keep.PGID {
 		t.Fatalf("live = %+v, %v", live, err)
 	}
-	data, _ := os.ReadFile(processGroupsFile(p))
+	data, _ := os.ReadFile(p.ProcessRecord())
 	if n := bytes.Count(data, []byte("\n")); n > 70 {
 		t.Fatalf("record not compacted: %d lines", n)
 	}

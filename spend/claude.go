@@ -119,24 +119,10 @@ var busyText = regexp.MustCompile(`(?i)rate[ _-]?limit|overloaded|too many reque
 // ScanClaudeRun reads the transcript written after offset.
 func ScanClaudeRun(path string, offset int64) (ClaudeRun, error) {
 	var run ClaudeRun
-	f, err := os.Open(path)
-	if err != nil {
-		return run, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return run, err
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
+	err := EachTranscriptLine(path, offset, func(line []byte) {
 		var ev claudeEvent
 		if json.Unmarshal(line, &ev) != nil {
-			continue
+			return
 		}
 		switch {
 		case ev.Type == "system" && ev.Subtype == "api_retry":
@@ -184,8 +170,31 @@ func ScanClaudeRun(path string, offset int64) (ClaudeRun, error) {
 				}
 			}
 		}
+	})
+	return run, err
+}
+
+// EachTranscriptLine calls fn with every line of the stream-json
+// transcript at path written after offset that holds a JSON object
+// (trimmed; a line over 64 MiB ends the read with an error). fn must not
+// keep line.
+func EachTranscriptLine(path string, offset int64, fn func(line []byte)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
-	return run, sc.Err()
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 && line[0] == '{' {
+			fn(line)
+		}
+	}
+	return sc.Err()
 }
 
 // parseCost reads a result's total_cost_usd: a JSON number, finite, at
