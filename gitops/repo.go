@@ -43,9 +43,12 @@ type objectReader struct {
 // (96 MiB) filled, in a long job, with ever larger versions of the trees
 // merges rewrite (a directory every item adds a file to), and held them:
 // the engine's peak RSS grew with the number of items. What merges read
-// again — the base's and the results tip's trees — is small, and what this
-// process just wrote is kept apart (objectReader.written).
-const objectCacheSize = 16 * cache.MiByte
+// again — the base's and the results tip's trees — is small, the trees
+// they decode are kept decoded apart (objectReader.entries), and what this
+// process just wrote is kept apart too (objectReader.written): 4 MiB
+// costs no CPU measurable at 3,000 items (bench/README, issue 26 item 1)
+// and keeps a job's live heap near 16 MiB.
+const objectCacheSize = 4 * cache.MiByte
 
 // openPacks is how many pack files go-git keeps open (least recently
 // opened closed first). Without it every object read opens and closes its

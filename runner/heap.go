@@ -17,13 +17,13 @@ const heapBoundEvery = 2 * time.Second
 
 // boundHeap keeps the job's process near its live memory. A job's live
 // heap is small and grows slowly (the checkpoint's items, go-git's object
-// cache, bounded at 16 MiB), but each item allocates megabytes that die at
+// cache, bounded at 4 MiB), but each item allocates megabytes that die at
 // once (trees decoded for a merge, index reads), and with Go's default GC
 // target alone the heap's high-water mark, and so the peak RSS, rose with
 // the job's length (47 MiB after 1,000 items, 127 MiB after 10,000); for a
 // job of a million items, whose items stay in memory, it would reach about
 // twice their size between collections. Unless GOGC or GOMEMLIMIT is set,
-// it keeps a soft memory limit of 1.25 times the live heap plus 32 MiB
+// it keeps a soft memory limit of 1.25 times the live heap plus 16 MiB
 // (64 MiB from bigJob items: the result such a job ends with needs about
 // half the items' size again): set after a collection when the job starts,
 // then, below bigJob items, moved every heapBoundEvery to follow the live
@@ -37,7 +37,7 @@ func (j *job) boundHeap() func() {
 		return func() {}
 	}
 	prev := debug.SetMemoryLimit(-1)
-	slack := uint64(32 << 20)
+	slack := uint64(16 << 20)
 	if j.total() >= bigJob {
 		slack = 64 << 20
 	}

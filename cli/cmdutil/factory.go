@@ -185,7 +185,7 @@ func (f *Factory) FinishJob(res *runner.Result, err error, asJSON bool) error {
 		if res.OrphanedWorktrees == nil {
 			res.OrphanedWorktrees = []runner.OrphanedWorktree{}
 		}
-		if werr := WriteJSON(f.Out, res); werr != nil && err == nil {
+		if werr := WriteResultJSON(f.Out, res); werr != nil && err == nil {
 			err = werr
 		}
 	}

@@ -1,9 +1,6 @@
 package jobcmd
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,48 +68,14 @@ func runStatus(f *cmdutil.Factory, opts *statusOptions) error {
 }
 
 // writeStatusJSON writes the job's result as cmdutil.WriteJSON writes
-// runner.Status's, byte for byte, but streamed: the job's fields, then each
-// item as it is read (runner.StatusStream), so a job of a million items
-// starts printing at once and its items are never all in memory.
+// runner.Status's, byte for byte, but streamed (cmdutil.ResultJSON): the
+// job's fields, then each item as it is read (runner.StatusStream), so a
+// job of a million items starts printing at once and its items are never
+// all in memory.
 func writeStatusJSON(out io.Writer, home, id string) error {
-	w := bufio.NewWriterSize(out, 64<<10)
-	var tail []byte
-	n := 0
-	err := runner.StatusStream(home, id, func(res *runner.Result) error {
-		res.Items = nil
-		var head bytes.Buffer
-		if err := cmdutil.WriteJSON(&head, res); err != nil {
-			return err
-		}
-		const slot = `"items": null`
-		before, after, ok := bytes.Cut(head.Bytes(), []byte(slot))
-		if !ok {
-			return fmt.Errorf("write JSON: no items field")
-		}
-		tail = after
-		_, err := w.Write(append(before, `"items": [`...))
-		return err
-	}, func(it runner.ItemOutcome) error {
-		b, err := json.MarshalIndent(it, "    ", "  ")
-		if err != nil {
-			return fmt.Errorf("write JSON: %w", err)
-		}
-		sep := ",\n    "
-		if n == 0 {
-			sep = "\n    "
-		}
-		n++
-		_, _ = w.WriteString(sep)
-		_, err = w.Write(b)
-		return err
-	})
-	if err != nil {
+	rj := cmdutil.NewResultJSON(out)
+	if err := runner.StatusStream(home, id, rj.Head, rj.Item); err != nil {
 		return err
 	}
-	if n > 0 {
-		_, _ = w.WriteString("\n  ")
-	}
-	_, _ = w.WriteString("]")
-	_, _ = w.Write(tail)
-	return w.Flush()
+	return rj.Close()
 }
