@@ -7,6 +7,16 @@
 //	go run ./bench/scale                                # N=1000,10000 in full; N=1000000 for a 120 s window
 //	go run ./bench/scale -n 1000,10000 -json
 //	go run ./bench/scale -n 1000000 -window 60s -window-items 5000
+//	go run ./bench/scale -commits 1000 -files 1000 -max-parallel 2 -n 1000,10000,100000
+//
+// With -commits K (issue 26) every item does real work: its agent writes
+// out/item-<index mod K>.txt and commits it, so every item is merged into
+// the results branch, and the repository (-files F files under src/, plus
+// out/) stops growing after K items, as bench/engine's -slots. The report
+// then adds the CPU of the runner's whole process tree per item (its own
+// plus every child it reaped: git, the agents' bash and git) over the same
+// window, and the mean merge section per merged item (timings_ms.merge of
+// `status --json`), with their ratios to N=1,000's.
 //
 // Per N it reports:
 //
@@ -65,6 +75,8 @@ type config struct {
 	action, dir    string
 	statusBaseline string
 	keep, json     bool
+	commits        int // -commits: items commit out/item-<i mod K>.txt (0: no-op items)
+	files          int // -files: files under src/ in the repository
 }
 
 // Run is one measured job.
@@ -102,6 +114,11 @@ type Run struct {
 	JobStatus          string  `json:"job_status"`
 	CheckOK            bool    `json:"check_ok"`
 	CheckError         string  `json:"check_error,omitempty"`
+	// With -commits: the process tree's CPU per item over the window (the
+	// runner plus every child it reaped) and the mean merge section of the
+	// merged items (ms).
+	TreeCPUMSPerItem float64 `json:"tree_cpu_ms_per_item,omitempty"`
+	MergeMSPerItem   float64 `json:"merge_ms_per_item,omitempty"`
 }
 
 // Report is the -json output.
@@ -111,8 +128,13 @@ type Report struct {
 	BookkeepingRatio10k float64 `json:"bookkeeping_10k_over_1k"`
 	WallPerItemRatio10k float64 `json:"wall_per_item_10k_over_1k"`
 	Throughput1MOver1k  float64 `json:"throughput_1m_over_1k"`
-	CPUs                int     `json:"cpus"`
-	Load                string  `json:"loadavg"`
+	// With -commits: per-item ratios to N=1,000's, by N (runner's own CPU,
+	// the process tree's CPU, the merge section, peak RSS).
+	Commits []CommitRatio `json:"commit_ratios,omitempty"`
+	// CommitSlots is -commits (0: no-op items).
+	CommitSlots int    `json:"commits,omitempty"`
+	CPUs        int    `json:"cpus"`
+	Load        string `json:"loadavg"`
 }
 
 func main() {
@@ -127,6 +149,8 @@ func main() {
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a temp dir)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object")
+	flag.IntVar(&c.commits, "commits", 0, "items write and commit out/item-<index mod K>.txt (0: no-op items that commit nothing)")
+	flag.IntVar(&c.files, "files", 0, "files under src/ in the repository (4 KiB each)")
 	flag.Parse()
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -177,7 +201,7 @@ func run(c config) (*Report, error) {
 			return nil, fmt.Errorf("build the action binary: %w", err)
 		}
 	}
-	rep := &Report{CPUs: runtime.NumCPU()}
+	rep := &Report{CPUs: runtime.NumCPU(), CommitSlots: c.commits}
 	var failed []string
 	for _, n := range c.ns {
 		r, err := runOne(c, bin, dir, n)
@@ -206,6 +230,9 @@ func run(c config) (*Report, error) {
 	if a, b := by[1000], by[1000000]; a.ItemsPerS > 0 && b.ItemsPerS > 0 {
 		rep.Throughput1MOver1k = b.ItemsPerS / a.ItemsPerS
 	}
+	if c.commits > 0 {
+		rep.Commits = commitRatios(rep.Runs)
+	}
 	if len(failed) > 0 {
 		return rep, errors.New(strings.Join(failed, "; "))
 	}
@@ -222,12 +249,46 @@ map:
     - shell: 'true'
 `
 
+// commitWorkflow is the -commits workflow: each agent writes its slot's
+// file and commits it (bench/engine's agent script with -slots).
+const commitWorkflow = `name: scale-bench-commits
+mode: mapreduce
+map:
+  input: items.json
+  id_field: id
+  max_parallel: %d
+  agent_template:
+    - shell: |
+        mkdir -p out
+        printf 'item %%s\n' "${item.id}" > "out/item-${item.slot}.txt"
+        git add "out/item-${item.slot}.txt"
+        git commit -q -m "item ${item.id}"
+`
+
+// writeSources writes n files of 4 KiB under src/ (n/100 directories).
+func writeSources(repo string, n int) error {
+	line := strings.Repeat("x", 63) + "\n"
+	body := strings.Repeat(line, 64)
+	for i := range n {
+		d := filepath.Join(repo, "src", fmt.Sprintf("d%03d", i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%05d.txt", i)), []byte(fmt.Sprintf("file %d\n%s", i, body)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var gitEnv = []string{"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 	"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com", "GITHUB_ACTIONS="}
 
 // setupRepo makes a git repository with items.json (n items, written as a
 // stream) and the workflow, committed.
-func setupRepo(dir string, n, maxPar int) (int64, error) {
+func setupRepo(dir string, n int, c config) (int64, error) {
 	repo := filepath.Join(dir, "repo")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		return 0, err
@@ -243,7 +304,11 @@ func setupRepo(dir string, n, maxPar int) (int64, error) {
 		if i == n-1 {
 			sep = "\n"
 		}
-		fmt.Fprintf(w, `{"id":"item-%07d","path":"src/file%d.go","priority":%d}%s`, i, i, i%10, sep)
+		slot := 0
+		if c.commits > 0 {
+			slot = i % c.commits
+		}
+		fmt.Fprintf(w, `{"id":"item-%07d","path":"src/file%d.go","priority":%d,"slot":%d}%s`, i, i, i%10, slot, sep)
 	}
 	w.WriteString("]\n")
 	if err := errors.Join(w.Flush(), f.Close()); err != nil {
@@ -253,7 +318,14 @@ func setupRepo(dir string, n, maxPar int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(filepath.Join(repo, "workflow.yml"), fmt.Appendf(nil, workflow, maxPar), 0o644); err != nil {
+	wf := fmt.Sprintf(workflow, c.maxParallel)
+	if c.commits > 0 {
+		wf = fmt.Sprintf(commitWorkflow, c.maxParallel)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "workflow.yml"), []byte(wf), 0o644); err != nil {
+		return 0, err
+	}
+	if err := writeSources(repo, c.files); err != nil {
 		return 0, err
 	}
 	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("scale bench\n"), 0o644); err != nil {
@@ -278,9 +350,10 @@ func setupRepo(dir string, n, maxPar int) (int64, error) {
 
 // sample is one poll of the runner.
 type sample struct {
-	at       time.Time
-	cpuTicks int64 // utime+stime of the runner itself
-	finished int
+	at         time.Time
+	cpuTicks   int64 // utime+stime of the runner itself
+	childTicks int64 // cutime+cstime: the children it reaped
+	finished   int
 }
 
 func runOne(c config, bin, root string, n int) (*Run, error) {
@@ -290,7 +363,7 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 		return nil, err
 	}
 	logf("N=%d: writing %d items …", n, n)
-	size, err := setupRepo(dir, n, c.maxParallel)
+	size, err := setupRepo(dir, n, c)
 	if err != nil {
 		return nil, err
 	}
@@ -332,12 +405,12 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 			case <-tick.C:
 			}
 			h := vmHWM(pid)
-			ticks := cpuTicks(pid)
+			ticks, children := cpuTicks(pid)
 			ev.poll()
 			mu.Lock()
 			hwmKiB = max(hwmKiB, h)
 			if ticks >= 0 {
-				samples = append(samples, sample{at: time.Now(), cpuTicks: ticks, finished: ev.finished})
+				samples = append(samples, sample{at: time.Now(), cpuTicks: ticks, childTicks: children, finished: ev.finished})
 			}
 			if firstAt.IsZero() && !ev.firstStart.IsZero() {
 				firstAt = ev.firstStart
@@ -399,7 +472,10 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 			Pending        int    `json:"pending"`
 			DLQCount       int    `json:"dlq_count"`
 			ItemsByOutcome []struct {
-				State string `json:"state"`
+				State   string `json:"state"`
+				Timings *struct {
+					Merge float64 `json:"merge"`
+				} `json:"timings_ms"`
 			} `json:"items"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil {
@@ -407,10 +483,19 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 		}
 		r.JobStatus, r.Merged, r.DLQ = s.Status, s.Successful, s.DLQCount
 		r.Pending = s.Pending
+		var merges float64
+		var timed int
 		for _, it := range s.ItemsByOutcome {
 			if it.State == "running" {
 				r.Running++
 			}
+			if it.State == "merged" && it.Timings != nil {
+				merges += it.Timings.Merge
+				timed++
+			}
+		}
+		if c.commits > 0 && timed > 0 {
+			r.MergeMSPerItem = merges / float64(timed)
 		}
 		check(r, s.TotalItems, s.Failed, s.Skipped, windowed)
 		if c.statusBaseline != "" {
@@ -441,7 +526,9 @@ func check(r *Run, total, failed, skipped int, windowed bool) {
 	if failed != 0 || skipped != 0 || r.DLQ != 0 || r.Running != 0 {
 		problems = append(problems, fmt.Sprintf("failed %d, skipped %d, dlq %d, running %d: want none", failed, skipped, r.DLQ, r.Running))
 	}
-	if windowed {
+	if windowed && r.JobStatus == "completed" && r.Merged == r.N {
+		// The job finished inside its window: a full run.
+	} else if windowed {
 		if r.JobStatus != "interrupted" {
 			problems = append(problems, fmt.Sprintf("status %q, want interrupted", r.JobStatus))
 		}
@@ -488,6 +575,7 @@ func windowStats(r *Run, samples []sample, target int) {
 	r.ItemsPerS = float64(items) / secs
 	r.WallMSPerItem = 1000 / r.ItemsPerS
 	r.CPUMSPerItem = float64(b.cpuTicks-a.cpuTicks) / hz * 1000 / float64(items)
+	r.TreeCPUMSPerItem = float64(b.cpuTicks+b.childTicks-a.cpuTicks-a.childTicks) / hz * 1000 / float64(items)
 	r.RunnerCPUS = float64(samples[len(samples)-1].cpuTicks) / hz
 }
 
@@ -496,26 +584,64 @@ func windowStats(r *Run, samples []sample, target int) {
 const clockTicks = 100
 
 // cpuTicks is utime+stime of pid itself (fields 14 and 15 of
-// /proc/PID/stat), -1 when it cannot be read.
-func cpuTicks(pid int) int64 {
+// /proc/PID/stat) and cutime+cstime, its reaped children's (16 and 17);
+// -1 when they cannot be read.
+func cpuTicks(pid int) (self, children int64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return -1
+		return -1, -1
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return -1
+		return -1, -1
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return -1
+	if len(f) < 15 {
+		return -1, -1
 	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
+	var v [4]int64
+	for k := range v {
+		n, err := strconv.ParseInt(f[11+k], 10, 64)
+		if err != nil {
+			return -1, -1
+		}
+		v[k] = n
 	}
-	return u + s
+	return v[0] + v[1], v[2] + v[3]
+}
+
+// CommitRatio is one N's per-item figures over N=1,000's (-commits).
+type CommitRatio struct {
+	N         int     `json:"n"`
+	RunnerCPU float64 `json:"runner_cpu"`
+	TreeCPU   float64 `json:"tree_cpu"`
+	Merge     float64 `json:"merge"`
+	PeakRSS   float64 `json:"peak_rss"`
+}
+
+// commitRatios compares every run with the N=1,000 run (none without one).
+func commitRatios(runs []Run) []CommitRatio {
+	var base *Run
+	for i := range runs {
+		if runs[i].N == 1000 {
+			base = &runs[i]
+		}
+	}
+	if base == nil || base.CPUMSPerItem <= 0 || base.TreeCPUMSPerItem <= 0 {
+		return nil
+	}
+	var out []CommitRatio
+	for _, r := range runs {
+		if r.N == base.N {
+			continue
+		}
+		cr := CommitRatio{N: r.N, RunnerCPU: r.CPUMSPerItem / base.CPUMSPerItem, TreeCPU: r.TreeCPUMSPerItem / base.TreeCPUMSPerItem, PeakRSS: r.PeakRSSMiB / base.PeakRSSMiB}
+		if base.MergeMSPerItem > 0 {
+			cr.Merge = r.MergeMSPerItem / base.MergeMSPerItem
+		}
+		out = append(out, cr)
+	}
+	return out
 }
 
 // vmHWM is the peak resident set of pid in KiB, -1 when unknown.
@@ -640,7 +766,11 @@ func jsonEqual(a, b []byte) bool {
 }
 
 func printText(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "engine at scale: no-op items, %d CPUs, loadavg %s\n\n", r.CPUs, r.Load)
+	kind := "no-op items"
+	if r.CommitSlots > 0 {
+		kind = fmt.Sprintf("items that commit (out/item-<i mod %d>.txt)", r.CommitSlots)
+	}
+	fmt.Fprintf(w, "engine at scale: %s, %d CPUs, loadavg %s\n\n", kind, r.CPUs, r.Load)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "N\tP\twindow\tfirst item s\titems/s\twall ms/item\tCPU ms/item\tpeak RSS MiB\tstatus s\tstatus --json s\tmerged\tpending\tcheck\t")
 	for _, x := range r.Runs {
@@ -665,6 +795,14 @@ func printText(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "\nbookkeeping (runner CPU/item) 10k/1k: %.2f×  wall/item 10k/1k: %.2f×  throughput 1M/1k: %.2f×\n",
 		r.BookkeepingRatio10k, r.WallPerItemRatio10k, r.Throughput1MOver1k)
+	for _, x := range r.Runs {
+		if r.CommitSlots > 0 {
+			fmt.Fprintf(w, "N=%d commits: tree CPU %.2f ms/item, runner %.2f ms/item, merge %.2f ms/item, peak RSS %.1f MiB\n", x.N, x.TreeCPUMSPerItem, x.CPUMSPerItem, x.MergeMSPerItem, x.PeakRSSMiB)
+		}
+	}
+	for _, cr := range r.Commits {
+		fmt.Fprintf(w, "N=%d over N=1000: runner CPU %.2f×  tree CPU %.2f×  merge %.2f×  peak RSS %.2f×\n", cr.N, cr.RunnerCPU, cr.TreeCPU, cr.Merge, cr.PeakRSS)
+	}
 	for _, x := range r.Runs {
 		if !x.CheckOK {
 			fmt.Fprintf(w, "N=%d check failed: %s\n", x.N, x.CheckError)
