@@ -194,57 +194,6 @@ func (j *job) createGather(ctx context.Context, plan *Plan, gs *jobstore.GatherS
 	return j.open(ctx, cp, false)
 }
 
-// recordIntent writes cp, the job's first checkpoint: from here on the job
-// is listed, and running the same command again continues it.
-func (j *job) recordIntent(ctx context.Context, cp *jobstore.Checkpoint, point string) error {
-	j.state = jobstore.NewState(j.paths, cp, j.now)
-	if err := j.state.Update(func(*jobstore.Checkpoint) {}); err != nil {
-		return fmt.Errorf("record the job: %w", err)
-	}
-	fault(ctx, point, j.id)
-	return nil
-}
-
-// resetUnstartedParent (re)creates the results branch at the base and its
-// parent worktree when nothing has reached the branch yet (it is missing
-// or at the base, and no item has an outcome): whatever a crash left of an
-// earlier attempt (a branch without worktree, a half-made worktree
-// directory) is replaced. A job that has started is left to recover.
-func (j *job) resetUnstartedParent(ctx context.Context, cp *jobstore.Checkpoint) error {
-	for _, it := range cp.Items {
-		if it.State != ItemPending && it.State != ItemRunning {
-			return nil
-		}
-	}
-	exists, err := j.git.BranchExists(ctx, j.branch)
-	if err != nil {
-		return err
-	}
-	if exists {
-		tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
-		if err != nil {
-			return err
-		}
-		if tip != cp.BaseCommit {
-			return nil
-		}
-	}
-	if err := j.git.WorktreeRemove(ctx, j.parentDir); err != nil {
-		return fmt.Errorf("remove the parent worktree an interrupted run left: %w", err)
-	}
-	_ = j.git.WorktreePrune(ctx)
-	if exists {
-		err = j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch)
-	} else {
-		err = j.git.WorktreeAdd(ctx, j.parentDir, j.branch, cp.BaseCommit)
-	}
-	if err != nil {
-		return fmt.Errorf("create the parent worktree: %w", err)
-	}
-	fault(ctx, FaultParentCreated, j.id)
-	return nil
-}
-
 // gather merges and imports the shards in plan order (see Gather), then
 // reduces when no item is left pending.
 func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState, final bool) (*Result, error) {

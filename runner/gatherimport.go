@@ -185,33 +185,6 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts, 
 	return nil
 }
 
-// importRecord stores rec (nil: nothing to store) in the job's DLQ
-// through addRecord, so attempts the stored record already holds are never
-// added twice (a gather interrupted after the DLQ write and before the
-// checkpoint write imports the shard again). When the write fails it warns
-// and returns the encoded record, which the caller keeps in the checkpoint
-// as the item's pending record.
-func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
-	if rec == nil || len(rec.FailureHistory) == 0 {
-		return nil
-	}
-	stored, added, err := addRecord(j.store, *rec)
-	if err == nil {
-		if added {
-			j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
-		}
-		return nil
-	}
-	enc, eerr := dlq.Encode(*rec)
-	if eerr != nil {
-		// Not storable either way: the item is counted as failed.
-		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v; encode: %v", rec.ItemID, err, eerr))
-		return nil
-	}
-	j.warn(fmt.Sprintf("could not add item %s to the DLQ: %v", rec.ItemID, err))
-	return enc
-}
-
 // withPrior returns the record to store for a failed plan item: a
 // redriven item's earlier DLQ record (from the plan) with rec's new
 // failures after it, so the history is kept in attempt order; rec alone

@@ -461,45 +461,6 @@ func pendingPlanItems(p Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
 	return out, nil
 }
 
-// discardInterruptedPlan removes what a `plan` of the same job id killed
-// before it finished left behind (its state is marked as a plan's): the
-// parent worktree, the results branch and the state, so planning again
-// starts afresh. A job that is not an interrupted plan is left alone.
-func discardInterruptedPlan(ctx context.Context, o *options) error {
-	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
-		return nil
-	}
-	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
-	if err != nil {
-		return nil // prepare reports it
-	}
-	p := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
-	if !jobstore.IsPlanning(p) {
-		return nil
-	}
-	if jobstore.Locked(p) {
-		return usage(fmt.Errorf("job %s is being planned by another process", o.JobID))
-	}
-	branch := o.Branch
-	if branch == "" {
-		branch = "prodigy/" + o.JobID
-	}
-	if err := git.WorktreeRemove(ctx, p.ParentWorktree()); err != nil {
-		return fmt.Errorf("remove the parent worktree of the interrupted plan of %s: %w", o.JobID, err)
-	}
-	_ = git.WorktreePrune(ctx)
-	branches, _ := agentBranches(ctx, git, o.JobID)
-	if ok, _ := git.BranchExists(ctx, branch); ok {
-		branches = append(branches, branch)
-	}
-	if len(branches) > 0 {
-		if err := git.DeleteBranches(ctx, branches); err != nil {
-			return fmt.Errorf("delete the branches of the interrupted plan of %s: %w", o.JobID, err)
-		}
-	}
-	return jobstore.RemoveJob(p)
-}
-
 // eligibleRecords reads the reprocess-eligible DLQ records of a job.
 func eligibleRecords(p Paths) ([]*dlq.DeadLetteredItem, error) {
 	store, err := openDLQ(p, dlq.Options{})
