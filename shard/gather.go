@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"context"
@@ -9,19 +9,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
-// gatherOptions configures gatherJob: Run carries the engine settings
-// (Home, RepoDir, Stderr, Clock, …; the workflow, job id and results
-// branch come from the plan), the spec the rest.
-type gatherOptions struct {
-	Run options
-	GatherSpec
+// GatherSpec is what Gather reads: shard outputs merged into the job's
+// results branch in plan order.
+type GatherSpec struct {
+	// RepoDir is a checkout of the plan's repository.
+	RepoDir string
+	// PlanDir is the plan directory.
+	PlanDir string
+	// Outputs are shard output directories, in any order.
+	Outputs []string
+	// Final closes every shard this gather can close: a shard whose output
+	// is absent or unreadable is declared missing and one whose output
+	// still has pending items is gathered as it is. Their items stay
+	// pending for good (continue them with `plan --from-pending`), and
+	// later shards are merged. Without it gather waits for them.
+	Final bool
+	// Reject maps item ids to the reason a reviewer rejected them (a review
+	// gate before anything is published): their merges are left out of the
+	// results branch and they go to the DLQ as ValidationFailed with the
+	// reason, redrivable like any other failure. Only items of shards not
+	// gathered yet can be rejected; an id not in the plan is a usage error.
+	Reject map[string]string
 }
 
-// gatherJob completes a sharded job in the repository at Run.RepoDir (the
+// Gather completes a sharded job in the repository at RepoDir (the
 // planning repository or any clone holding the base; the base is fetched
 // from base.bundle when missing).
 //
@@ -29,8 +46,8 @@ type gatherOptions struct {
 // plan's id and job id, be a shard of the plan given once, list exactly
 // that shard's items, and its bundle's item merges must be the merged
 // items it lists; every file read has a size limit. An output that fails
-// these checks is refused (a *UsageError naming it); one that cannot be
-// read (no result.json, a corrupt bundle) counts as missing.
+// these checks is refused (a *runner.UsageError naming it); one that
+// cannot be read (no result.json, a corrupt bundle) counts as missing.
 //
 // Shards are then merged strictly in plan order, so the results branch
 // tree and the DLQ are a function of the outputs, whatever order they
@@ -47,45 +64,37 @@ type gatherOptions struct {
 // comes first). When every item has an outcome, reduce runs once with
 // ${map.*} over all shards. Gathering the same outputs twice changes
 // nothing; a gather killed at any moment is completed by running it again.
-func gatherJob(ctx context.Context, g gatherOptions) (*Result, error) {
-	o := g.Run
-	o.defaults()
-	o.Merge = MergeTree
-	g.PlanDir = absPath(g.PlanDir)
-	g.Outputs = slices.Clone(g.Outputs)
-	for i, d := range g.Outputs {
-		g.Outputs[i] = absPath(d) // git runs elsewhere: never relative
+func Gather(ctx context.Context, eng *runner.Engine, s GatherSpec) (*runner.Result, error) {
+	s.PlanDir = absPath(s.PlanDir)
+	s.Outputs = slices.Clone(s.Outputs)
+	for i, d := range s.Outputs {
+		s.Outputs[i] = absPath(d) // git runs elsewhere: never relative
 	}
-	plan, err := LoadPlan(g.PlanDir)
+	plan, err := LoadPlan(s.PlanDir)
 	if err != nil {
 		return nil, err
 	}
-	if o.Home == "" {
+	if eng.Home == "" {
 		return nil, usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, agentGitOptions(&o))
+	git, err := eng.OpenRepo(s.RepoDir, runner.Agents{})
 	if err != nil {
 		return nil, usage(err)
 	}
-	if err := plan.ensureBase(ctx, git, g.PlanDir); err != nil {
+	if err := plan.ensureBase(ctx, git, s.PlanDir); err != nil {
 		return nil, err
 	}
-	wf, err := plan.workflow(g.PlanDir)
+	wf, err := plan.workflow(s.PlanDir)
 	if err != nil {
 		return nil, err
 	}
-	o.JobID = plan.JobID
-	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: plan.JobID}
-	j, err := newJob(&o, wf, git, paths, plan.ResultsBranch, plan.MaxParallel)
-	if err != nil {
-		return nil, usage(err)
-	}
-	j.traceParent = plan.TraceParent
-	unlock, err := j.lock()
+	j, err := eng.OpenJob(runner.JobSpec{Repo: git, Workflow: wf, JobID: plan.JobID, Branch: plan.ResultsBranch,
+		TraceParent: plan.TraceParent, Agents: runner.Agents{MaxParallel: plan.MaxParallel}})
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer j.Close()
+	paths := j.Paths()
 	gs, hasGS, err := jobstore.LoadGatherState(paths)
 	if err != nil {
 		return nil, err
@@ -97,114 +106,101 @@ func gatherJob(ctx context.Context, g gatherOptions) (*Result, error) {
 	}
 	if hasGS && gs.PlanID != plan.PlanID {
 		return nil, usage(fmt.Errorf("%w: job %s in this repository is gathered from plan %s, not from plan %s in %s (another plan of the same job id): gather that plan's outputs, or discard the job first (`jobs discard %s`)",
-			errForeignOutput, j.id, gs.PlanID, plan.PlanID, g.PlanDir, j.id))
+			errForeignOutput, j.ID(), gs.PlanID, plan.PlanID, s.PlanDir, j.ID()))
 	}
-	if err := addRejections(plan, gs, !hasGS, g.Reject); err != nil {
+	if err := addRejections(plan, gs, !hasGS, s.Reject); err != nil {
 		return nil, err
 	}
-	outs, unreadable, err := readShardOutputs(plan, g.Outputs)
+	outs, unreadable, err := readShardOutputs(plan, s.Outputs)
 	if err != nil {
 		return nil, err
 	}
-	fetchStart := j.now()
+	fetchStart := j.Now()
 	unreadable = append(unreadable, fetchShardOutputs(ctx, git, plan, outs, gs)...)
-	j.logf("shard outputs fetched and verified in %s (%d at a time)", j.now().Sub(fetchStart).Round(time.Millisecond), fetchParallelism())
+	j.Logf("shard outputs fetched and verified in %s (%d at a time)", j.Now().Sub(fetchStart).Round(time.Millisecond), fetchParallelism())
 	if err := refusals(outs); err != nil {
 		return nil, err
 	}
 	for _, u := range unreadable {
-		j.warn(u)
+		j.Warn(u)
 	}
 	if jobstore.HasCheckpoint(paths) {
-		cp, err := jobstore.LoadCheckpoint(paths)
+		done, err := j.Reopen(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if cp.Status == StatusCompleted {
-			j.logf("job %s is already gathered; nothing to do", j.id)
-			res := resultOf(cp)
-			res.OrphanedWorktrees = orEmpty(nil)
-			if n, err := countDLQ(paths); err == nil {
-				res.DLQCount = n
-			}
-			return res, nil
-		}
-		if err := endJobLeftovers(paths, j.logf); err != nil {
-			return nil, err
-		}
-		if err := j.resetUnstartedParent(ctx, cp); err != nil {
-			return nil, err
-		}
-		if err := j.recover(ctx, cp); err != nil {
-			return nil, err
+		if done != nil {
+			j.Logf("job %s is already gathered; nothing to do", j.ID())
+			return done, nil
 		}
 		if !hasGS {
 			gs.PlanID = plan.PlanID
 		}
-		if err := j.open(ctx, cp, true); err != nil {
-			return nil, err
-		}
 	} else {
 		gs.PlanID = plan.PlanID
-		if err := j.createGather(ctx, plan, gs); err != nil {
+		if err := createGather(ctx, j, plan, gs); err != nil {
 			return nil, err
 		}
 	}
-	defer j.events.close()
-	return j.gather(ctx, plan, outs, gs, g.Final)
+	g := &gatherer{j: j, wf: wf, plan: plan, gs: gs, hooks: eng.Hooks}
+	return g.gather(ctx, outs, s.Final)
 }
 
 // createGather creates the gatherer's job in an order a crash cannot
 // break: the gather state (the plan id), the workflow copy, the
 // checkpoint (every plan item pending), then the results branch at the
 // base (or as the planning repository left it) and its parent worktree
-// (resetUnstartedParent redoes them when a crash came first), then the
-// rest of the state.
-func (j *job) createGather(ctx context.Context, plan *Plan, gs *jobstore.GatherState) error {
-	ok, err := j.git.BranchExists(ctx, j.branch)
+// (runner.Job.Reopen redoes them when a crash came first), then the rest
+// of the state.
+func createGather(ctx context.Context, j *runner.Job, plan *Plan, gs *jobstore.GatherState) error {
+	git := j.Git()
+	ok, err := git.BranchExists(ctx, j.Branch())
 	if err != nil {
 		return usage(err)
 	}
 	if ok {
-		tip, rerr := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+		tip, rerr := git.ResolveRef(ctx, "refs/heads/"+j.Branch())
 		if rerr != nil {
 			return rerr
 		}
 		if tip != plan.BaseCommit {
-			return usage(fmt.Errorf("results branch %s exists at %s, not at the plan's base %s, and this repository has no gather state for job %s", j.branch, short(tip), short(plan.BaseCommit), j.id))
+			return usage(fmt.Errorf("results branch %s exists at %s, not at the plan's base %s, and this repository has no gather state for job %s", j.Branch(), short(tip), short(plan.BaseCommit), j.ID()))
 		}
 	}
-	if err := jobstore.SaveGatherState(j.paths, gs); err != nil {
+	if err := jobstore.SaveGatherState(j.Paths(), gs); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(plan.Items))
 	for _, it := range plan.Items {
 		ids = append(ids, it.ID)
 	}
-	cp := planCheckpoint(j, plan, ids)
-	if err := jobstore.SaveWorkflowCopy(j.paths, []byte(plan.Workflow)); err != nil {
+	items := planItems(plan, ids)
+	if err := jobstore.SaveWorkflowCopy(j.Paths(), []byte(plan.Workflow)); err != nil {
 		return err
 	}
-	if err := j.recordIntent(ctx, cp, FaultGatherIntent); err != nil {
-		return err
-	}
-	if err := j.resetUnstartedParent(ctx, cp); err != nil {
-		return err
-	}
-	return j.open(ctx, cp, false)
+	return j.Create(ctx, runner.CreateSpec{Base: plan.BaseCommit, Vars: plan.Vars, Items: items, Intent: runner.FaultGatherIntent})
+}
+
+// gatherer is one gather of a plan's outputs into the job j.
+type gatherer struct {
+	j     *runner.Job
+	wf    *config.Workflow // the plan's
+	plan  *Plan
+	gs    *jobstore.GatherState
+	hooks runner.Hooks // the Engine's (nil: none)
+	storm bool         // a shard's failure storm is recorded (j.SetStorm)
 }
 
 // gather merges and imports the shards in plan order (see Gather), then
 // reduces when no item is left pending.
-func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput, gs *jobstore.GatherState, final bool) (*Result, error) {
-	runCtx, stopGrace := j.graceContext(ctx)
-	defer stopGrace()
+func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final bool) (*runner.Result, error) {
+	j, plan, gs := g.j, g.plan, g.gs
 	var waiting, held, alsoMissing, closedOpen []string
 	var stopped []int // shards closed because a policy stopped them
-	mergeStart, merged := j.now(), 0
+	mergeStart, merged := j.Now(), 0
 	for _, sh := range plan.Shards {
 		if ctx.Err() != nil {
-			return j.end(fmt.Errorf("%w while gathering", ErrInterrupted))
+			return j.End(fmt.Errorf("%w while gathering", runner.ErrInterrupted))
 		}
 		if why, closed := gs.Closed[sh.Shard]; closed {
 			if why != closedGathered {
@@ -231,8 +227,9 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			// Stopped by a policy: running the shard again cannot help
 			// before a fix, so it is closed now (its items stay pending).
 			why, stopped = "stopped: "+out.res.StopReason, append(stopped, sh.Shard)
-			if out.res.Storm != nil && j.shardStorm == nil {
-				j.shardStorm = out.res.Storm // the first in plan order
+			if out.res.Storm != nil && !g.storm {
+				j.SetStorm(out.res.Storm) // the first in plan order
+				g.storm = true
 			}
 		case out.res.Pending > 0:
 			why = fmt.Sprintf("output has %d pending item(s)", out.res.Pending)
@@ -242,8 +239,8 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			continue
 		}
 		if out != nil {
-			if err := j.gatherShard(ctx, plan, gs, sh, out); err != nil {
-				return j.end(fmt.Errorf("%w: gather shard %d: %w", ErrJobFailed, sh.Shard, err))
+			if err := g.gatherShard(ctx, sh, out); err != nil {
+				return j.End(fmt.Errorf("%w: gather shard %d: %w", runner.ErrJobFailed, sh.Shard, err))
 			}
 			merged++
 		}
@@ -252,22 +249,23 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 			reason = why
 			closedOpen = append(closedOpen, fmt.Sprintf("shard %d (%s)", sh.Shard, why))
 			if slices.Contains(stopped, sh.Shard) {
-				j.warn(fmt.Sprintf("shard %d %s: closed, its pending items stay pending", sh.Shard, why))
+				j.Warn(fmt.Sprintf("shard %d %s: closed, its pending items stay pending", sh.Shard, why))
 			} else {
-				j.warn(fmt.Sprintf("shard %d closed by a final gather (%s): its pending items stay pending", sh.Shard, why))
+				j.Warn(fmt.Sprintf("shard %d closed by a final gather (%s): its pending items stay pending", sh.Shard, why))
 			}
 		}
 		gs.Closed[sh.Shard] = reason
-		if err := jobstore.SaveGatherState(j.paths, gs); err != nil {
-			return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+		if err := jobstore.SaveGatherState(j.Paths(), gs); err != nil {
+			return j.End(fmt.Errorf("%w: %w", runner.ErrJobFailed, err))
 		}
-		fault(ctx, FaultGatherShardClosed, strconv.Itoa(sh.Shard))
+		runner.Fault(ctx, runner.FaultGatherShardClosed, strconv.Itoa(sh.Shard))
 	}
 	if merged > 0 {
-		j.logf("%d shard(s) merged and imported in plan order in %s", merged, j.now().Sub(mergeStart).Round(time.Millisecond))
+		j.Logf("%d shard(s) merged and imported in plan order in %s", merged, j.Now().Sub(mergeStart).Round(time.Millisecond))
 	}
-	var pending int
-	j.state.Read(func(cp *jobstore.Checkpoint) { pending = cp.Counts().Pending })
+	var c jobstore.Counts
+	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) { c = cp.Counts() })
+	pending := c.Pending
 	if pending > 0 {
 		var msg string
 		if len(waiting) > 0 {
@@ -285,23 +283,23 @@ func (j *job) gather(ctx context.Context, plan *Plan, outs map[int]*shardOutput,
 				fix = "fix the cause of the stop, then "
 			}
 			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; %scontinue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
-				pending, strings.Join(firstN(closedOpen, 12), "; "), fix, j.id)
+				pending, strings.Join(firstN(closedOpen, 12), "; "), fix, j.ID())
 		}
-		if j.shardStorm != nil && len(waiting) == 0 {
+		if g.storm && len(waiting) == 0 {
 			// A shard's breaker stopped it: the gathered job is stopped by
 			// the storm too (exit 3), resumable after the fix.
-			return j.end(fmt.Errorf("%w: %s", ErrFailureStorm, msg))
+			return j.End(fmt.Errorf("%w: %s", runner.ErrFailureStorm, msg))
 		}
-		return j.end(fmt.Errorf("%w: %s", ErrJobFailed, msg))
+		return j.End(fmt.Errorf("%w: %s", runner.ErrJobFailed, msg))
 	}
-	if why := j.jobWideStop(); why != "" {
-		return j.end(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", ErrJobFailed, why, j.id))
+	if why := jobWideStop(g.wf.ErrorPolicy, c); why != "" {
+		return j.End(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", runner.ErrJobFailed, why, j.ID()))
 	}
 	// reduce brings the parent worktree up to the results branch first.
-	if err := j.reduce(runCtx); err != nil {
-		return j.end(err)
+	if err := j.Reduce(ctx); err != nil {
+		return j.End(err)
 	}
-	return j.end(nil)
+	return j.End(nil)
 }
 
 // closedGathered is the GatherState reason of a shard gathered whole.
@@ -313,67 +311,69 @@ var errUnreadableShard = errors.New("unreadable shard output")
 // fetchShardOutputs) and records its items' outcomes. Merging a shard
 // already merged changes nothing, so a gather killed between the merge and
 // the import does it again.
-func (j *job) gatherShard(ctx context.Context, plan *Plan, gs *jobstore.GatherState, sh PlanShard, out *shardOutput) error {
+func (g *gatherer) gatherShard(ctx context.Context, sh PlanShard, out *shardOutput) error {
+	j, plan, git := g.j, g.plan, g.j.Git()
 	sr := out.res
 	conflicts := map[string]string{} // item id → conflict message
-	rejected := rejectedIn(gs, sh, sr)
+	rejected := rejectedIn(g.gs, sh, sr)
 	if sr.Head != "" && sr.Head != plan.BaseCommit {
-		ref := shardRef(j.id, sh.Shard)
-		msg := fmt.Sprintf("Merge shard %d of job %s\n\nProdigy-Job: %s\nProdigy-Shard: %d\n", sh.Shard, j.id, j.id, sh.Shard)
+		ref := shardRef(j.ID(), sh.Shard)
+		msg := fmt.Sprintf("Merge shard %d of job %s\n\nProdigy-Job: %s\nProdigy-Shard: %d\n", sh.Shard, j.ID(), j.ID(), sh.Shard)
 		var err error
 		if len(rejected) == 0 {
-			_, err = j.git.MergeTree(ctx, "refs/heads/"+j.branch, ref, msg)
+			_, err = git.MergeTree(ctx, "refs/heads/"+j.Branch(), ref, msg)
 		} else {
-			j.logf("shard %d has %d item(s) rejected in review; replaying the others one by one", sh.Shard, len(rejected))
+			j.Logf("shard %d has %d item(s) rejected in review; replaying the others one by one", sh.Shard, len(rejected))
 			err = &gitops.MergeConflictError{}
 		}
 		var mc *gitops.MergeConflictError
 		switch {
 		case errors.As(err, &mc):
 			if len(rejected) == 0 {
-				j.logf("shard %d conflicts with the results branch (%s); replaying its items one by one", sh.Shard, strings.Join(mc.Files, ", "))
+				j.Logf("shard %d conflicts with the results branch (%s); replaying its items one by one", sh.Shard, strings.Join(mc.Files, ", "))
 			}
-			if conflicts, err = j.replayShard(ctx, plan, ref, rejected); err != nil {
+			if conflicts, err = g.replayShard(ctx, ref, rejected); err != nil {
 				return err
 			}
 		case err != nil:
 			return err
 		default:
-			j.logf("merged shard %d (%d item(s))", sh.Shard, len(sh.Items))
+			j.Logf("merged shard %d (%d item(s))", sh.Shard, len(sh.Items))
 		}
-		fault(ctx, FaultGatherShardMerged, strconv.Itoa(sh.Shard))
+		runner.Fault(ctx, runner.FaultGatherShardMerged, strconv.Itoa(sh.Shard))
 	}
-	return j.importShard(plan, sh, sr, conflicts, rejected, out.records)
+	return g.importShard(sh, sr, conflicts, rejected, out.records)
 }
 
 // replayShard applies the shard's item merges onto the results branch one
 // at a time; it returns the items whose merge conflicts.
-func (j *job) replayShard(ctx context.Context, plan *Plan, ref string, skip map[string]string) (map[string]string, error) {
-	merges, err := j.git.FirstParentMerges(ctx, plan.BaseCommit, ref)
+func (g *gatherer) replayShard(ctx context.Context, ref string, skip map[string]string) (map[string]string, error) {
+	j, git := g.j, g.j.Git()
+	merges, err := git.FirstParentMerges(ctx, g.plan.BaseCommit, ref)
 	if err != nil {
 		return nil, err
 	}
 	conflicts := map[string]string{}
 	for _, m := range merges {
-		id, ok := itemTrailer(m.Message, j.id)
+		id, ok := itemTrailer(m.Message, j.ID())
 		label := "merge " + short(m.OID)
 		if ok {
 			label = "item " + id
 			if _, rejected := skip[id]; rejected {
-				j.logf("✗ %s rejected in review: left out of %s", id, j.branch)
+				j.Logf("✗ %s rejected in review: left out of %s", id, j.Branch())
 				continue
 			}
 		}
-		_, err := j.git.ReplayMerge(ctx, "refs/heads/"+j.branch, m.OID, label, m.Message)
+		_, err := git.ReplayMerge(ctx, "refs/heads/"+j.Branch(), m.OID, label, m.Message)
 		var mc *gitops.MergeConflictError
 		switch {
 		case errors.As(err, &mc) && ok:
-			msg := fmt.Sprintf("merge conflict merging %s into %s", label, j.branch)
+			msg := fmt.Sprintf("merge conflict merging %s into %s", label, j.Branch())
 			if len(mc.Files) > 0 {
 				msg += ": " + strings.Join(mc.Files, ", ")
 			}
 			conflicts[id] = msg
-			j.logf("✗ %s conflicts with another shard: %s", id, strings.Join(mc.Files, ", "))
+			j.Logf("✗ %s conflicts with another shard: %s", id, strings.Join(mc.Files, ", "))
 		case err != nil:
 			return nil, err
 		}
