@@ -194,7 +194,7 @@ func (j *Job) Discard() { j.j.rollback() }
 // whose items were planned elsewhere.
 type JobSpec struct {
 	// Repo is the checkout the job works in (Engine.OpenRepo, with the
-	// same Agents).
+	// same Agents.User).
 	Repo *gitops.Client
 	// Workflow is what the job runs, reduce included: a job whose reduce
 	// runs elsewhere is given one without reduce steps.
