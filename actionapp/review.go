@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/ghaction"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // errNoApproval: a gather behind a review gate found no approval for it.
@@ -34,7 +34,7 @@ func (r *actionRun) reviewRejections(ctx context.Context) (map[string]string, er
 		}
 		lines = append(lines, line)
 	}
-	reject, err := runner.ParseRejections(lines)
+	reject, err := shard.ParseRejections(lines)
 	if err != nil {
 		return nil, fmt.Errorf("input reject: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // Defaults of the sharded fan-out inputs, relative to the workspace (a
@@ -87,8 +88,8 @@ func (r *actionRun) plan(ctx context.Context) int {
 	shards := 0
 	if s := e.gha.GetInput("shards"); s != "" && s != "auto" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > runner.MaxShards {
-			e.gha.Errorf("input shards: want 1-%d or auto, got %q", runner.MaxShards, s)
+		if err != nil || n < 1 || n > shard.MaxShards {
+			e.gha.Errorf("input shards: want 1-%d or auto, got %q", shard.MaxShards, s)
 			return exitUsage
 		}
 		shards = n
@@ -115,7 +116,7 @@ func (r *actionRun) plan(ctx context.Context) int {
 		return fail(err)
 	}
 	dir := r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir)
-	p, err := eng.Plan(ctx, runner.PlanSpec{Workflow: v.Workflow, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Dir: dir, Shards: shards, FromDLQ: fromDLQ})
+	p, err := shard.NewPlan(ctx, eng, shard.PlanSpec{Workflow: v.Workflow, RepoDir: r.ws, MaxParallel: r.in.MaxParallel, Dir: dir, Shards: shards, FromDLQ: fromDLQ})
 	if err != nil {
 		return fail(err)
 	}
@@ -150,7 +151,7 @@ func (r *actionRun) shard(ctx context.Context) int {
 	if in := e.gha.GetInput("shard-continue"); in != "" {
 		cont = previousShardOutput(r.inWorkspace(in, ""), k)
 	}
-	so := runner.ShardSpec{RepoDir: r.ws, Agents: r.agents(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont, Attempt: int(r.ctx.RunAttempt)}
+	so := shard.RunSpec{RepoDir: r.ws, Agents: r.agents(), PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Shard: k, OutDir: out, Continue: cont, Attempt: int(r.ctx.RunAttempt)}
 	live, code := r.liveUploads(out, k)
 	if code != exitOK {
 		return code
@@ -159,7 +160,7 @@ func (r *actionRun) shard(ctx context.Context) int {
 		so.OutputLock, so.Written = live.lock, live.written
 		live.start(ctx)
 	}
-	sr, err := r.engine().Shard(ctx, so)
+	sr, err := shard.Run(ctx, r.engine(), so)
 	if live != nil {
 		live.finish(ctx) // after a signal: nothing more (the step's upload follows)
 	}
@@ -225,7 +226,7 @@ func (r *actionRun) gather(ctx context.Context, eng *runner.Engine) (*runner.Res
 			continue
 		}
 		dir := r.inWorkspace(line, "")
-		if _, err := os.Stat(filepath.Join(dir, runner.ShardResultFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, shard.ResultFile)); err == nil {
 			outs = append(outs, dir)
 			continue
 		}
@@ -235,7 +236,7 @@ func (r *actionRun) gather(ctx context.Context, eng *runner.Engine) (*runner.Res
 		}
 		for _, en := range entries {
 			sub := filepath.Join(dir, en.Name())
-			if _, err := os.Stat(filepath.Join(sub, runner.ShardResultFile)); en.IsDir() && err == nil {
+			if _, err := os.Stat(filepath.Join(sub, shard.ResultFile)); en.IsDir() && err == nil {
 				outs = append(outs, sub)
 			}
 		}
@@ -244,7 +245,7 @@ func (r *actionRun) gather(ctx context.Context, eng *runner.Engine) (*runner.Res
 	if err != nil {
 		return nil, err
 	}
-	return eng.Gather(ctx, runner.GatherSpec{RepoDir: r.ws, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs), Reject: reject})
+	return shard.Gather(ctx, eng, shard.GatherSpec{RepoDir: r.ws, PlanDir: r.inWorkspace(e.gha.GetInput("plan-dir"), defaultPlanDir), Outputs: newestAttempts(outs), Reject: reject})
 }
 
 // previousShardOutput is the shard-continue input resolved for shard k:
@@ -252,7 +253,7 @@ func (r *actionRun) gather(ctx context.Context, eng *runner.Engine) (*runner.Res
 // k among its subdirectories (as actions/download-artifact lays out the
 // earlier attempts' artifacts); "" when there is none (a first attempt).
 func previousShardOutput(dir string, k int) string {
-	if _, err := os.Stat(filepath.Join(dir, runner.ShardResultFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, shard.ResultFile)); err == nil {
 		return dir
 	}
 	entries, err := os.ReadDir(dir)
@@ -269,7 +270,7 @@ func previousShardOutput(dir string, k int) string {
 		var sr struct {
 			Shard *int `json:"shard"`
 		}
-		data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile))
+		data, err := os.ReadFile(filepath.Join(d, shard.ResultFile))
 		if err == nil && json.Unmarshal(data, &sr) == nil && sr.Shard != nil && *sr.Shard == k {
 			return d
 		}
@@ -298,7 +299,7 @@ func newestAttempts(dirs []string) []string {
 			RunAttempt int  `json:"run_attempt"`
 			OutputSeq  int  `json:"output_seq"`
 		}
-		data, err := os.ReadFile(filepath.Join(d, runner.ShardResultFile))
+		data, err := os.ReadFile(filepath.Join(d, shard.ResultFile))
 		if err != nil || json.Unmarshal(data, &sr) != nil || sr.Shard == nil {
 			out = append(out, d)
 			continue

@@ -4,7 +4,11 @@
 // An Engine, built once from the long-lived dependencies (state directory,
 // git options, clock, randomness, redactor, tracer, stderr, hooks, Claude
 // command), has one method per operation, each taking a spec of what it
-// reads: Run, Resume, Redrive, Plan, Shard, Gather.
+// reads: Run, Resume, Redrive. Operations built on the engine — the shard
+// package's plan, shard and gather, one job across runners — drive a job
+// through a Job handle (Engine.SetupJob, Engine.OpenJob): setup alone, a
+// job of an explicit identity created or reopened, its items run,
+// outcomes reached elsewhere imported, reduce, end.
 //
 // Engine.Run creates a job: a parent worktree on the results branch
 // (prodigy/<job_id> by default; the user's checkout is never touched) where

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
@@ -14,8 +13,9 @@ import (
 
 // Engine runs jobs. It is built once from the long-lived dependencies of
 // a process (the CLI's Factory, the Action) and has one method per
-// operation — Run, Resume, Redrive, Plan, Shard, Gather — each taking a
-// spec of exactly what that operation reads. Zero fields mean the
+// operation — Run, Resume, Redrive — each taking a spec of exactly what
+// that operation reads; SetupJob and OpenJob hand out a Job for
+// operations built on the engine (the shard package). Zero fields mean the
 // documented defaults. An Engine is not changed by its operations; several
 // may run at once on different jobs.
 type Engine struct {
@@ -74,7 +74,8 @@ type Engine struct {
 	// a caller reports the result (prints it, uploads the DLQ, comments)
 	// before paying for deleting max_parallel checkouts. The caller must
 	// call Result.Teardown. Without it the files are deleted before the
-	// operation returns. Shards always delete their own.
+	// operation returns. (The shard package's shards always delete their
+	// own.)
 	DeferTeardown bool
 }
 
@@ -206,95 +207,6 @@ type RedriveSpec struct {
 	Agents Agents
 }
 
-// PlanSpec is what Engine.Plan reads: a job planned for shards.
-type PlanSpec struct {
-	// Workflow, RepoDir, JobID and Branch are as in RunSpec.
-	Workflow *config.Workflow
-	RepoDir  string
-	JobID    string
-	Branch   string
-	// MaxParallel is each shard's parallelism the automatic shard count
-	// assumes; 0 means map.max_parallel.
-	MaxParallel int
-	// MaxCostUSD is the job's budget, divided among the shards; 0 keeps
-	// the workflow's.
-	MaxCostUSD float64
-	// Dir is the plan directory (created).
-	Dir string
-	// Shards is the shard count; 0 means auto (see AutoShards).
-	Shards int
-	// FromDLQ plans only the reprocess-eligible DLQ records of that job
-	// instead of the workflow's input: item ids and attempt counts are
-	// kept, setup does not run again (its captured values are reused) and
-	// the base is that job's results branch when it exists here (else
-	// HEAD).
-	FromDLQ string
-	// FromPending plans the items of that job that are still pending — cut
-	// off by a budget, max_failures or a shard closed by a final gather —
-	// with their attempt counts, like FromDLQ.
-	FromPending string
-}
-
-// ShardSpec is what Engine.Shard reads: one shard of a plan run. The
-// workflow, job id, branch and budget come from the plan.
-type ShardSpec struct {
-	// RepoDir is a checkout of the plan's repository.
-	RepoDir string
-	// PlanDir is the plan directory (plan.json, base.bundle).
-	PlanDir string
-	// Shard is the shard index K.
-	Shard int
-	// OutDir receives shard.bundle, dlq/, events.jsonl and result.json.
-	OutDir string
-	// Continue is an earlier attempt's output directory of this shard
-	// (e.g. the artifact a cancelled or timed-out attempt uploaded). When
-	// the shard has no state here it starts from that output: its shard
-	// branch from the output's head, its merged, failed and skipped items
-	// not run again (their DLQ records imported). An output of another
-	// shard, job or base is ignored with a warning. "" starts from the base.
-	Continue string
-	// Attempt is the CI's attempt number of this run of the shard (e.g.
-	// GITHUB_RUN_ATTEMPT), written to result.json as run_attempt so that
-	// a gatherer can tell a re-run's output from an earlier attempt's
-	// whatever its artifact is called; 0 writes none.
-	Attempt int
-	// OutputLock, when set, is held while the output directory is written
-	// (after every finished item and at the end): hold it to read a
-	// consistent output, e.g. to upload it while the shard runs. Nil
-	// uses a lock of the shard's own.
-	OutputLock sync.Locker
-	// Written, when set, is called after each complete write of the output
-	// directory with its output_seq (1, 2, …; the final write has the
-	// highest), without OutputLock held. It must not block for long: the
-	// next write waits for it.
-	Written func(seq int)
-	// Agents says how the shard's agents run.
-	Agents Agents
-}
-
-// GatherSpec is what Engine.Gather reads: shard outputs merged into the
-// job's results branch in plan order.
-type GatherSpec struct {
-	// RepoDir is a checkout of the plan's repository.
-	RepoDir string
-	// PlanDir is the plan directory.
-	PlanDir string
-	// Outputs are shard output directories, in any order.
-	Outputs []string
-	// Final closes every shard this gather can close: a shard whose output
-	// is absent or unreadable is declared missing and one whose output
-	// still has pending items is gathered as it is. Their items stay
-	// pending for good (continue them with `plan --from-pending`), and
-	// later shards are merged. Without it gather waits for them.
-	Final bool
-	// Reject maps item ids to the reason a reviewer rejected them (a review
-	// gate before anything is published): their merges are left out of the
-	// results branch and they go to the DLQ as ValidationFailed with the
-	// reason, redrivable like any other failure. Only items of shards not
-	// gathered yet can be rejected; an id not in the plan is a usage error.
-	Reject map[string]string
-}
-
 // options are the engine's settings for one operation: the Engine's
 // dependencies with the spec's choices.
 func (e *Engine) options(a Agents) options {
@@ -341,26 +253,4 @@ func (e *Engine) Redrive(ctx context.Context, s RedriveSpec) (*Result, error) {
 		}
 	}
 	return retryDLQ(ctx, ro)
-}
-
-// Plan plans a job for shards (see PlanSpec and planJob).
-func (e *Engine) Plan(ctx context.Context, s PlanSpec) (*Plan, error) {
-	o := e.options(Agents{MaxParallel: s.MaxParallel})
-	o.Workflow, o.RepoDir, o.JobID, o.Branch, o.MaxCostUSD = s.Workflow, s.RepoDir, s.JobID, s.Branch, s.MaxCostUSD
-	return planJob(ctx, planOptions{Run: o, Dir: s.Dir, Shards: s.Shards, FromDLQ: s.FromDLQ, FromPending: s.FromPending})
-}
-
-// Shard runs one shard of a plan (see ShardSpec and runShard).
-func (e *Engine) Shard(ctx context.Context, s ShardSpec) (*ShardResult, error) {
-	o := e.options(s.Agents)
-	o.RepoDir = s.RepoDir
-	return runShard(ctx, shardOptions{Run: o, ShardSpec: s})
-}
-
-// Gather merges shard outputs into the job's results branch (see
-// GatherSpec and gatherJob).
-func (e *Engine) Gather(ctx context.Context, s GatherSpec) (*Result, error) {
-	o := e.options(Agents{})
-	o.RepoDir = s.RepoDir
-	return gatherJob(ctx, gatherOptions{Run: o, GatherSpec: s})
 }

@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
@@ -113,54 +112,4 @@ func retryDLQ(ctx context.Context, ro RetryOptions) (*runner.Result, error) {
 	return o.engine(ro.Home).Redrive(ctx, runner.RedriveSpec{JobID: ro.JobID, Filter: ro.Filter, MaxRetries: ro.MaxRetries,
 		Force: ro.Force, DryRun: ro.DryRun, Selected: ro.Selected, Signature: ro.Signature, Sample: ro.Sample, BatchSize: ro.BatchSize,
 		WorkflowFile: o.WorkflowFile, Onto: o.Onto, MaxCostUSD: o.MaxCostUSD, Agents: a})
-}
-
-// PlanOptions is a plan of Run's workflow into Dir.
-type PlanOptions struct {
-	Run         Options
-	Dir         string
-	Shards      int
-	FromDLQ     string
-	FromPending string
-}
-
-// planJob is Engine.Plan.
-func planJob(ctx context.Context, po PlanOptions) (*runner.Plan, error) {
-	o := po.Run
-	return o.engine(o.Home).Plan(ctx, runner.PlanSpec{Workflow: o.Workflow, RepoDir: o.RepoDir, JobID: o.JobID, Branch: o.Branch,
-		MaxParallel: o.MaxParallel, MaxCostUSD: o.MaxCostUSD, Dir: po.Dir, Shards: po.Shards, FromDLQ: po.FromDLQ, FromPending: po.FromPending})
-}
-
-// ShardOptions is shard Shard of the plan in PlanDir.
-type ShardOptions struct {
-	Run        Options
-	PlanDir    string
-	Shard      int
-	OutDir     string
-	Continue   string
-	Attempt    int
-	OutputLock sync.Locker
-	Written    func(seq int)
-}
-
-// runShard is Engine.Shard.
-func runShard(ctx context.Context, so ShardOptions) (*runner.ShardResult, error) {
-	o := so.Run
-	return o.engine(o.Home).Shard(ctx, runner.ShardSpec{RepoDir: o.RepoDir, PlanDir: so.PlanDir, Shard: so.Shard, OutDir: so.OutDir,
-		Continue: so.Continue, Attempt: so.Attempt, OutputLock: so.OutputLock, Written: so.Written, Agents: o.agents()})
-}
-
-// GatherOptions is a gather of Outputs of the plan in PlanDir.
-type GatherOptions struct {
-	Run     Options
-	PlanDir string
-	Outputs []string
-	Final   bool
-	Reject  map[string]string
-}
-
-// gatherJob is Engine.Gather.
-func gatherJob(ctx context.Context, g GatherOptions) (*runner.Result, error) {
-	o := g.Run
-	return o.engine(o.Home).Gather(ctx, runner.GatherSpec{RepoDir: o.RepoDir, PlanDir: g.PlanDir, Outputs: g.Outputs, Final: g.Final, Reject: g.Reject})
 }

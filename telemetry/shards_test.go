@@ -14,6 +14,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 	"github.com/prodigy-action/prodigy-action/telemetry"
 	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
@@ -73,7 +74,7 @@ func TestShardedJobIsOneTrace(t *testing.T) {
 	}
 	plan := filepath.Join(t.TempDir(), "plan")
 	traced(clone("planner"), func(e *runner.Engine, repo string) error {
-		_, err := e.Plan(ctx, runner.PlanSpec{Workflow: wf, RepoDir: repo, JobID: "job-1", Dir: plan, Shards: 2})
+		_, err := shard.NewPlan(ctx, e, shard.PlanSpec{Workflow: wf, RepoDir: repo, JobID: "job-1", Dir: plan, Shards: 2})
 		return err
 	})
 	var outs []string
@@ -81,12 +82,12 @@ func TestShardedJobIsOneTrace(t *testing.T) {
 		out := filepath.Join(t.TempDir(), fmt.Sprintf("out%d", k))
 		outs = append(outs, out)
 		traced(clone(fmt.Sprintf("shard%d", k)), func(e *runner.Engine, repo string) error {
-			_, err := e.Shard(ctx, runner.ShardSpec{RepoDir: repo, PlanDir: plan, Shard: k, OutDir: out})
+			_, err := shard.Run(ctx, e, shard.RunSpec{RepoDir: repo, PlanDir: plan, Shard: k, OutDir: out})
 			return err
 		})
 	}
 	traced(clone("gatherer"), func(e *runner.Engine, repo string) error {
-		_, err := e.Gather(ctx, runner.GatherSpec{RepoDir: repo, PlanDir: plan, Outputs: outs})
+		_, err := shard.Gather(ctx, e, shard.GatherSpec{RepoDir: repo, PlanDir: plan, Outputs: outs})
 		return err
 	})
 

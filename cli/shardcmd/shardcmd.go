@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // planOutput is what `plan --json` prints.
@@ -76,8 +77,8 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 	n := 0
 	if opts.shards != "auto" {
 		v, err := strconv.Atoi(opts.shards)
-		if err != nil || v < 1 || v > runner.MaxShards {
-			return cmdutil.UsageErrorf("--shards must be a number from 1 to %d or auto, not %q", runner.MaxShards, opts.shards)
+		if err != nil || v < 1 || v > shard.MaxShards {
+			return cmdutil.UsageErrorf("--shards must be a number from 1 to %d or auto, not %q", shard.MaxShards, opts.shards)
 		}
 		n = v
 	}
@@ -89,14 +90,14 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	p, err := eng.Plan(ctx, runner.PlanSpec{Workflow: v.Workflow, RepoDir: opts.repo, JobID: opts.jobID, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ, FromPending: opts.fromPending})
+	p, err := shard.NewPlan(ctx, eng, shard.PlanSpec{Workflow: v.Workflow, RepoDir: opts.repo, JobID: opts.jobID, Dir: opts.out, Shards: n, FromDLQ: opts.fromDLQ, FromPending: opts.fromPending})
 	if err != nil {
 		return err
 	}
 	if !opts.json {
 		return nil
 	}
-	abs, _ := filepath.Abs(runner.PlanFile(opts.out))
+	abs, _ := filepath.Abs(shard.PlanFile(opts.out))
 	out := planOutput{JobID: p.JobID, Shards: len(p.Shards), Total: len(p.Items), Plan: abs, Matrix: planMatrix{Shard: make([]int, len(p.Shards))}}
 	for k := range out.Matrix.Shard {
 		out.Matrix.Shard[k] = k
@@ -158,7 +159,7 @@ func runShard(ctx context.Context, f *cmdutil.Factory, opts *shardOptions) error
 	if err != nil {
 		return err
 	}
-	sr, err := eng.Shard(ctx, runner.ShardSpec{RepoDir: opts.repo, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out, Continue: opts.cont,
+	sr, err := shard.Run(ctx, eng, shard.RunSpec{RepoDir: opts.repo, PlanDir: opts.dir, Shard: opts.k, OutDir: opts.out, Continue: opts.cont,
 		Agents: f.Agents(opts.maxParallel, "", config.ClaudeSettings{})})
 	if opts.json && sr != nil {
 		if sr.OrphanedWorktrees == nil {
@@ -224,10 +225,10 @@ func runGather(ctx context.Context, f *cmdutil.Factory, opts *gatherOptions) err
 	if err != nil {
 		return err
 	}
-	reject, err := runner.ParseRejections(opts.reject)
+	reject, err := shard.ParseRejections(opts.reject)
 	if err != nil {
 		return cmdutil.UsageErrorf("--reject: %w", err)
 	}
-	res, err := eng.Gather(ctx, runner.GatherSpec{RepoDir: opts.repo, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final, Reject: reject})
+	res, err := shard.Gather(ctx, eng, shard.GatherSpec{RepoDir: opts.repo, PlanDir: opts.dir, Outputs: opts.outs, Final: opts.final, Reject: reject})
 	return f.FinishJob(res, err, opts.json)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // shardCrashWorkflow: setup commits (so the plan has a base.bundle); an
@@ -283,8 +284,8 @@ func TestShardCrashWindows(t *testing.T) {
 // output, before any state is written.
 func (e *shardCrashEnv) refusals(t *testing.T, fresh func(*shardCrashEnv, string) (string, string), otherPlan string) {
 	last := len(e.outs) - 1
-	var plan runner.Plan
-	data, err := os.ReadFile(runner.PlanFile(e.plan))
+	var plan shard.Plan
+	data, err := os.ReadFile(shard.PlanFile(e.plan))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +300,11 @@ func (e *shardCrashEnv) refusals(t *testing.T, fresh func(*shardCrashEnv, string
 	})
 	record := copyDir(t, e.outs[last])
 	rec := fmt.Sprintf(`{"item_id":%q,"item_data":0,"first_attempt":"2026-01-01T00:00:00Z","last_attempt":"2026-01-01T00:00:00Z","failure_count":1,"failure_history":[{"attempt_number":1,"timestamp":"2026-01-01T00:00:00Z","error_type":"CommandFailed","error_message":"x"}],"error_signature":"x","reprocess_eligible":true,"manual_review_required":false}`, foreignItem)
-	if err := os.WriteFile(filepath.Join(record, runner.ShardDLQDir, foreignItem+".json"), []byte(rec), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(record, shard.DLQDir, foreignItem+".json"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	huge := copyDir(t, e.outs[last])
-	if err := os.Truncate(filepath.Join(huge, runner.ShardResultFile), 3<<30); err != nil {
+	if err := os.Truncate(filepath.Join(huge, shard.ResultFile), 3<<30); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct{ name, out, want string }{
@@ -338,7 +339,7 @@ func (e *shardCrashEnv) refusals(t *testing.T, fresh func(*shardCrashEnv, string
 func planDiff(t *testing.T, got, want, repo string) string {
 	t.Helper()
 	read := func(dir string) map[string]json.RawMessage {
-		data, err := os.ReadFile(runner.PlanFile(dir))
+		data, err := os.ReadFile(shard.PlanFile(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +352,7 @@ func planDiff(t *testing.T, got, want, repo string) string {
 		if err := json.Unmarshal(p["base_commit"], &base); err != nil {
 			t.Fatal(err)
 		}
-		gitOut(t, repo, "fetch", "-q", runner.BaseBundle(dir), "+refs/heads/*:refs/plan-base/*")
+		gitOut(t, repo, "fetch", "-q", shard.BaseBundle(dir), "+refs/heads/*:refs/plan-base/*")
 		p["base_commit"] = json.RawMessage(strconv.Quote(gitOut(t, repo, "rev-parse", base+"^{tree}")))
 		delete(p, "plan_id")
 		delete(p, "trace_parent")
@@ -377,11 +378,11 @@ func planDiff(t *testing.T, got, want, repo string) string {
 // type) and the tree of its branch tip.
 func shardOutcomes(t *testing.T, dir string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, runner.ShardResultFile))
+	data, err := os.ReadFile(filepath.Join(dir, shard.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr runner.ShardResult
+	var sr shard.Result
 	if err := json.Unmarshal(data, &sr); err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func shardOutcomes(t *testing.T, dir string) string {
 	for _, it := range sr.Items {
 		fmt.Fprintf(&b, " %s:%s:%d:%s", it.ItemID, it.State, it.Attempts, it.ErrorType)
 	}
-	recs, _ := filepath.Glob(filepath.Join(dir, runner.ShardDLQDir, "*.json"))
+	recs, _ := filepath.Glob(filepath.Join(dir, shard.DLQDir, "*.json"))
 	fmt.Fprintf(&b, " dlq %d", len(recs))
 	return b.String()
 }
@@ -406,7 +407,7 @@ func copyDir(t *testing.T, src string) string {
 
 func editShardResult(t *testing.T, dir string, edit func(map[string]any)) {
 	t.Helper()
-	path := filepath.Join(dir, runner.ShardResultFile)
+	path := filepath.Join(dir, shard.ResultFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

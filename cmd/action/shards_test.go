@@ -11,6 +11,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // shardWorkflow has successes, a permanent failure, a flaky item that
@@ -248,7 +249,7 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plan --from-dlq: exit %d\n%s", code, stderr)
 	}
-	p2, err := runner.LoadPlan(plan2)
+	p2, err := shard.LoadPlan(plan2)
 	if err != nil {
 		t.Fatal(err)
 	}

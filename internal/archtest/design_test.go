@@ -11,10 +11,13 @@ import (
 
 // departures are the edges of dag that ../shared/DESIGN.md's target graph
 // does not have ("from → to": why). Apart from them dag is a subgraph of
-// the target (the target's shard/ package waits for the rest of issue 23's
-// redesign: plan, shard and gather still live in runner, on the job's
-// internals).
-var departures = map[string]string{}
+// the target.
+var departures = map[string]string{
+	"shard → config": "a plan carries the workflow's text, which a shard and the gatherer parse " +
+		"(config.Parse) to run it; the plan's shard count and job-wide limits are read from the " +
+		"parsed workflow (map.agent_timeout, error_policy, the retry schedule), and PlanSpec takes the " +
+		"*config.Workflow as runner.RunSpec does",
+}
 
 // TestDAGDepartsFromDesignOnlyAsSaid reads DESIGN.md's graph (when the
 // shared directory is next to the repository, as in this workplace) and

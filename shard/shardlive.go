@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/internal/fsx"
-	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // shardLive keeps a running shard's output directory current: after every
@@ -26,8 +26,8 @@ import (
 // (or running, for those in flight when it was written),
 // which gather leaves pending.
 type shardLive struct {
-	j       *job
-	sr      ShardResult // PlanID, Shard, BaseCommit and RunAttempt
+	j       *runner.Job
+	sr      Result // PlanID, Shard, BaseCommit and RunAttempt
 	out     string
 	kick    chan struct{}
 	done    chan struct{}
@@ -36,30 +36,32 @@ type shardLive struct {
 	written func(seq int)
 }
 
-// startShardLive starts the live writer; lock (nil: one of its own) is
-// held during every write, written (may be nil) is told of each.
-func startShardLive(ctx context.Context, j *job, sr ShardResult, out string, lock sync.Locker, written func(int)) *shardLive {
+// newLive makes the live writer; lock (nil: one of its own) is held during
+// every write, written (may be nil) is told of each. Pokes before start
+// are kept (one write).
+func newLive(sr Result, out string, lock sync.Locker, written func(int)) *shardLive {
 	if lock == nil {
 		lock = new(sync.Mutex)
 	}
 	if written == nil {
 		written = func(int) {}
 	}
-	l := &shardLive{j: j, sr: sr, out: out, kick: make(chan struct{}, 1), done: make(chan struct{}), mu: lock, written: written}
-	j.hooks = liveHooks{Hooks: j.hooks, kick: l.poke}
+	return &shardLive{sr: sr, out: out, kick: make(chan struct{}, 1), done: make(chan struct{}), mu: lock, written: written}
+}
+
+// start starts the live writes of job j's output.
+func (l *shardLive) start(ctx context.Context, j *runner.Job) {
+	l.j = j
 	go func() {
 		defer close(l.done)
 		for range l.kick {
-			var res *Result
-			j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
 			sr := l.sr
-			sr.Result = res
+			sr.Result = j.Result()
 			if err := l.write(ctx, &sr); err != nil {
-				j.warn(fmt.Sprintf("shard output not updated: %v", err))
+				j.Warn(fmt.Sprintf("shard output not updated: %v", err))
 			}
 		}
 	}()
-	return l
 }
 
 // poke asks for a write (never blocks).
@@ -77,11 +79,11 @@ func (l *shardLive) stop() {
 }
 
 // write writes sr as the next output (numbering it) and tells written.
-func (l *shardLive) write(ctx context.Context, sr *ShardResult) error {
+func (l *shardLive) write(ctx context.Context, sr *Result) error {
 	l.mu.Lock()
 	l.seq++
 	sr.OutputSeq = l.seq
-	err := l.j.writeShardOutput(ctx, sr, l.out)
+	err := writeShardOutput(ctx, l.j, sr, l.out)
 	l.mu.Unlock()
 	if err != nil {
 		return err
@@ -90,15 +92,24 @@ func (l *shardLive) write(ctx context.Context, sr *ShardResult) error {
 	return nil
 }
 
-// liveHooks pokes the live writer after every finished item.
+// liveHooks pokes the live writer after every finished item; Hooks (nil:
+// none) get every call first.
 type liveHooks struct {
-	Hooks
-	kick func()
+	Hooks runner.Hooks
+	kick  func()
 }
 
-func (h liveHooks) ItemFinished(item ItemOutcome, log string) {
-	h.Hooks.ItemFinished(item, log)
+func (h liveHooks) ItemFinished(item runner.ItemOutcome, log string) {
+	if h.Hooks != nil {
+		h.Hooks.ItemFinished(item, log)
+	}
 	h.kick()
+}
+
+func (h liveHooks) Warning(msg string) {
+	if h.Hooks != nil {
+		h.Hooks.Warning(msg)
+	}
 }
 
 // writeShardOutput writes the shard's output directory so that it is
@@ -110,30 +121,31 @@ func (h liveHooks) ItemFinished(item ItemOutcome, log string) {
 // renames) leaves a result.json naming the previous head, which gather
 // refuses as unreadable; at any other moment the directory is a whole
 // output, the previous or the new one.
-func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string) error {
+func writeShardOutput(ctx context.Context, j *runner.Job, sr *Result, out string) error {
 	stage := out + ".next"
 	if err := os.RemoveAll(stage); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(stage, ShardDLQDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(stage, DLQDir), 0o755); err != nil {
 		return err
 	}
 	defer os.RemoveAll(stage)
-	if err := os.MkdirAll(filepath.Join(out, ShardDLQDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, DLQDir), 0o755); err != nil {
 		return err
 	}
-	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	git, paths := j.Git(), j.Paths()
+	head, err := git.ResolveRef(ctx, "refs/heads/"+j.Branch())
 	if err != nil {
 		return err
 	}
 	sr.Head = head
 	bundle := true
-	if err := j.git.BundleCreate(ctx, filepath.Join(stage, ShardBundleFile), "refs/heads/"+j.branch, sr.BaseCommit); errors.Is(err, gitops.ErrEmptyBundle) {
+	if err := git.BundleCreate(ctx, filepath.Join(stage, BundleFile), "refs/heads/"+j.Branch(), sr.BaseCommit); errors.Is(err, gitops.ErrEmptyBundle) {
 		bundle = false
 	} else if err != nil {
 		return err
 	}
-	store, err := openDLQ(j.paths, dlq.Options{})
+	store, err := dlq.Open(paths.DLQRoot(), paths.JobID, dlq.Options{})
 	if err != nil {
 		return err
 	}
@@ -146,14 +158,14 @@ func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string)
 		}
 		name := dlq.ItemFileName(r.ItemID)
 		names[name] = true
-		return fsx.WriteFile(filepath.Join(stage, ShardDLQDir, name), b, 0o644)
+		return fsx.WriteFile(filepath.Join(stage, DLQDir, name), b, 0o644)
 	})
 	if err != nil {
 		return fmt.Errorf("export the shard's DLQ: %w", err)
 	}
 	events := true
-	if data, err := os.ReadFile(j.paths.Events()); err == nil {
-		if err := fsx.WriteFile(filepath.Join(stage, ShardEventsFile), data, 0o644); err != nil {
+	if data, err := os.ReadFile(paths.Events()); err == nil {
+		if err := fsx.WriteFile(filepath.Join(stage, EventsFile), data, 0o644); err != nil {
 			return err
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
@@ -161,38 +173,38 @@ func (j *job) writeShardOutput(ctx context.Context, sr *ShardResult, out string)
 	} else {
 		return err
 	}
-	if err := writeJSONFile(filepath.Join(stage, ShardResultFile), sr); err != nil {
+	if err := writeJSONFile(filepath.Join(stage, ResultFile), sr); err != nil {
 		return err
 	}
 	// Move in: records and events first (gather ignores records of items
 	// result.json does not list as failed), then the bundle and result.json.
 	for name := range names {
-		if err := os.Rename(filepath.Join(stage, ShardDLQDir, name), filepath.Join(out, ShardDLQDir, name)); err != nil {
+		if err := os.Rename(filepath.Join(stage, DLQDir, name), filepath.Join(out, DLQDir, name)); err != nil {
 			return err
 		}
 	}
 	if events {
-		if err := os.Rename(filepath.Join(stage, ShardEventsFile), filepath.Join(out, ShardEventsFile)); err != nil {
+		if err := os.Rename(filepath.Join(stage, EventsFile), filepath.Join(out, EventsFile)); err != nil {
 			return err
 		}
 	}
 	if bundle {
-		if err := os.Rename(filepath.Join(stage, ShardBundleFile), filepath.Join(out, ShardBundleFile)); err != nil {
+		if err := os.Rename(filepath.Join(stage, BundleFile), filepath.Join(out, BundleFile)); err != nil {
 			return err
 		}
-	} else if err := os.Remove(filepath.Join(out, ShardBundleFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	} else if err := os.Remove(filepath.Join(out, BundleFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := os.Rename(filepath.Join(stage, ShardResultFile), filepath.Join(out, ShardResultFile)); err != nil {
+	if err := os.Rename(filepath.Join(stage, ResultFile), filepath.Join(out, ResultFile)); err != nil {
 		return err
 	}
-	old, err := os.ReadDir(filepath.Join(out, ShardDLQDir))
+	old, err := os.ReadDir(filepath.Join(out, DLQDir))
 	if err != nil {
 		return err
 	}
 	for _, e := range old {
 		if !names[e.Name()] {
-			if err := os.RemoveAll(filepath.Join(out, ShardDLQDir, e.Name())); err != nil {
+			if err := os.RemoveAll(filepath.Join(out, DLQDir, e.Name())); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"context"
@@ -14,27 +14,28 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // Size limits of the files gather reads from a shard output: an output is
 // untrusted input (an artifact anyone with write access to the run could
 // have replaced), so no file is read or fetched past its limit.
 const (
-	// MaxShardResultBytes bounds result.json: a base plus a share per item
+	// MaxResultBytes bounds result.json: a base plus a share per item
 	// of the shard (outcomes carry bounded error messages).
-	MaxShardResultBytes = 16 << 20
+	MaxResultBytes = 16 << 20
 	// maxResultBytesPerItem is the share of one item in result.json.
 	maxResultBytesPerItem = 64 << 10
-	// MaxShardRecordBytes bounds one DLQ record file of an output.
-	MaxShardRecordBytes = 16 << 20
-	// MaxShardBundleBytes bounds shard.bundle.
-	MaxShardBundleBytes = 8 << 30
+	// MaxRecordBytes bounds one DLQ record file of an output.
+	MaxRecordBytes = 16 << 20
+	// MaxBundleBytes bounds shard.bundle.
+	MaxBundleBytes = 8 << 30
 )
 
 // shardResultLimit is the size limit of the result.json of a shard of n
 // items.
 func shardResultLimit(n int) int64 {
-	return int64(MaxShardResultBytes) + int64(n)*maxResultBytesPerItem
+	return int64(MaxResultBytes) + int64(n)*maxResultBytesPerItem
 }
 
 // errOutputTooLarge is wrapped by readLimited's size refusals.
@@ -106,7 +107,7 @@ var errForeignOutput = errors.New("shard output refused")
 
 // checkOutputItems refuses a result.json whose items are not exactly
 // shard sh's items, each once.
-func checkOutputItems(dir string, sh PlanShard, sr *ShardResult) error {
+func checkOutputItems(dir string, sh PlanShard, sr *Result) error {
 	want := make(map[string]bool, len(sh.Items))
 	for _, id := range sh.Items {
 		want[id] = true
@@ -134,10 +135,10 @@ func checkOutputItems(dir string, sh PlanShard, sr *ShardResult) error {
 // or job, merges pushed onto the branch) refuse the output. Plain commits
 // are allowed: a custom failure handler commits in the shard's parent
 // worktree.
-func verifyShardBranch(ctx context.Context, git *gitops.Client, dir, ref, base, jobID string, sh PlanShard, sr *ShardResult) error {
+func verifyShardBranch(ctx context.Context, git *gitops.Client, dir, ref, base, jobID string, sh PlanShard, sr *Result) error {
 	merged := map[string]bool{}
 	for _, it := range sr.Items {
-		if it.State == ItemMerged {
+		if it.State == jobstore.ItemMerged {
 			merged[it.ItemID] = true
 		}
 	}

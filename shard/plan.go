@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/internal/fsx"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // PlanFormat is the format_version of plan.json (2: plan_id, trace_parent
@@ -89,14 +92,32 @@ type PlanItem struct {
 	Record json.RawMessage `json:"record,omitempty"`
 }
 
-// planOptions configures planJob: Run carries the job settings
-// (Workflow, RepoDir, Home, JobID, MaxParallel, Stderr, …), the other
-// fields are PlanSpec's.
-type planOptions struct {
-	Run         options
-	Dir         string
-	Shards      int
-	FromDLQ     string
+// PlanSpec is what NewPlan reads: a job planned for shards.
+type PlanSpec struct {
+	// Workflow, RepoDir, JobID and Branch are as in runner.RunSpec.
+	Workflow *config.Workflow
+	RepoDir  string
+	JobID    string
+	Branch   string
+	// MaxParallel is each shard's parallelism the automatic shard count
+	// assumes; 0 means map.max_parallel.
+	MaxParallel int
+	// MaxCostUSD is the job's budget, divided among the shards; 0 keeps
+	// the workflow's.
+	MaxCostUSD float64
+	// Dir is the plan directory (created).
+	Dir string
+	// Shards is the shard count; 0 means auto (see AutoCount).
+	Shards int
+	// FromDLQ plans only the reprocess-eligible DLQ records of that job
+	// instead of the workflow's input: item ids and attempt counts are
+	// kept, setup does not run again (its captured values are reused) and
+	// the base is that job's results branch when it exists here (else
+	// HEAD).
+	FromDLQ string
+	// FromPending plans the items of that job that are still pending — cut
+	// off by a budget, max_failures or a shard closed by a final gather —
+	// with their attempt counts, like FromDLQ.
 	FromPending string
 }
 
@@ -106,41 +127,41 @@ func PlanFile(dir string) string { return filepath.Join(dir, "plan.json") }
 // BaseBundle is the base bundle inside a plan directory.
 func BaseBundle(dir string) string { return filepath.Join(dir, "base.bundle") }
 
-// planJob runs setup once, exactly as Run does (a parent worktree on the
-// results branch prodigy/<job_id>), loads and selects the items as Run
-// would, splits them into shards and writes DIR/plan.json, plus
-// DIR/base.bundle when setup made commits. The results branch stays in the
-// repository (at the base commit); the job's state is removed, so the
-// gatherer creates it afresh. A failed plan leaves nothing behind.
-func planJob(ctx context.Context, po planOptions) (*Plan, error) {
-	o := po.Run
-	o.defaults()
-	if po.Dir == "" {
+// NewPlan plans a job for shards: it runs setup once, exactly as
+// runner.Engine.Run does (a parent worktree on the results branch
+// prodigy/<job_id>), loads and selects the items as Run would, splits
+// them into shards and writes DIR/plan.json, plus DIR/base.bundle when
+// setup made commits. The results branch stays in the repository (at the
+// base commit); the job's state is removed, so the gatherer creates it
+// afresh. A failed plan leaves nothing behind; planning a job id again
+// after a killed plan starts it afresh (runner.Engine.SetupJob).
+func NewPlan(ctx context.Context, eng *runner.Engine, s PlanSpec) (*Plan, error) {
+	if s.Dir == "" {
 		return nil, usage(errors.New("no plan directory given"))
 	}
-	po.Dir = absPath(po.Dir) // git writes base.bundle from elsewhere: never relative
-	if po.Shards < 0 || po.Shards > MaxShards {
+	s.Dir = absPath(s.Dir) // git writes base.bundle from elsewhere: never relative
+	if s.Shards < 0 || s.Shards > MaxShards {
 		return nil, usage(fmt.Errorf("--shards must be between 1 and %d (or auto)", MaxShards))
 	}
-	if o.Workflow != nil && o.Workflow.ErrorPolicy.MaxFailures > 0 && po.Shards > o.Workflow.ErrorPolicy.MaxFailures {
-		mf := o.Workflow.ErrorPolicy.MaxFailures
-		return nil, usage(fmt.Errorf("--shards %d: max_failures (%d) cannot be divided among more shards than it allows failures (each shard stops at its part, at least 1): use --shards %d or fewer", po.Shards, mf, mf))
+	if s.Workflow != nil && s.Workflow.ErrorPolicy.MaxFailures > 0 && s.Shards > s.Workflow.ErrorPolicy.MaxFailures {
+		mf := s.Workflow.ErrorPolicy.MaxFailures
+		return nil, usage(fmt.Errorf("--shards %d: max_failures (%d) cannot be divided among more shards than it allows failures (each shard stops at its part, at least 1): use --shards %d or fewer", s.Shards, mf, mf))
 	}
-	if po.FromDLQ != "" && po.FromPending != "" {
+	if s.FromDLQ != "" && s.FromPending != "" {
 		return nil, usage(errors.New("--from-dlq and --from-pending exclude each other: plan one, then the other"))
 	}
 	var redrive []*dlq.DeadLetteredItem
 	var pendingItems []PlanItem
 	var from *jobstore.Checkpoint
-	if src := po.FromDLQ + po.FromPending; src != "" {
-		p, err := findJob(o.Home, "", src)
+	if src := s.FromDLQ + s.FromPending; src != "" {
+		p, err := findJob(eng.Home, src)
 		if err != nil {
 			return nil, err
 		}
 		if from, err = jobstore.LoadCheckpoint(p); err != nil {
 			return nil, err
 		}
-		if po.FromDLQ != "" {
+		if s.FromDLQ != "" {
 			if redrive, err = eligibleRecords(p); err != nil {
 				return nil, err
 			}
@@ -148,111 +169,71 @@ func planJob(ctx context.Context, po planOptions) (*Plan, error) {
 			return nil, err
 		}
 	}
-	if err := discardInterruptedPlan(ctx, &o); err != nil {
-		return nil, err
-	}
-	j, head, err := prepare(ctx, &o)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := j.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	start := head
+	ss := runner.SetupSpec{Workflow: s.Workflow, RepoDir: s.RepoDir, JobID: s.JobID, Branch: s.Branch, MaxParallel: s.MaxParallel, MaxCostUSD: s.MaxCostUSD}
 	if from != nil {
 		// A redrive builds on the earlier job's results (setup already ran there).
-		if tip, err := j.git.ResolveRef(ctx, "refs/heads/"+from.ResultsBranch); err == nil {
-			start = tip
-		}
+		ss.Start = from.ResultsBranch
 	}
-	if err := jobstore.MarkPlanning(j.paths); err != nil {
-		return nil, err
-	}
-	if err := j.create(ctx, &o, start); err != nil {
-		j.rollback()
-		return nil, err
-	}
-	plan, err := j.plan(ctx, po, head, redrive, pendingItems, from)
+	j, err := eng.SetupJob(ctx, ss)
 	if err != nil {
-		j.rollback()
 		return nil, err
 	}
-	j.endJobSpan(SpanEnd{Outcome: "planned"})
-	j.events.close()
-	fault(ctx, FaultPlanWritten, j.id)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	j.trees.close(cctx)
-	j.steps.values.close()
-	_ = j.git.WorktreeRemove(cctx, j.parentDir)
-	_ = j.git.WorktreePrune(cctx)
-	if err := j.store.Close(); err != nil {
-		j.warn(fmt.Sprintf("DLQ: %v", err))
+	defer j.Close()
+	plan, err := writePlan(ctx, eng, j, s, redrive, pendingItems, from)
+	if err != nil {
+		j.Discard()
+		return nil, err
 	}
-	if err := jobstore.RemoveJob(j.paths); err != nil {
-		j.warn(fmt.Sprintf("could not remove the planning state of job %s: %v", j.id, err))
-	}
-	j.logf("plan %s: %d item(s) in %d shard(s); base %s on %s", plan.JobID, len(plan.Items), len(plan.Shards), short(plan.BaseCommit), plan.ResultsBranch)
+	j.Release(ctx)
+	j.Logf("plan %s: %d item(s) in %d shard(s); base %s on %s", plan.JobID, len(plan.Items), len(plan.Shards), short(plan.BaseCommit), plan.ResultsBranch)
 	return plan, nil
 }
 
-// plan runs setup and item loading and writes the plan directory.
-// origin is the repository's HEAD (base.bundle excludes it); from is the
-// redriven job's checkpoint (nil unless --from-dlq): then setup does not
-// run again and its captured values are reused.
-func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive []*dlq.DeadLetteredItem, pendingItems []PlanItem, from *jobstore.Checkpoint) (*Plan, error) {
+// writePlan runs setup and item loading and writes the plan directory.
+// from is the redriven job's checkpoint (nil unless --from-dlq or
+// --from-pending): then setup does not run again and its captured values
+// are reused.
+func writePlan(ctx context.Context, eng *runner.Engine, j *runner.Job, s PlanSpec, redrive []*dlq.DeadLetteredItem, pendingItems []PlanItem, from *jobstore.Checkpoint) (*Plan, error) {
 	// A plan.json left by an interrupted earlier attempt must not outlive
 	// the job state it was made with.
-	if err := os.Remove(PlanFile(absPath(po.Dir))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(PlanFile(s.Dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, usage(fmt.Errorf("plan directory: %w", err))
 	}
-	runCtx, stopGrace := j.graceContext(ctx)
-	defer stopGrace()
-	if from == nil {
-		if err := j.setup(runCtx); err != nil {
-			return nil, err
-		}
-		if err := j.loadItems(ctx); err != nil {
-			return nil, err
-		}
-	} else if err := j.state.Update(func(cp *jobstore.Checkpoint) {
-		for k, v := range from.Vars {
-			cp.Vars[k] = v
-		}
-	}); err != nil {
+	if err := j.Setup(ctx, from); err != nil {
 		return nil, err
 	}
-	base, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	git := j.Git()
+	base, err := git.ResolveRef(ctx, "refs/heads/"+j.Branch())
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{
-		FormatVersion: PlanFormat, JobID: j.id, BaseCommit: base, OriginCommit: origin, ResultsBranch: j.branch,
-		WorkflowName: j.wf.Name, MaxParallel: j.maxParallel, FromDLQ: po.FromDLQ, FromPending: po.FromPending, Items: []PlanItem{},
-		MaxFailures: j.wf.ErrorPolicy.MaxFailures, TraceParent: spanTraceParent(j.span),
-	}
+	wf := s.Workflow
 	var planSpend float64
-	if j.budget != nil && j.budget.Max() > 0 {
-		p.MaxCostUSD = j.budget.Max()
-		j.state.Read(func(cp *jobstore.Checkpoint) { planSpend = cp.JobCost() })
-	}
-	if data, err := os.ReadFile(j.wf.Path); err == nil {
-		p.Workflow = string(j.red.Bytes(data))
-	} else {
-		return nil, usage(fmt.Errorf("read the workflow: %w", err))
-	}
 	var list []*jobstore.CheckpointItem
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		p.Vars = map[string]string{}
-		for k, v := range cp.Vars {
-			p.Vars[k] = v
+	p := &Plan{
+		FormatVersion: PlanFormat, JobID: j.ID(), BaseCommit: base, OriginCommit: j.Origin(), ResultsBranch: j.Branch(),
+		WorkflowName: wf.Name, FromDLQ: s.FromDLQ, FromPending: s.FromPending, Items: []PlanItem{},
+		MaxFailures: wf.ErrorPolicy.MaxFailures, TraceParent: j.TraceParent(),
+	}
+	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) {
+		p.MaxParallel = cp.MaxParallel
+		if cp.BudgetUSD > 0 {
+			p.MaxCostUSD, planSpend = cp.BudgetUSD, cp.JobCost()
+		}
+		p.Vars = maps.Clone(cp.Vars)
+		if p.Vars == nil {
+			p.Vars = map[string]string{}
 		}
 		list = slices.Clone(cp.Items)
 	})
+	red := j.Redactor()
+	if data, err := os.ReadFile(wf.Path); err == nil {
+		p.Workflow = string(red.Bytes(data))
+	} else {
+		return nil, usage(fmt.Errorf("read the workflow: %w", err))
+	}
 	for _, it := range list {
-		data, err := j.state.ItemData(it)
+		data, err := j.ItemData(it)
 		if err != nil {
 			return nil, err
 		}
@@ -266,31 +247,35 @@ func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive [
 		p.Items = append(p.Items, PlanItem{ID: r.ItemID, Index: i, Data: r.ItemData, Attempts: int(r.FailureCount), Record: b})
 	}
 	p.Items = append(p.Items, pendingItems...)
-	n := po.Shards
+	n := s.Shards
 	if n == 0 {
-		n = AutoShards(j.wf, len(p.Items), j.maxParallel)
-		if mf := j.wf.ErrorPolicy.MaxFailures; mf > 0 {
+		n = AutoCount(wf, len(p.Items), p.MaxParallel)
+		if mf := wf.ErrorPolicy.MaxFailures; mf > 0 {
 			n = min(n, mf) // each shard's part is at least 1
 		}
 	}
-	p.Shards = SplitShards(p.Items, n)
+	p.Shards = Split(p.Items, n)
 	divideLimits(p, planSpend)
 	// The id must differ between any two plans, also two of the same job
 	// and content made at the same (injected) time: 128 random bits from
-	// the system, whatever the job's injected randomness.
+	// the system, whatever the engine's injected randomness.
 	var nonce [16]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, fmt.Errorf("plan id: %w", err)
 	}
-	if p.PlanID, err = newPlanID(p, fmt.Sprintf("%d/%v/%x", j.now().UnixNano(), j.rand(), nonce)); err != nil {
+	rnd := eng.Rand
+	if rnd == nil {
+		rnd = mathrand.Float64
+	}
+	if p.PlanID, err = newPlanID(p, fmt.Sprintf("%d/%v/%x", j.Now().UnixNano(), rnd(), nonce)); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(po.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, usage(fmt.Errorf("plan directory: %w", err))
 	}
-	_ = os.Remove(BaseBundle(po.Dir))
-	if base != origin {
-		if err := j.git.BundleCreate(ctx, BaseBundle(po.Dir), "refs/heads/"+j.branch, origin); err != nil {
+	_ = os.Remove(BaseBundle(s.Dir))
+	if base != p.OriginCommit {
+		if err := git.BundleCreate(ctx, BaseBundle(s.Dir), "refs/heads/"+j.Branch(), p.OriginCommit); err != nil {
 			return nil, err
 		}
 		p.Bundle = true
@@ -299,16 +284,16 @@ func (j *job) plan(ctx context.Context, po planOptions, origin string, redrive [
 	if err != nil {
 		return nil, err
 	}
-	if err := fsx.WriteFile(PlanFile(po.Dir), append(j.red.JSON(b), '\n'), 0o644); err != nil {
+	if err := fsx.WriteFile(PlanFile(s.Dir), append(red.JSON(b), '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("write the plan: %w", err)
 	}
 	return p, nil
 }
 
-// SplitShards splits items into n contiguous shards of (almost) equal size
-// in input order: the same items and n always give the same shards. n is
+// Split splits items into n contiguous shards of (almost) equal size in
+// input order: the same items and n always give the same shards. n is
 // clamped to [1, max(len(items), 1)].
-func SplitShards(items []PlanItem, n int) []PlanShard {
+func Split(items []PlanItem, n int) []PlanShard {
 	n = max(1, min(n, len(items), MaxShards))
 	out := make([]PlanShard, n)
 	for k := range out {
@@ -324,7 +309,7 @@ func SplitShards(items []PlanItem, n int) []PlanShard {
 // divideLimits gives every shard its part of the job-wide limits, so the
 // shards together never exceed them: max_failures is split into integer
 // parts that add up to it (the first max_failures%N shards get one more;
-// planJob keeps N at most max_failures, so no part is 0 — a part below 1
+// NewPlan keeps N at most max_failures, so no part is 0 — a part below 1
 // is raised to 1, the smallest stop there is). The budget left after
 // setup (max_cost_usd minus what planning spent) is split evenly, rounded
 // down to the cent.
@@ -360,11 +345,11 @@ const shardBudget = 5 * time.Hour
 // workflow sets no agent_timeout.
 const defaultItemTime = 15 * time.Minute
 
-// AutoShards picks a shard count so a shard fits the 6-hour job limit:
+// AutoCount picks a shard count so a shard fits the 6-hour job limit:
 // each item is assumed to take its worst case (agent_timeout, else 15
 // minutes, per attempt, plus the retry schedule's delays), max_parallel
 // at a time. The result is within [1, min(items, 256)].
-func AutoShards(wf *config.Workflow, items, maxParallel int) int {
+func AutoCount(wf *config.Workflow, items, maxParallel int) int {
 	if items <= 0 {
 		return 1
 	}
@@ -374,7 +359,8 @@ func AutoShards(wf *config.Workflow, items, maxParallel int) int {
 	}
 	attempts := 1
 	var delays time.Duration
-	if pol, err := itemPolicy(wf); err == nil {
+	rc, _ := runner.ItemRetryConfig(wf.ErrorPolicy)
+	if pol, err := runner.RetryPolicy(rc); err == nil {
 		attempts = max(1, pol.Attempts)
 		delays = pol.WorstCase()
 	}
@@ -402,7 +388,7 @@ func LoadPlan(dir string) (*Plan, error) {
 	if p.FormatVersion != PlanFormat {
 		return nil, usage(fmt.Errorf("plan %s has format %d; this version reads %d", PlanFile(dir), p.FormatVersion, PlanFormat))
 	}
-	if err := ValidJobID(p.JobID); err != nil {
+	if err := runner.ValidJobID(p.JobID); err != nil {
 		return nil, usage(fmt.Errorf("plan %s: %w", PlanFile(dir), err))
 	}
 	if !isCommitID(p.BaseCommit) {
@@ -441,12 +427,12 @@ func (p *Plan) ensureBase(ctx context.Context, git *gitops.Client, dir string) e
 
 // pendingPlanItems are the items of the job at p still pending (or
 // running when it stopped), with their data and attempt counts.
-func pendingPlanItems(p Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
+func pendingPlanItems(p runner.Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
 	r := jobstore.NewItemDataReader(p)
 	defer r.Close()
 	var out []PlanItem
 	for _, it := range cp.Items {
-		if it.State != ItemPending && it.State != ItemRunning {
+		if it.State != jobstore.ItemPending && it.State != jobstore.ItemRunning {
 			continue
 		}
 		data, err := r.Data(it)
@@ -461,48 +447,9 @@ func pendingPlanItems(p Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
 	return out, nil
 }
 
-// discardInterruptedPlan removes what a `plan` of the same job id killed
-// before it finished left behind (its state is marked as a plan's): the
-// parent worktree, the results branch and the state, so planning again
-// starts afresh. A job that is not an interrupted plan is left alone.
-func discardInterruptedPlan(ctx context.Context, o *options) error {
-	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
-		return nil
-	}
-	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
-	if err != nil {
-		return nil // prepare reports it
-	}
-	p := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
-	if !jobstore.IsPlanning(p) {
-		return nil
-	}
-	if jobstore.Locked(p) {
-		return usage(fmt.Errorf("job %s is being planned by another process", o.JobID))
-	}
-	branch := o.Branch
-	if branch == "" {
-		branch = "prodigy/" + o.JobID
-	}
-	if err := git.WorktreeRemove(ctx, p.ParentWorktree()); err != nil {
-		return fmt.Errorf("remove the parent worktree of the interrupted plan of %s: %w", o.JobID, err)
-	}
-	_ = git.WorktreePrune(ctx)
-	branches, _ := agentBranches(ctx, git, o.JobID)
-	if ok, _ := git.BranchExists(ctx, branch); ok {
-		branches = append(branches, branch)
-	}
-	if len(branches) > 0 {
-		if err := git.DeleteBranches(ctx, branches); err != nil {
-			return fmt.Errorf("delete the branches of the interrupted plan of %s: %w", o.JobID, err)
-		}
-	}
-	return jobstore.RemoveJob(p)
-}
-
 // eligibleRecords reads the reprocess-eligible DLQ records of a job.
-func eligibleRecords(p Paths) ([]*dlq.DeadLetteredItem, error) {
-	store, err := openDLQ(p, dlq.Options{})
+func eligibleRecords(p runner.Paths) ([]*dlq.DeadLetteredItem, error) {
+	store, err := dlq.Open(p.DLQRoot(), p.JobID, dlq.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -545,4 +492,29 @@ func short(oid string) string {
 		return oid[:10]
 	}
 	return oid
+}
+
+// usage marks err as a usage, config or input error (runner.UsageError):
+// nothing was run.
+func usage(err error) error { return &runner.UsageError{Err: err} }
+
+// absPath is p made absolute ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// findJob locates a job by id (jobstore.FindJob); a job that does not
+// exist, an ambiguous or an invalid id is a *runner.UsageError.
+func findJob(home, jobID string) (runner.Paths, error) {
+	p, err := jobstore.FindJob(home, "", jobID)
+	if errors.Is(err, jobstore.ErrNoJob) || errors.Is(err, jobstore.ErrAmbiguousJob) || errors.Is(err, jobstore.ErrInvalidJobID) {
+		return p, usage(err)
+	}
+	return p, err
 }

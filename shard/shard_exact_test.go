@@ -1,4 +1,4 @@
-package runner_test
+package shard_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
 // exactWorkflow: item n fails when n%failEvery == failEvery-1; an item with
@@ -206,14 +207,14 @@ func copyOutput(t *testing.T, src string) string {
 	return dst
 }
 
-func editResult(t *testing.T, dir string, edit func(*runner.ShardResult)) {
+func editResult(t *testing.T, dir string, edit func(*shard.Result)) {
 	t.Helper()
-	path := filepath.Join(dir, runner.ShardResultFile)
+	path := filepath.Join(dir, shard.ResultFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr runner.ShardResult
+	var sr shard.Result
 	if err := json.Unmarshal(data, &sr); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 	// Another job.
 	rc := r.clone("planC")
 	wfC := rc.workflow(okWorkflow)
-	oC, _, _, _ := rc.options(wfC)
+	oC := rc.options(wfC)
 	oC.JobID = "job-2"
 	dirC := filepath.Join(t.TempDir(), "planC")
 	if _, err := planJob(ctx, PlanOptions{Run: oC, Dir: dirC, Shards: 2}); err != nil {
@@ -256,39 +257,39 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 	outsC := runAllShards(t, rc, dirC, oC, 2)
 
 	wrongItem := copyOutput(t, outs[0])
-	editResult(t, wrongItem, func(sr *runner.ShardResult) { sr.Items[0].ItemID = "item_3" })
+	editResult(t, wrongItem, func(sr *shard.Result) { sr.Items[0].ItemID = "item_3" })
 	foreignRecord := copyOutput(t, outs[0])
 	rec := `{"item_id":"item_3","item_data":3,"first_attempt":"2026-01-01T00:00:00Z","last_attempt":"2026-01-01T00:00:00Z","failure_count":1,"failure_history":[{"attempt_number":1,"timestamp":"2026-01-01T00:00:00Z","error_type":"CommandFailed","error_message":"x"}],"error_signature":"x","reprocess_eligible":true,"manual_review_required":false}`
-	if err := os.WriteFile(filepath.Join(foreignRecord, runner.ShardDLQDir, "item_3.json"), []byte(rec), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(foreignRecord, shard.DLQDir, "item_3.json"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hugeResult := copyOutput(t, outs[0])
-	if err := os.Truncate(filepath.Join(hugeResult, runner.ShardResultFile), 3<<30); err != nil {
+	if err := os.Truncate(filepath.Join(hugeResult, shard.ResultFile), 3<<30); err != nil {
 		t.Fatal(err)
 	}
 	hugeBundle := copyOutput(t, outs[0])
-	if err := os.Truncate(filepath.Join(hugeBundle, runner.ShardBundleFile), runner.MaxShardBundleBytes+1); err != nil {
+	if err := os.Truncate(filepath.Join(hugeBundle, shard.BundleFile), shard.MaxBundleBytes+1); err != nil {
 		t.Fatal(err)
 	}
 	hugeRecord := copyOutput(t, outs[0])
-	recs, _ := filepath.Glob(filepath.Join(hugeRecord, runner.ShardDLQDir, "*"))
-	huge := filepath.Join(hugeRecord, runner.ShardDLQDir, "item_0.json")
+	recs, _ := filepath.Glob(filepath.Join(hugeRecord, shard.DLQDir, "*"))
+	huge := filepath.Join(hugeRecord, shard.DLQDir, "item_0.json")
 	if len(recs) > 0 {
 		huge = recs[0]
 	}
 	if err := os.WriteFile(huge, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(huge, runner.MaxShardRecordBytes+1); err != nil {
+	if err := os.Truncate(huge, shard.MaxRecordBytes+1); err != nil {
 		t.Fatal(err)
 	}
 	// A merge pushed onto shard 0's branch, claiming an item of shard 1.
 	s0 := r.clone("forger")
-	p, err := runner.LoadPlan(dir)
+	p, err := shard.LoadPlan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0.git("fetch", "-q", filepath.Join(outs[0], runner.ShardBundleFile), "prodigy/job-1/shard-0:refs/heads/forged")
+	s0.git("fetch", "-q", filepath.Join(outs[0], shard.BundleFile), "prodigy/job-1/shard-0:refs/heads/forged")
 	s0.git("checkout", "-q", "forged")
 	s0.git("checkout", "-q", "-b", "side", p.BaseCommit)
 	if err := os.WriteFile(filepath.Join(s0.dir, "evil.txt"), []byte("evil"), 0o644); err != nil {
@@ -300,9 +301,9 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 	s0.git("-c", "user.name=x", "-c", "user.email=x@x", "merge", "-q", "--no-ff", "side", "-m", "Merge item_2\n\nProdigy-Job: job-1\nProdigy-Item: \"item_2\"")
 	forgedMerge := copyOutput(t, outs[0])
 	s0.git("branch", "-f", "prodigy/job-1/shard-0", "forged")
-	s0.git("bundle", "create", "-q", filepath.Join(forgedMerge, runner.ShardBundleFile), "prodigy/job-1/shard-0", "^"+p.BaseCommit)
+	s0.git("bundle", "create", "-q", filepath.Join(forgedMerge, shard.BundleFile), "prodigy/job-1/shard-0", "^"+p.BaseCommit)
 	head := s0.git("rev-parse", "forged")
-	editResult(t, forgedMerge, func(sr *runner.ShardResult) { sr.Head = head })
+	editResult(t, forgedMerge, func(sr *shard.Result) { sr.Head = head })
 
 	g := r.clone("g")
 	for _, c := range []struct {
@@ -332,59 +333,10 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, oB), PlanDir: dirB, Outputs: outsB})
-	pa, _ := runner.LoadPlan(dir)
-	pb, _ := runner.LoadPlan(dirB)
+	pa, _ := shard.LoadPlan(dir)
+	pb, _ := shard.LoadPlan(dirB)
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), pa.PlanID) || !strings.Contains(err.Error(), pb.PlanID) {
 		t.Fatalf("gathering plan B over plan A's gather = %v, want a refusal naming both plans", err)
-	}
-}
-
-// TestTwoRepositoriesWithTheSameNameNeverShareJobs: two repositories both
-// named "repo", one state directory, the same job id: each runs its own
-// job (the second is not told the job exists), their state, DLQ and
-// listings stay apart; the first keeps the bare directory name (where an
-// earlier version kept its state, which so stays readable).
-func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
-	a := newTestRepo(t, map[string]string{"items.json": `[1,2]`})
-	b := newTestRepo(t, map[string]string{"items.json": `[1,2,3]`})
-	b.home = a.home
-	if filepath.Base(a.dir) != filepath.Base(b.dir) {
-		t.Fatal("the fixture wants two directories of the same name")
-	}
-	for _, r := range []*testRepo{a, b} {
-		wf := r.workflow(okWorkflow)
-		o, _, _, _ := r.options(wf)
-		if _, err := runJob(context.Background(), o); err != nil {
-			t.Fatalf("run in %s: %v", r.dir, err)
-		}
-	}
-	ka, err := runner.RepoName(a.home, a.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := runner.RepoName(a.home, b.dir)
-	if ka != "repo" || kb == ka || !strings.HasPrefix(kb, "repo-") {
-		t.Fatalf("state names %q and %q, want repo (the first, kept) and repo-<digest>", ka, kb)
-	}
-	for _, c := range []struct {
-		key   string
-		r     *testRepo
-		total int
-	}{{ka, a, 2}, {kb, b, 3}} {
-		jobs, err := jobstore.ListJobs(a.home, c.key)
-		if err != nil || len(jobs) != 1 || jobs[0].Total != c.total || jobs[0].RepoDir != c.r.dir {
-			t.Fatalf("jobs of %s = %+v, %v", c.r.dir, jobs, err)
-		}
-		if got := c.r.git("show", "prodigy/job-1:count.txt"); strings.TrimSpace(got) != strconv.Itoa(c.total) {
-			t.Fatalf("%s reduced %s items", c.r.dir, got)
-		}
-	}
-	// Another run of the same id in the first repository is told the job
-	// exists there (its old state is found under the bare name).
-	wf := a.workflow(okWorkflow)
-	o, _, _, _ := a.options(wf)
-	if _, err := runJob(context.Background(), o); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "resume") {
-		t.Fatalf("second run in the first repository = %v", err)
 	}
 }
 
@@ -416,7 +368,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	t.Setenv("FIXED", fixed)
 	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"},{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
 	wf := r.workflow(limitWorkflow)
-	o, _, _, _ := r.options(wf)
+	o := r.options(wf)
 	o.MaxCostUSD = 1.01
 	dir := filepath.Join(t.TempDir(), "plan")
 	ctx := context.Background()

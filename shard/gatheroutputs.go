@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // fetched and verified, its DLQ records.
 type shardOutput struct {
 	dir        string
-	res        *ShardResult
+	res        *Result
 	records    map[string]dlq.DeadLetteredItem
 	refused    error // errForeignOutput: the output is not this plan's
 	unreadable error // the bundle or DLQ cannot be read: the shard counts as missing
@@ -39,7 +39,7 @@ func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string
 		largest = max(largest, len(sh.Items))
 	}
 	for _, d := range dirs {
-		data, err := readLimited(outputFile(d, ShardResultFile), shardResultLimit(largest))
+		data, err := readLimited(outputFile(d, ResultFile), shardResultLimit(largest))
 		if errors.Is(err, errOutputTooLarge) {
 			return nil, nil, usage(fmt.Errorf("%w: %w", errForeignOutput, err))
 		}
@@ -47,9 +47,9 @@ func readShardOutputs(plan *Plan, dirs []string) (map[int]*shardOutput, []string
 			unreadable = append(unreadable, fmt.Sprintf("shard output %s is unreadable: %v", d, err))
 			continue
 		}
-		var sr ShardResult
+		var sr Result
 		if err := json.Unmarshal(data, &sr); err != nil || sr.Result == nil {
-			unreadable = append(unreadable, fmt.Sprintf("shard output %s: unreadable %s: %v", d, ShardResultFile, err))
+			unreadable = append(unreadable, fmt.Sprintf("shard output %s: unreadable %s: %v", d, ResultFile, err))
 			continue
 		}
 		if sr.JobID != plan.JobID {
@@ -143,8 +143,8 @@ func importShardBundle(ctx context.Context, git *gitops.Client, plan *Plan, sh P
 	if !isCommitID(sr.Head) {
 		return fmt.Errorf("%w: %s: head %q is not a commit id", errForeignOutput, out.dir, sr.Head)
 	}
-	bundle := outputFile(out.dir, ShardBundleFile)
-	if err := checkLimited(bundle, MaxShardBundleBytes); err != nil {
+	bundle := outputFile(out.dir, BundleFile)
+	if err := checkLimited(bundle, MaxBundleBytes); err != nil {
 		if errors.Is(err, errOutputTooLarge) {
 			return fmt.Errorf("%w: %w", errForeignOutput, err)
 		}
@@ -154,7 +154,7 @@ func importShardBundle(ctx context.Context, git *gitops.Client, plan *Plan, sh P
 	if got, err := git.ResolveRef(ctx, ref); err == nil && got == sr.Head {
 		return nil
 	}
-	return git.FetchBundle(ctx, bundle, "refs/heads/"+ShardBranch(plan.ResultsBranch, sh.Shard), ref)
+	return git.FetchBundle(ctx, bundle, "refs/heads/"+Branch(plan.ResultsBranch, sh.Shard), ref)
 }
 
 // checkShardOutput checks the imported shard branch (verifyShardBranch)
@@ -164,13 +164,13 @@ func checkShardOutput(ctx context.Context, git *gitops.Client, plan *Plan, sh Pl
 	if sr.Head != "" && sr.Head != plan.BaseCommit {
 		ref := shardRef(plan.JobID, sh.Shard)
 		if got, err := git.ResolveRef(ctx, ref); err != nil || got != sr.Head {
-			return fmt.Errorf("%s holds %s, result.json says %s", ShardBundleFile, short(got), short(sr.Head))
+			return fmt.Errorf("%s holds %s, result.json says %s", BundleFile, short(got), short(sr.Head))
 		}
 		if err := verifyShardBranch(ctx, git, out.dir, ref, plan.BaseCommit, plan.JobID, sh, sr); err != nil {
 			return err
 		}
 	}
-	records, err := readShardDLQ(outputFile(out.dir, ShardDLQDir), sh)
+	records, err := readShardDLQ(outputFile(out.dir, DLQDir), sh)
 	if err != nil {
 		return err
 	}

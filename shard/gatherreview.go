@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"errors"
@@ -59,13 +59,13 @@ func addRejections(plan *Plan, gs *jobstore.GatherState, fresh bool, reject map[
 
 // rejectedIn is the rejected items of shard sh that the shard merged:
 // rejecting an item that failed or is pending changes nothing.
-func rejectedIn(gs *jobstore.GatherState, sh PlanShard, sr *ShardResult) map[string]string {
+func rejectedIn(gs *jobstore.GatherState, sh PlanShard, sr *Result) map[string]string {
 	if len(gs.Rejected) == 0 {
 		return nil
 	}
 	out := map[string]string{}
 	for _, it := range sr.Items {
-		if why, ok := gs.Rejected[it.ItemID]; ok && it.State == ItemMerged && slices.Contains(sh.Items, it.ItemID) {
+		if why, ok := gs.Rejected[it.ItemID]; ok && it.State == jobstore.ItemMerged && slices.Contains(sh.Items, it.ItemID) {
 			out[it.ItemID] = why
 		}
 	}
@@ -89,4 +89,22 @@ func ParseRejections(values []string) (map[string]string, error) {
 		out[id] = strings.TrimSpace(why)
 	}
 	return out, nil
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// firstN returns s, or its first n entries and a count of the rest.
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }

@@ -1,4 +1,4 @@
-package runner_test
+package shard_test
 
 import (
 	"context"
@@ -13,20 +13,21 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/shard"
 )
 
-func planItems(n int) []runner.PlanItem {
-	out := make([]runner.PlanItem, n)
+func planItems(n int) []shard.PlanItem {
+	out := make([]shard.PlanItem, n)
 	for i := range out {
-		out[i] = runner.PlanItem{ID: fmt.Sprintf("item_%d", i), Index: i}
+		out[i] = shard.PlanItem{ID: fmt.Sprintf("item_%d", i), Index: i}
 	}
 	return out
 }
 
-func TestSplitShardsIsStableBalancedAndContiguous(t *testing.T) {
+func TestSplitIsStableBalancedAndContiguous(t *testing.T) {
 	for _, tc := range []struct{ items, n, shards int }{{10, 3, 3}, {3, 5, 3}, {0, 4, 1}, {1000, 256, 256}, {7, 1, 1}} {
 		items := planItems(tc.items)
-		a, b := runner.SplitShards(items, tc.n), runner.SplitShards(items, tc.n)
+		a, b := shard.Split(items, tc.n), shard.Split(items, tc.n)
 		if fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Fatalf("%d items in %d: not stable", tc.items, tc.n)
 		}
@@ -55,7 +56,7 @@ func TestSplitShardsIsStableBalancedAndContiguous(t *testing.T) {
 	}
 }
 
-func TestAutoShardsFitsTheJobLimit(t *testing.T) {
+func TestAutoCountFitsTheJobLimit(t *testing.T) {
 	load := func(y string) *config.Workflow {
 		t.Helper()
 		wf, err := config.Parse("wf.yml", []byte(y))
@@ -67,40 +68,15 @@ func TestAutoShardsFitsTheJobLimit(t *testing.T) {
 	hourly := load("name: x\nmode: mapreduce\nmap:\n  input: i.json\n  agent_timeout_secs: 3600\n  agent_template:\n    - shell: 'true'\n")
 	// 5 one-hour items fit a 5-hour shard per slot.
 	for _, tc := range []struct{ items, par, want int }{{5, 1, 1}, {6, 1, 2}, {12, 1, 3}, {12, 2, 2}, {100000, 1, 256}, {0, 1, 1}} {
-		if got := runner.AutoShards(hourly, tc.items, tc.par); got != tc.want {
+		if got := shard.AutoCount(hourly, tc.items, tc.par); got != tc.want {
 			t.Errorf("%d items, max_parallel %d: %d shards, want %d", tc.items, tc.par, got, tc.want)
 		}
 	}
 	retried := load("name: x\nmode: mapreduce\nmap:\n  input: i.json\n  agent_timeout_secs: 3600\n  agent_template:\n    - shell: 'true'\nerror_policy:\n  retry_config:\n    attempts: 2\n    backoff: fixed\n    initial_delay: 30m\n")
 	// 2 attempts + 30m backoff = 2.5h worst case: 2 per slot.
-	if got := runner.AutoShards(retried, 4, 1); got != 2 {
+	if got := shard.AutoCount(retried, 4, 1); got != 2 {
 		t.Errorf("retried: %d shards, want 2", got)
 	}
-}
-
-// shardFixture plans a workflow in repo r and returns the plan directory.
-func shardFixture(t *testing.T, r *testRepo, yaml string, shards int) (string, Options) {
-	t.Helper()
-	wf := r.workflow(yaml)
-	o, _, _, _ := r.options(wf)
-	dir := filepath.Join(t.TempDir(), "plan")
-	if _, err := planJob(context.Background(), PlanOptions{Run: o, Dir: dir, Shards: shards}); err != nil {
-		t.Fatalf("plan: %v", err)
-	}
-	return dir, o
-}
-
-// clone makes a full (no-local) clone of r with its own state directory.
-func (r *testRepo) clone(name string) *testRepo {
-	r.t.Helper()
-	dir := filepath.Join(r.t.TempDir(), name)
-	r.git("clone", "-q", "--no-local", r.dir, dir)
-	return &testRepo{t: r.t, dir: dir, home: filepath.Join(r.t.TempDir(), "home")}
-}
-
-func shardOpts(c *testRepo, o Options) Options {
-	o.RepoDir, o.Home, o.JobID, o.Workflow = c.dir, c.home, "", nil
-	return o
 }
 
 const stopWorkflow = `
@@ -127,7 +103,7 @@ reduce:
 func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"no"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
 	dir, o := shardFixture(t, r, stopWorkflow, 2)
-	if _, err := os.Stat(runner.BaseBundle(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(shard.BaseBundle(dir)); !os.IsNotExist(err) {
 		t.Fatalf("base.bundle written although setup made no commit: %v", err)
 	}
 	if jobstore.HasCheckpoint(runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}) {
@@ -146,7 +122,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("shard 1: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(out, runner.ShardResultFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(out, shard.ResultFile)); err != nil {
 			t.Fatalf("shard %d wrote no result: %v", k, err)
 		}
 		outs = append(outs, out)
@@ -291,7 +267,7 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "shard 1") || !strings.Contains(err.Error(), "shard 2") || res.Pending != 4 || res.Successful != 2 {
 		t.Fatalf("gather with an empty output: %+v, %v", res, err)
 	}
-	bundle := filepath.Join(outs[1], runner.ShardBundleFile)
+	bundle := filepath.Join(outs[1], shard.BundleFile)
 	good, err := os.ReadFile(bundle)
 	if err != nil {
 		t.Fatal(err)
@@ -329,13 +305,13 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 func TestPlanFailureLeavesNothingBehind(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[1]`})
 	wf := r.workflow(strings.Replace(okWorkflow, "echo s > setup.txt", "exit 7; echo", 1))
-	o, _, _, _ := r.options(wf)
+	o := r.options(wf)
 	dir := filepath.Join(t.TempDir(), "plan")
 	_, err := planJob(context.Background(), PlanOptions{Run: o, Dir: dir, Shards: 1})
 	if !errors.Is(err, runner.ErrJobFailed) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := os.Stat(runner.PlanFile(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(shard.PlanFile(dir)); !os.IsNotExist(err) {
 		t.Fatal("a plan was written")
 	}
 	if out := r.git("branch", "--list", "prodigy/*"); out != "" {
@@ -366,7 +342,7 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 	if !errors.Is(err, runner.ErrInterrupted) || sr == nil || sr.Successful != 1 || sr.Pending != 3 {
 		t.Fatalf("interrupted shard: %+v, %v", sr, err)
 	}
-	if _, err := os.Stat(filepath.Join(out, runner.ShardResultFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, shard.ResultFile)); err != nil {
 		t.Fatalf("interrupted shard wrote no result: %v", err)
 	}
 	so.Hooks = &hookLog{}
@@ -447,7 +423,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	// every ValidationFailed record): dlq retry --force.
 	o2 := shardOpts(g, o)
 	o2.Workflow = nil
-	res, err = retryDLQ(ctx, RetryOptions{Home: g.home, JobID: "job-1", Run: o2, Force: true})
+	res, err = o2.engine().Redrive(ctx, runner.RedriveSpec{JobID: "job-1", Force: true})
 	if err != nil || res.Successful != 6 {
 		t.Fatalf("dlq retry of the rejected items: %+v, %v", res, err)
 	}

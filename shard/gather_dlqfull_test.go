@@ -1,4 +1,4 @@
-package runner_test
+package shard_test
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			case "gather":
 				res, err = gatherJob(ctx, GatherOptions{Run: o2, PlanDir: dir, Outputs: outs})
 			case "resume":
-				res, err = resumeJob(ctx, ResumeOptions{Home: g.home, JobID: "job-1", Run: o2})
+				res, err = o2.engine().Resume(ctx, runner.ResumeSpec{JobID: "job-1"})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", finish, err, stderr2)

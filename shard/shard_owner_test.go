@@ -1,4 +1,4 @@
-package runner_test
+package shard_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runner
+package shard
 
 import (
 	"fmt"
@@ -7,19 +7,19 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// jobWideStop applies the workflow's failure policy to the gathered job as
-// a whole, as a single runner applies it after each finished item: every
-// shard applied it to its own items only (with its part of max_failures),
-// so a job whose shards each stayed within failure_threshold can exceed it
-// together. It returns why the job stops before reduce, or "".
-func (j *job) jobWideStop() string {
-	var c jobstore.Counts
-	j.state.Read(func(cp *jobstore.Checkpoint) { c = cp.Counts() })
-	return failurePolicyStop(j.wf.ErrorPolicy, c.Merged+c.Skipped+c.DLQ, c.Skipped+c.DLQ)
+// jobWideStop applies the workflow's failure policy ep to the gathered job
+// as a whole (its item counts c), as a single runner applies it after each
+// finished item: every shard applied it to its own items only (with its
+// part of max_failures), so a job whose shards each stayed within
+// failure_threshold can exceed it together. It returns why the job stops
+// before reduce, or "".
+func jobWideStop(ep config.ErrorPolicy, c jobstore.Counts) string {
+	return failurePolicyStop(ep, c.Merged+c.Skipped+c.DLQ, c.Skipped+c.DLQ)
 }
 
-// failurePolicyStop is checkThresholds' rule over finished and failed
-// item counts: why the policy stops a job with those counts, or "".
+// failurePolicyStop is the rule the engine applies after each finished
+// item, over finished and failed item counts: why the policy stops a job
+// with those counts, or "".
 func failurePolicyStop(ep config.ErrorPolicy, finished, failed int) string {
 	switch {
 	case failed == 0:

@@ -1,7 +1,6 @@
-package runner
+package shard
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 func checkpointItems(cp *jobstore.Checkpoint) map[string]*jobstore.CheckpointItem {
@@ -64,7 +64,7 @@ func readShardDLQ(dir string, sh PlanShard) (map[string]dlq.DeadLetteredItem, er
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		data, err := readLimited(filepath.Join(dir, e.Name()), MaxShardRecordBytes)
+		data, err := readLimited(filepath.Join(dir, e.Name()), MaxRecordBytes)
 		if errors.Is(err, errOutputTooLarge) {
 			return nil, fmt.Errorf("%w: %w", errForeignOutput, err)
 		}
@@ -89,8 +89,9 @@ func readShardDLQ(dir string, sh PlanShard) (map[string]dlq.DeadLetteredItem, er
 // importShard records the outcomes of a shard's items in the checkpoint
 // and its DLQ records (and the merge conflicts found by the replay) in
 // the job's DLQ. Items already final are left alone.
-func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts, rejected map[string]string, records map[string]dlq.DeadLetteredItem) error {
-	outcomes := make(map[string]ItemOutcome, len(sr.Items))
+func (g *gatherer) importShard(sh PlanShard, sr *Result, conflicts, rejected map[string]string, records map[string]dlq.DeadLetteredItem) error {
+	j, plan := g.j, g.plan
+	outcomes := make(map[string]runner.ItemOutcome, len(sr.Items))
 	for _, it := range sr.Items {
 		outcomes[it.ItemID] = it
 	}
@@ -99,117 +100,77 @@ func (j *job) importShard(plan *Plan, sh PlanShard, sr *ShardResult, conflicts, 
 		planItems[it.ID] = it
 	}
 	var cpItems map[string]*jobstore.CheckpointItem
-	j.state.Read(func(cp *jobstore.Checkpoint) { cpItems = checkpointItems(cp) })
+	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) { cpItems = checkpointItems(cp) })
 	ids := append([]string(nil), sh.Items...)
 	sort.SliceStable(ids, func(a, b int) bool { return cpItems[ids[a]].Index < cpItems[ids[b]].Index })
-	type change struct {
-		cur     *jobstore.CheckpointItem
-		oc      ItemOutcome
-		pending json.RawMessage // the DLQ record not stored (failed-unrecorded)
-	}
-	var changes []change
-	var unrecorded []string
+	var changes []runner.Imported
 	for _, id := range ids {
 		cur := cpItems[id]
 		oc, ok := outcomes[id]
-		if cur == nil || !ok || (cur.State != ItemPending && cur.State != ItemRunning) {
+		if cur == nil || !ok || (cur.State != jobstore.ItemPending && cur.State != jobstore.ItemRunning) {
 			continue
 		}
 		pi := planItems[id]
-		var pending json.RawMessage
+		c := runner.Imported{Item: cur}
 		switch oc.State {
-		case ItemMerged:
+		case jobstore.ItemMerged:
 			if why, bad := rejected[id]; bad {
 				t := dlq.ErrorType{Kind: dlq.ValidationFailed}
 				msg := "rejected in review: " + why
 				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
-					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "review",
-					Context: []string{fmt.Sprintf("Gathering shard %d of job %s: a reviewer rejected the item's result", sh.Shard, j.id)},
+					Attempt: max(oc.Attempts, 1), At: j.Now().UTC(), Type: &t, Message: msg, Step: "review",
+					Context: []string{fmt.Sprintf("Gathering shard %d of job %s: a reviewer rejected the item's result", sh.Shard, j.ID())},
 				}}})
-				pending = j.importRecord(withPrior(j, pi, rec))
-				oc.State, oc.Error, oc.ErrorType = ItemDLQ, msg, t.String()
-				j.events.emit(AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: false})
+				c.Record = withPrior(j, pi, rec)
+				oc.State, oc.Error, oc.ErrorType = jobstore.ItemDLQ, msg, t.String()
+				c.Event = runner.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: false}
 			} else if msg, bad := conflicts[id]; bad {
 				t := dlq.ErrorType{Kind: dlq.MergeConflict}
 				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
-					Attempt: max(oc.Attempts, 1), At: j.now().UTC(), Type: &t, Message: msg, Step: "merge",
-					Context: []string{fmt.Sprintf("Gathering shard %d of job %s", sh.Shard, j.id)},
+					Attempt: max(oc.Attempts, 1), At: j.Now().UTC(), Type: &t, Message: msg, Step: "merge",
+					Context: []string{fmt.Sprintf("Gathering shard %d of job %s", sh.Shard, j.ID())},
 				}}})
-				pending = j.importRecord(withPrior(j, pi, rec))
-				oc.State, oc.Error, oc.ErrorType = ItemDLQ, msg, t.String()
-				j.events.emit(AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)})
+				c.Record = withPrior(j, pi, rec)
+				oc.State, oc.Error, oc.ErrorType = jobstore.ItemDLQ, msg, t.String()
+				c.Event = runner.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)}
 			}
-		case ItemDLQ:
+		case jobstore.ItemDLQ:
 			var rec *dlq.DeadLetteredItem
 			if r, ok := records[id]; ok {
 				rec = &r
 			} else {
-				j.warn(fmt.Sprintf("shard %d: item %s failed but its output has no DLQ record", sh.Shard, id))
+				j.Warn(fmt.Sprintf("shard %d: item %s failed but its output has no DLQ record", sh.Shard, id))
 			}
-			pending = j.importRecord(withPrior(j, pi, rec))
-		case ItemSkipped:
+			c.Record = withPrior(j, pi, rec)
+		case jobstore.ItemSkipped:
 		default:
 			continue // pending in the shard: stays pending
 		}
-		if pending != nil {
-			unrecorded = append(unrecorded, strconv.Quote(id))
-		}
-		changes = append(changes, change{cur, oc, pending})
+		c.Outcome = oc
+		changes = append(changes, c)
 	}
-	// One checkpoint write per shard, after the DLQ writes: an item whose
-	// record could not be stored is failed-unrecorded (the job fails naming
-	// it when it ends); `resume` or a later gather writes the record. Only
-	// the shard's items are written (journal entries; the snapshot is
-	// rewritten when the journal outgrows it), so a gather's writes do not
-	// grow with the job times the shards. A crash in between leaves some
-	// of them imported: gathering again imports the rest.
-	err := j.state.UpdateItems(func(_ *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
-		for _, c := range changes {
-			touch(c.cur)
-			idx, data := c.cur.Index, c.cur.Data
-			c.cur.ItemOutcome = c.oc
-			c.cur.Index, c.cur.Data = idx, data
-			c.cur.PendingRecord, c.cur.Failures = c.pending, nil
-		}
-	})
+	// One checkpoint write per shard, after the DLQ writes (runner.Job.Import):
+	// an item whose record could not be stored is failed-unrecorded (the job
+	// fails naming it when it ends); `resume` or a later gather writes the
+	// record. A crash in between leaves some of them imported: gathering
+	// again imports the rest.
+	unrecorded, err := j.Import(changes)
 	if err != nil {
 		return err
 	}
 	if len(unrecorded) > 0 {
-		j.warn(fmt.Sprintf("shard %d: %d DLQ record(s) not written (%s); they stay failed-unrecorded in the checkpoint and gathering again or `resume %s` writes them",
-			sh.Shard, len(unrecorded), strings.Join(firstN(unrecorded, 10), ", "), j.id))
+		for i, id := range unrecorded {
+			unrecorded[i] = strconv.Quote(id)
+		}
+		j.Warn(fmt.Sprintf("shard %d: %d DLQ record(s) not written (%s); they stay failed-unrecorded in the checkpoint and gathering again or `resume %s` writes them",
+			sh.Shard, len(unrecorded), strings.Join(firstN(unrecorded, 10), ", "), j.ID()))
 	}
-	for _, c := range changes {
-		j.hooks.ItemFinished(c.cur.ItemOutcome, "")
+	if g.hooks != nil {
+		for _, c := range changes {
+			g.hooks.ItemFinished(c.Outcome, "")
+		}
 	}
 	return nil
-}
-
-// importRecord stores rec (nil: nothing to store) in the job's DLQ
-// through addRecord, so attempts the stored record already holds are never
-// added twice (a gather interrupted after the DLQ write and before the
-// checkpoint write imports the shard again). When the write fails it warns
-// and returns the encoded record, which the caller keeps in the checkpoint
-// as the item's pending record.
-func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
-	if rec == nil || len(rec.FailureHistory) == 0 {
-		return nil
-	}
-	stored, added, err := addRecord(j.store, *rec)
-	if err == nil {
-		if added {
-			j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
-		}
-		return nil
-	}
-	enc, eerr := dlq.Encode(*rec)
-	if eerr != nil {
-		// Not storable either way: the item is counted as failed.
-		j.warn(fmt.Sprintf("could not add item %s to the DLQ (the item is still counted as failed): %v; encode: %v", rec.ItemID, err, eerr))
-		return nil
-	}
-	j.warn(fmt.Sprintf("could not add item %s to the DLQ: %v", rec.ItemID, err))
-	return enc
 }
 
 // withPrior returns the record to store for a failed plan item: a
@@ -217,13 +178,13 @@ func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
 // failures after it, so the history is kept in attempt order; rec alone
 // for a first run; the earlier record alone when the shard's output has
 // no record. nil when there is neither.
-func withPrior(j *job, pi PlanItem, rec *dlq.DeadLetteredItem) *dlq.DeadLetteredItem {
+func withPrior(j *runner.Job, pi PlanItem, rec *dlq.DeadLetteredItem) *dlq.DeadLetteredItem {
 	if len(pi.Record) == 0 {
 		return rec
 	}
 	prior, err := dlq.Decode(pi.Record)
 	if err != nil {
-		j.warn(fmt.Sprintf("plan record of %s: %v", pi.ID, err))
+		j.Warn(fmt.Sprintf("plan record of %s: %v", pi.ID, err))
 		return rec
 	}
 	if rec == nil {

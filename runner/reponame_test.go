@@ -1,0 +1,76 @@
+package runner_test
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner"
+)
+
+// countWorkflow commits one file per item and counts them in reduce.
+const countWorkflow = `
+name: ok
+mode: mapreduce
+setup:
+  - shell: echo s > setup.txt && git add -A && git commit -qm setup
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+reduce:
+  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
+`
+
+// TestTwoRepositoriesWithTheSameNameNeverShareJobs: two repositories both
+// named "repo", one state directory, the same job id: each runs its own
+// job (the second is not told the job exists), their state, DLQ and
+// listings stay apart; the first keeps the bare directory name (where an
+// earlier version kept its state, which so stays readable).
+func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
+	a := newTestRepo(t, map[string]string{"items.json": `[1,2]`})
+	b := newTestRepo(t, map[string]string{"items.json": `[1,2,3]`})
+	b.home = a.home
+	if filepath.Base(a.dir) != filepath.Base(b.dir) {
+		t.Fatal("the fixture wants two directories of the same name")
+	}
+	for _, r := range []*testRepo{a, b} {
+		wf := r.workflow(countWorkflow)
+		o, _, _, _ := r.options(wf)
+		if _, err := runJob(context.Background(), o); err != nil {
+			t.Fatalf("run in %s: %v", r.dir, err)
+		}
+	}
+	ka, err := runner.RepoName(a.home, a.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := runner.RepoName(a.home, b.dir)
+	if ka != "repo" || kb == ka || !strings.HasPrefix(kb, "repo-") {
+		t.Fatalf("state names %q and %q, want repo (the first, kept) and repo-<digest>", ka, kb)
+	}
+	for _, c := range []struct {
+		key   string
+		r     *testRepo
+		total int
+	}{{ka, a, 2}, {kb, b, 3}} {
+		jobs, err := jobstore.ListJobs(a.home, c.key)
+		if err != nil || len(jobs) != 1 || jobs[0].Total != c.total || jobs[0].RepoDir != c.r.dir {
+			t.Fatalf("jobs of %s = %+v, %v", c.r.dir, jobs, err)
+		}
+		if got := c.r.git("show", "prodigy/job-1:count.txt"); strings.TrimSpace(got) != strconv.Itoa(c.total) {
+			t.Fatalf("%s reduced %s items", c.r.dir, got)
+		}
+	}
+	// Another run of the same id in the first repository is told the job
+	// exists there (its old state is found under the bare name).
+	wf := a.workflow(countWorkflow)
+	o, _, _, _ := a.options(wf)
+	if _, err := runJob(context.Background(), o); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("second run in the first repository = %v", err)
+	}
+}
