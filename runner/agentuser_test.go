@@ -25,13 +25,13 @@ func TestAgentsAsAnotherUserCannotWriteTheRepository(t *testing.T) {
 	}
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
-	permtest.OpenUp(t, r.dir, r.home)
-	config := r.git("config", "--local", "--list")
+	permtest.OpenUp(t, r.Dir, r.Home)
+	config := r.Git("config", "--local", "--list")
 	var attacks []string
 	for _, a := range hostileAttacks {
 		attacks = append(attacks, "( "+a.byPath+"\n) >/dev/null 2>&1 && echo \""+a.name+" succeeded\" >> attacks.txt")
 	}
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: agent-user
 mode: mapreduce
 map:
@@ -61,19 +61,19 @@ map:
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.ResultsTip == "" {
 		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 	}
-	if got := r.git("show", res.ResultsBranch+":attacks-1.txt"); got != "" {
+	if got := r.Git("show", res.ResultsBranch+":attacks-1.txt"); got != "" {
 		t.Errorf("attacks by path succeeded:\n%s", got)
 	}
 	for n := range 4 {
-		uid := r.git("show", fmt.Sprintf("%s:uid-%d.txt", res.ResultsBranch, n))
+		uid := r.Git("show", fmt.Sprintf("%s:uid-%d.txt", res.ResultsBranch, n))
 		if uid != "70100" && uid != "70101" {
 			t.Errorf("item %d ran as uid %s, want 70100 or 70101", n, uid)
 		}
 	}
-	if got := r.git("config", "--local", "--list"); got != config {
+	if got := r.Git("config", "--local", "--list"); got != config {
 		t.Errorf("the repository's configuration changed:\n%s", got)
 	}
-	if out := r.git("fsck", "--no-dangling"); out != "" {
+	if out := r.Git("fsck", "--no-dangling"); out != "" {
 		t.Errorf("git fsck: %s", out)
 	}
 }
@@ -96,7 +96,7 @@ func TestAgentUserIsRefusedWhereItIsNoBoundary(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			t.Parallel()
 			r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
-			o, _, _, _ := r.options(r.workflow(`
+			o, _, _, _ := r.options(r.Workflow(`
 name: refused
 map:
   input: items.json
@@ -124,7 +124,7 @@ func TestAgentUserThatCannotReachItsWorktreesIsNamed(t *testing.T) {
 	}
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
-	o, _, _, _ := r.options(r.workflow(`
+	o, _, _, _ := r.options(r.Workflow(`
 name: unreachable
 map:
   input: items.json
@@ -153,8 +153,8 @@ func TestAgentsOfTheirOwnUsersCannotReachEachOther(t *testing.T) {
 	}
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6), "shared.txt": "base\n"})
-	permtest.OpenUp(t, r.dir, r.home)
-	wf := r.workflow(`
+	permtest.OpenUp(t, r.Dir, r.Home)
+	wf := r.Workflow(`
 name: neighbours
 mode: mapreduce
 map:
@@ -181,11 +181,11 @@ map:
 		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 	}
 	for n := range 6 {
-		if got := r.git("show", fmt.Sprintf("%s:reach-%d.txt", res.ResultsBranch, n)); got != "" {
+		if got := r.Git("show", fmt.Sprintf("%s:reach-%d.txt", res.ResultsBranch, n)); got != "" {
 			t.Errorf("item %d reached another agent's worktree:\n%s", n, got)
 		}
 	}
-	if got := r.git("show", res.ResultsBranch+":shared.txt"); got != "base" {
+	if got := r.Git("show", res.ResultsBranch+":shared.txt"); got != "base" {
 		t.Errorf("shared.txt = %q on the results branch", got)
 	}
 }

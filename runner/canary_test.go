@@ -28,7 +28,7 @@ func newCanaryRepo(t *testing.T) *canaryRepo {
 		{"name": "e", "kind": "net"}, {"name": "a", "kind": "db"}, {"name": "c", "kind": "db"}]`})
 	dir := t.TempDir()
 	c := &canaryRepo{testRepo: r, runs: filepath.Join(dir, "runs"), fixed: filepath.Join(dir, "fixed"), reduces: filepath.Join(dir, "reduces")}
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: canary
 map:
   input: items.json
@@ -47,7 +47,7 @@ reduce:
 	if err != nil || res.Failed != 5 {
 		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
 	}
-	recs := r.dlqRecords("job-1")
+	recs := r.DLQRecords("job-1")
 	c.dbSig = recs["a"].ErrorSignature
 	for _, id := range []string{"b", "c", "d"} {
 		if recs[id].ErrorSignature != c.dbSig {
@@ -63,7 +63,7 @@ reduce:
 
 func (c *canaryRepo) truncateRuns() {
 	if err := os.WriteFile(c.runs, nil, 0o644); err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 }
 
@@ -71,7 +71,7 @@ func (c *canaryRepo) truncateRuns() {
 func (c *canaryRepo) ran() []string {
 	b, err := os.ReadFile(c.runs)
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	out := strings.Fields(string(b))
 	slices.Sort(out)
@@ -81,14 +81,14 @@ func (c *canaryRepo) ran() []string {
 func (c *canaryRepo) retry(sig string, sample int, dryRun bool) (*runner.Result, string, error) {
 	o, _, stderr, _ := c.options(nil)
 	res, err := retryDLQ(context.Background(), RetryOptions{
-		Home: c.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: sample, DryRun: dryRun, Run: o})
+		Home: c.Home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: sample, DryRun: dryRun, Run: o})
 	return res, stderr.String(), err
 }
 
 func TestCanaryStopsWhenSampleFailsTheSameWay(t *testing.T) {
 	t.Parallel()
 	c := newCanaryRepo(t)
-	before := c.git("rev-parse", "prodigy/job-1")
+	before := c.Git("rev-parse", "prodigy/job-1")
 	res, stderr, err := c.retry(c.dbSig, 2, false)
 	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 {
 		t.Fatalf("canary on a still-failing cluster: %v (exit %d)\n%s", err, runner.ExitCode(err), stderr)
@@ -104,10 +104,10 @@ func TestCanaryStopsWhenSampleFailsTheSameWay(t *testing.T) {
 	if res == nil || res.Canary == nil || !res.Canary.Stopped || !slices.Equal(res.Canary.Rest, []string{"c", "d"}) {
 		t.Errorf("result's canary plan: %s", mustJSON(t, res))
 	}
-	if n := len(c.dlqRecords("job-1")); n != 5 {
+	if n := len(c.DLQRecords("job-1")); n != 5 {
 		t.Errorf("DLQ has %d records, want all 5", n)
 	}
-	if after := c.git("rev-parse", "prodigy/job-1"); after != before {
+	if after := c.Git("rev-parse", "prodigy/job-1"); after != before {
 		t.Logf("results branch moved %s -> %s (reduce of the sample run)", before, after)
 	}
 }
@@ -125,7 +125,7 @@ func TestCanaryRedrivesRestWhenSampleIsFixed(t *testing.T) {
 	if got := c.ran(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("agents ran for %v, want the db cluster [a b c d] and not the net item", got)
 	}
-	recs := c.dlqRecords("job-1")
+	recs := c.DLQRecords("job-1")
 	if _, ok := recs["e"]; len(recs) != 1 || !ok {
 		t.Errorf("DLQ %v, want only e (other cluster)", recs)
 	}
@@ -137,7 +137,7 @@ func TestCanaryRedrivesRestWhenSampleIsFixed(t *testing.T) {
 	if b, _ := os.ReadFile(c.reduces); strings.Count(string(b), "reduce") != 2 {
 		t.Errorf("reduce ran %d time(s) in all, want 2 (the run, then once for the redrive)", strings.Count(string(b), "reduce"))
 	}
-	files := strings.Join(c.files("prodigy/job-1"), " ")
+	files := strings.Join(c.Files("prodigy/job-1"), " ")
 	for _, want := range []string{"out-a.txt", "out-b.txt", "out-c.txt", "out-d.txt"} {
 		if !strings.Contains(files, want) {
 			t.Errorf("results branch lacks %s: %s", want, files)
@@ -160,7 +160,7 @@ func TestCanarySignatureAloneRedrivesOnlyThatCluster(t *testing.T) {
 func TestCanaryDryRunShowsPlanAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	c := newCanaryRepo(t)
-	before := c.git("rev-parse", "prodigy/job-1")
+	before := c.Git("rev-parse", "prodigy/job-1")
 	res, stderr, err := c.retry(c.dbSig, 2, true)
 	if err != nil || res.Canary == nil {
 		t.Fatalf("dry run: %v %s\n%s", err, mustJSON(t, res), stderr)
@@ -179,10 +179,10 @@ func TestCanaryDryRunShowsPlanAndChangesNothing(t *testing.T) {
 	if got := c.ran(); len(got) != 0 {
 		t.Errorf("dry run ran agents for %v", got)
 	}
-	if after := c.git("rev-parse", "prodigy/job-1"); after != before {
+	if after := c.Git("rev-parse", "prodigy/job-1"); after != before {
 		t.Errorf("results branch moved %s -> %s", before, after)
 	}
-	if n := len(c.dlqRecords("job-1")); n != 5 {
+	if n := len(c.DLQRecords("job-1")); n != 5 {
 		t.Errorf("DLQ has %d records, want 5", n)
 	}
 }
@@ -197,7 +197,7 @@ func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unknown signature: %v (exit %d), want nothing run, exit 0", err, runner.ExitCode(err))
 	}
-	recs := c.dlqRecords("job-1")
+	recs := c.DLQRecords("job-1")
 	for _, want := range []string{"no records to retry", `"NoSuch::thing" matches no DLQ record`, "eligible/total", fmt.Sprintf("%q 4/4", c.dbSig), recs["e"].ErrorSignature} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr %q lacks %q", stderr, want)
@@ -206,7 +206,7 @@ func TestCanaryUnknownSignatureListsKnownOnes(t *testing.T) {
 	if got := c.ran(); len(got) != 0 {
 		t.Errorf("ran agents for %v", got)
 	}
-	_, err = retryDLQ(context.Background(), RetryOptions{Home: c.home, JobID: "job-1", Sample: 1})
+	_, err = retryDLQ(context.Background(), RetryOptions{Home: c.Home, JobID: "job-1", Sample: 1})
 	if runner.ExitCode(err) != 2 {
 		t.Errorf("--sample without --signature: %v, want a usage error", err)
 	}
@@ -257,7 +257,7 @@ func TestCanaryStopsOnAClaudeCluster(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "d", "kind": "schema"}, {"name": "b", "kind": "schema"},
 		{"name": "e", "kind": "lint"}, {"name": "a", "kind": "schema"}, {"name": "c", "kind": "schema"}]`})
 	claude, dir := standInFailingClaude(t)
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: claude-canary
 map:
   input: items.json
@@ -271,7 +271,7 @@ map:
 	if err != nil || res.Failed != 5 {
 		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
 	}
-	recs := r.dlqRecords("job-1")
+	recs := r.DLQRecords("job-1")
 	sig := recs["a"].ErrorSignature
 	if !strings.Contains(sig, "Migration failed: schema lock is held by another session") {
 		t.Fatalf("signature %q does not come from the claude result", sig)
@@ -295,7 +295,7 @@ map:
 		o, _, stderr, _ := r.options(nil)
 		o.ClaudeCommand = claude
 		res, err := retryDLQ(context.Background(), RetryOptions{
-			Home: r.home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: 2, Run: o})
+			Home: r.Home, JobID: "job-1", MaxRetries: 1, Signature: sig, Sample: 2, Run: o})
 		return res, stderr.String(), err
 	}
 	res, stderr2, err := retry()
@@ -308,7 +308,7 @@ map:
 	if res == nil || res.Canary == nil || !res.Canary.Stopped || !slices.Equal(res.Canary.Rest, []string{"c", "d"}) {
 		t.Errorf("canary plan: %s", mustJSON(t, res))
 	}
-	recs = r.dlqRecords("job-1")
+	recs = r.DLQRecords("job-1")
 	if len(recs) != 5 || recs["a"].ErrorSignature != sig || recs["a"].FailureCount != 2 {
 		t.Errorf("DLQ after the canary: %d records, a = %+v", len(recs), recs["a"])
 	}
@@ -329,7 +329,7 @@ map:
 	if !slices.Equal(runs, []string{"a", "b", "c", "d"}) {
 		t.Errorf("claude ran for %v, want the cluster [a b c d] and not the lint item", runs)
 	}
-	if recs := r.dlqRecords("job-1"); len(recs) != 1 || recs["e"].ItemID != "e" {
+	if recs := r.DLQRecords("job-1"); len(recs) != 1 || recs["e"].ItemID != "e" {
 		t.Errorf("DLQ after the fix: %v, want only e", recs)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,32 +12,15 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/runnertest"
 )
 
-// mountFullTmpfs mounts a small tmpfs at dir and fills it, so every write
-// there fails with ENOSPC. It skips the test where mounting is not allowed
-// (not root); CI runs it as root.
-func mountFullTmpfs(t *testing.T, dir string) (free func()) {
-	t.Helper()
-	mountTmpfs(t, dir, "64k")
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break
-		}
-	}
-	_ = f.Close()
-	return func() {
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// mountFullTmpfs and mountTmpfs are runnertest's (a full tmpfs: every
+// write fails with ENOSPC; skipped where mounting is not allowed).
+var (
+	mountFullTmpfs = runnertest.MountFullTmpfs
+	mountTmpfs     = runnertest.MountTmpfs
+)
 
 // TestDLQWriteFailureKeepsItemFailedUnrecorded fills the disk under the DLQ:
 // the failed item is not lost — it stays failed-unrecorded in the
@@ -46,7 +28,7 @@ func mountFullTmpfs(t *testing.T, dir string) (free func()) {
 // (with space again) writes its record with exactly the attempts that ran.
 func TestDLQWriteFailureKeepsItemFailedUnrecorded(t *testing.T) {
 	r := newTestRepo(t, nil)
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: full
 mode: mapreduce
 map:
@@ -64,8 +46,8 @@ map:
         echo ok > ok.txt && git add ok.txt && git commit -qm ok
 `)
 	o, _, stderr, _ := r.options(wf)
-	paths := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}
-	free := mountFullTmpfs(t, filepath.Join(r.home, "dlq"))
+	paths := runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: "job-1"}
+	free := mountFullTmpfs(t, filepath.Join(r.Home, "dlq"))
 
 	res, err := r.run(o)
 	if !errors.Is(err, runner.ErrJobFailed) || runner.ExitCode(err) != 1 {
@@ -98,14 +80,14 @@ map:
 
 	free()
 	o2, _, stderr2, _ := r.options(wf)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
 	if res2.Status != runner.StatusCompleted || res2.DLQCount != 1 || res2.Successful != 1 {
 		t.Fatalf("resume result = %+v", res2)
 	}
-	rec, ok := r.dlqRecords("job-1")["item_1"]
+	rec, ok := r.DLQRecords("job-1")["item_1"]
 	if !ok {
 		t.Fatal("no DLQ record for bad after resume")
 	}
@@ -115,7 +97,7 @@ map:
 	if got := rec.LastErrorType(); got != dlq.CommandFailedWith(4) {
 		t.Errorf("error type = %v", got)
 	}
-	if strings.Count(r.git("log", "--merges", "--format=%s", "prodigy/job-1"), "item_0") != 1 {
+	if strings.Count(r.Git("log", "--merges", "--format=%s", "prodigy/job-1"), "item_0") != 1 {
 		t.Errorf("ok not merged exactly once")
 	}
 }
@@ -127,7 +109,7 @@ func TestDiskFullStepIsResourceExhausted(t *testing.T) {
 	r := newTestRepo(t, nil)
 	full := filepath.Join(t.TempDir(), "full")
 	mountFullTmpfs(t, full)
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: full-step
 mode: mapreduce
 map:
@@ -140,7 +122,7 @@ map:
 	if err != nil || res.DLQCount != 1 {
 		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
 	}
-	rec := r.dlqRecords("job-1")["item_0"]
+	rec := r.DLQRecords("job-1")["item_0"]
 	if got := rec.LastErrorType(); got.Kind != dlq.ResourceExhausted {
 		t.Errorf("error type = %v, want ResourceExhausted (%s)", got, rec.FailureHistory[0].ErrorMessage)
 	}
@@ -153,11 +135,11 @@ map:
 // disk.
 func TestCheckpointWriteFailureIsNeverDropped(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[1,2,3,4,5,6,7,8]`})
-	state := runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}.JobStateDir()
+	state := runner.Paths{Home: r.Home, Repo: "repo", JobID: "job-1"}.JobStateDir()
 	mountTmpfs(t, state, "512k")
 	filler := filepath.Join(state, "filler")
 	// Item 3 fills the disk under the state directory once it is done.
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: full
 mode: mapreduce
 map:
@@ -179,38 +161,14 @@ map:
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o})
+	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o})
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 8 {
 		t.Fatalf("resume after freeing space: %+v, %v", res, err)
 	}
-	log := r.git("log", "--format=%s", "prodigy/job-1") + "\n"
+	log := r.Git("log", "--format=%s", "prodigy/job-1") + "\n"
 	for i := range 8 {
 		if n := strings.Count(log, fmt.Sprintf("item %d\n", i)); n != 1 {
 			t.Errorf("item %d is on the results branch %d times:\n%s", i, n, log)
 		}
 	}
-}
-
-// mountTmpfs mounts a tmpfs of the given size at dir (created), owned by
-// the test's user, unmounted when the test ends. It skips the test where
-// mounting is not allowed (not root, no passwordless sudo).
-func mountTmpfs(t *testing.T, dir, size string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// As root, or through passwordless sudo (GitHub's runners), owned by us.
-	var sudo []string
-	if os.Geteuid() != 0 {
-		sudo = []string{"sudo", "-n"}
-	}
-	command := func(args ...string) *exec.Cmd {
-		args = append(sudo, args...)
-		return exec.Command(args[0], args[1:]...)
-	}
-	opts := fmt.Sprintf("size=%s,uid=%d,gid=%d,mode=0755", size, os.Geteuid(), os.Getegid())
-	if out, err := command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root or sudo): %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = command("umount", "-l", dir).Run() })
 }

@@ -73,7 +73,7 @@ func readLines(t *testing.T, path string) []string {
 // eventTypes reads events.jsonl of job-1 as (type, raw event) pairs.
 func jobEvents(t *testing.T, r *testRepo) []map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(r.home, "events", "repo", "job-1", "events.jsonl"))
+	data, err := os.ReadFile(filepath.Join(r.Home, "events", "repo", "job-1", "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestBudgetRunsOutMidJob(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": econItems})
 	claude, dir := standInClaude(t, "1.5")
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: budget
 budget:
   max_cost_usd: 5
@@ -149,7 +149,7 @@ map:
 			t.Errorf("call %q: want --max-budget-usd 2.0000", c)
 		}
 	}
-	if len(r.dlqRecords("job-1")) != 0 {
+	if len(r.DLQRecords("job-1")) != 0 {
 		t.Error("an item was dead-lettered")
 	}
 	for _, ev := range jobEvents(t, r) {
@@ -165,7 +165,7 @@ map:
 	o2, _, stderr2, _ := r.options(nil)
 	o2.ClaudeCommand = claude
 	o2.MaxCostUSD = 7
-	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err = resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.Pending != 0 {
 		t.Fatalf("resume: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}
@@ -184,7 +184,7 @@ func TestItemBudgetStopsClaudeWithoutRetry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "overspend"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: budget
 budget:
   item_max_cost_usd: 0.75
@@ -209,7 +209,7 @@ map:
 		t.Errorf("claude calls = %q", calls)
 	}
 	var rec map[string]any
-	if err := json.Unmarshal([]byte(mustJSON(t, r.dlqRecords("job-1")["item_0"])), &rec); err != nil {
+	if err := json.Unmarshal([]byte(mustJSON(t, r.DLQRecords("job-1")["item_0"])), &rec); err != nil {
 		t.Fatal(err)
 	}
 	for k := range rec {
@@ -228,7 +228,7 @@ map:
 	}
 	o2, _, stderr2, _ := r.options(nil)
 	o2.ClaudeCommand = claude
-	res, err = retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Run: o2})
+	res, err = retryDLQ(context.Background(), RetryOptions{Home: r.Home, JobID: "job-1", MaxRetries: 1, Run: o2})
 	if err != nil || res.Successful != 1 || res.CostUSD != 1.25 {
 		t.Fatalf("redrive: %v %s\n%s", err, mustJSON(t, res), stderr2)
 	}
@@ -244,7 +244,7 @@ func TestRateLimitedItemDoesNotSpendAttempts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ratelimit"), []byte("a 1\na 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: ratelimit
 map:
   input: items.json
@@ -300,7 +300,7 @@ map:
 	if started != 2 || ended != 2 {
 		t.Errorf("cool-downs started %d ended %d, want 2 and 2", started, ended)
 	}
-	if len(r.dlqRecords("job-1")) != 0 {
+	if len(r.DLQRecords("job-1")) != 0 {
 		t.Error("a rate-limited item was dead-lettered")
 	}
 }
@@ -309,7 +309,7 @@ func TestShellRateLimitOn(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "a"}]`})
 	count := filepath.Join(t.TempDir(), "count")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: shell-ratelimit
 rate_limit:
   max_waits: 1
@@ -342,7 +342,7 @@ func TestSetupAndReduceSpendCountsForTheJob(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"name": "a"}]`})
 	claude, dir := standInClaude(t, "0.5")
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: phases
 setup:
   - claude: "/prepare s"

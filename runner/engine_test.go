@@ -19,7 +19,7 @@ import (
 func TestEngineRedrivesExplicitItems(t *testing.T) {
 	c := newCanaryRepo(t)
 	stderr := &syncBuffer{}
-	eng := &runner.Engine{Home: c.home, Stderr: stderr, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+	eng := &runner.Engine{Home: c.Home, Stderr: stderr, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		Rand: func() float64 { return 0.5 }, Getenv: func(string) string { return "" }}
 	if err := os.WriteFile(c.fixed, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestEngineRedrivesExplicitItems(t *testing.T) {
 	if got := reduces(); got != before+"reduce\n" {
 		t.Errorf("reduces %q, want one more than %q", got, before)
 	}
-	if left := slices.Sorted(maps.Keys(c.dlqRecords("job-1"))); !slices.Equal(left, []string{"d", "e"}) {
+	if left := slices.Sorted(maps.Keys(c.DLQRecords("job-1"))); !slices.Equal(left, []string{"d", "e"}) {
 		t.Errorf("DLQ left %v, want [d e]", left)
 	}
 }
@@ -61,7 +61,7 @@ func TestEngineRedrivesExplicitItems(t *testing.T) {
 // job from the Engine's state directory.
 func TestEngineRunTakesItsSpec(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[{"n": 1}, {"n": 2}, {"n": 3}]`})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: spec
 map:
   input: items.json
@@ -70,14 +70,14 @@ map:
     - shell: echo ${item.n} > out-${item.n}.txt && git add . && git commit -qm ${item.n}
 `)
 	stderr := &syncBuffer{}
-	eng := &runner.Engine{Home: r.home, Stderr: stderr, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+	eng := &runner.Engine{Home: r.Home, Stderr: stderr, Clock: retrytest.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		Getenv: func(string) string { return "" }}
 	ctx := context.Background()
-	res, err := eng.Run(ctx, runner.RunSpec{Workflow: wf, RepoDir: r.dir, JobID: "spec-1", Branch: "results/spec", Agents: runner.Agents{MaxParallel: 2}})
+	res, err := eng.Run(ctx, runner.RunSpec{Workflow: wf, RepoDir: r.Dir, JobID: "spec-1", Branch: "results/spec", Agents: runner.Agents{MaxParallel: 2}})
 	if err != nil || res.JobID != "spec-1" || res.ResultsBranch != "results/spec" || res.Successful != 3 {
 		t.Fatalf("run: %v %s\n%s", err, mustJSON(t, res), stderr)
 	}
-	p, err := jobstore.FindJob(r.home, "", "spec-1")
+	p, err := jobstore.FindJob(r.Home, "", "spec-1")
 	if err != nil {
 		t.Fatal(err)
 	}

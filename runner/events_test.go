@@ -47,7 +47,7 @@ func TestEventLogMatchesTheEventStructs(t *testing.T) {
 		t.Fatalf("event types are not unique: %d", len(eventTypes))
 	}
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": "ok"}, {"id": "bad"}]`})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: events
 mode: mapreduce
 setup:
@@ -72,7 +72,7 @@ reduce:
 	if _, err := r.run(o); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(r.home, "events", "repo", "job-1", "events.jsonl"))
+	data, err := os.ReadFile(filepath.Join(r.Home, "events", "repo", "job-1", "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestPlantedHooksNeverRunInTheEnginesGit(t *testing.T) {
 			agentToo := []string{"pre-commit", "commit-msg", "post-commit", "reference-transaction", "post-index-change"}
 			for _, h := range append(engineOnly, agentToo...) {
 				script := fmt.Sprintf("#!/bin/sh\necho \"%s token=$GITHUB_TOKEN secret=$API_SECRET\" >> %s\n", h, log)
-				if err := os.WriteFile(filepath.Join(r.dir, ".git", "hooks", h), []byte(script), 0o755); err != nil {
+				if err := os.WriteFile(filepath.Join(r.Dir, ".git", "hooks", h), []byte(script), 0o755); err != nil {
 					t.Fatal(err)
 				}
 				planted := fmt.Sprintf("#!/bin/sh\necho \"planted %s token=$GITHUB_TOKEN\" >> %s\n", h, log)
@@ -39,7 +39,7 @@ func TestPlantedHooksNeverRunInTheEnginesGit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			wf := r.workflow(fmt.Sprintf(`
+			wf := r.Workflow(fmt.Sprintf(`
 name: hostile-hooks
 mode: mapreduce
 map:
@@ -66,7 +66,7 @@ map:
 			if err != nil || res.Status != runner.StatusCompleted || res.Successful != 2 {
 				t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 			}
-			if files := r.files(res.ResultsBranch); !strings.Contains(strings.Join(files, " "), "out-1.txt") {
+			if files := r.Files(res.ResultsBranch); !strings.Contains(strings.Join(files, " "), "out-1.txt") {
 				t.Fatalf("item 1 not merged: %v", files)
 			}
 			b, _ := os.ReadFile(log)

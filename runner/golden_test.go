@@ -22,7 +22,7 @@ func TestRealFailuresHaveTheSeedShape(t *testing.T) {
 		"items.json": `[{"k": "exit"}, {"k": "timeout"}, {"k": "left"}, {"k": "right"}, {"k": "nocommit"}]`,
 		"shared.txt": "base\n",
 	})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: shapes
 mode: mapreduce
 map:
@@ -46,7 +46,7 @@ map:
 	if res.Failed != 4 || res.Successful != 1 {
 		t.Fatalf("result = %+v\n%s", res, stderr)
 	}
-	store, err := dlq.Open(runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}.DLQRoot(), "job-1", dlq.Options{})
+	store, err := dlq.Open(runner.Paths{Home: r.Home, Repo: "repo", JobID: "job-1"}.DLQRoot(), "job-1", dlq.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,23 +83,23 @@ func TestHostileAgentsGitStaysInItsRepository(t *testing.T) {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
 				t.Parallel()
 				r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
-				config := r.git("config", "--local", "--list")
-				o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, "( "+tc.ownGit+"\n) || true")))
+				config := r.Git("config", "--local", "--list")
+				o, _, stderr, _ := r.options(r.Workflow(hostileWorkflow(r, "( "+tc.ownGit+"\n) || true")))
 				o.Merge = mode
 				res, err := r.run(o)
 				if err != nil || res.Status != runner.StatusCompleted || res.Successful != 3 || res.ResultsTip == "" {
 					t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 				}
-				if got := r.git("rev-parse", "refs/heads/"+res.ResultsBranch); got != res.ResultsTip {
+				if got := r.Git("rev-parse", "refs/heads/"+res.ResultsBranch); got != res.ResultsTip {
 					t.Errorf("ResultsTip %s, branch at %s", res.ResultsTip, got)
 				}
-				files := strings.Join(r.files(res.ResultsBranch), " ")
+				files := strings.Join(r.Files(res.ResultsBranch), " ")
 				for n := range 3 {
 					if !strings.Contains(files, fmt.Sprintf("out-%d.txt", n)) {
 						t.Errorf("out-%d.txt missing: %s", n, files)
 					}
 				}
-				if got := r.git("config", "--local", "--list"); got != config {
+				if got := r.Git("config", "--local", "--list"); got != config {
 					t.Errorf("the repository's configuration changed:\n%s\nwas\n%s", got, config)
 				}
 			})
@@ -121,7 +121,7 @@ func TestHostileAgentCannotRewriteResults(t *testing.T) {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
 				t.Parallel()
 				r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
-				o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, tc.byPath)))
+				o, _, stderr, _ := r.options(r.Workflow(hostileWorkflow(r, tc.byPath)))
 				o.Merge = mode
 				res, err := r.run(o)
 				if err == nil || !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), tc.want) {
@@ -143,7 +143,7 @@ func TestHostileAgentCannotRewriteResults(t *testing.T) {
 					}
 				}
 				if len(tc.merged) > 0 {
-					files := strings.Join(r.files(res.ResultsBranch), " ")
+					files := strings.Join(r.Files(res.ResultsBranch), " ")
 					for _, id := range tc.merged {
 						if states[id] != runner.ItemMerged {
 							// The worktree merge refuses to merge over the
@@ -173,15 +173,15 @@ func TestAgentDeletingSiblingBranchesLosesNothing(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
 	attack := `own=$(git symbolic-ref HEAD)
 git for-each-ref --format='%(refname)' refs/heads/prodigy-agent | grep -v "^$own$" | while read -r ref; do git update-ref -d "$ref"; done`
-	o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, attack)))
+	o, _, stderr, _ := r.options(r.Workflow(hostileWorkflow(r, attack)))
 	res, err := r.run(o)
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 3 || res.ResultsTip == "" {
 		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
 	}
-	if got := r.git("rev-parse", "refs/heads/"+res.ResultsBranch); got != res.ResultsTip {
+	if got := r.Git("rev-parse", "refs/heads/"+res.ResultsBranch); got != res.ResultsTip {
 		t.Errorf("ResultsTip %s, branch at %s", res.ResultsTip, got)
 	}
-	files := strings.Join(r.files(res.ResultsBranch), " ")
+	files := strings.Join(r.Files(res.ResultsBranch), " ")
 	for n := range 3 {
 		if !strings.Contains(files, fmt.Sprintf("out-%d.txt", n)) {
 			t.Errorf("out-%d.txt missing: %s", n, files)
@@ -198,7 +198,7 @@ func TestAgentCommitMustBuildOnItsBase(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
 	attack := `git reset -q --hard "$(git rev-list --max-parents=0 HEAD)"
 echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewritten`
-	o, _, stderr, _ := r.options(r.workflow(hostileWorkflow(r, attack)))
+	o, _, stderr, _ := r.options(r.Workflow(hostileWorkflow(r, attack)))
 	res, err := r.run(o)
 	if err != nil || res.Successful != 2 || res.Failed != 1 || res.ResultsTip == "" {
 		t.Fatalf("run = %+v, %v\n%s", res, err, stderr)
@@ -208,7 +208,7 @@ echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewrit
 			t.Errorf("item_1: %s %q", it.State, it.Error)
 		}
 	}
-	if files := strings.Join(r.files(res.ResultsBranch), " "); strings.Contains(files, "rewritten.txt") {
+	if files := strings.Join(r.Files(res.ResultsBranch), " "); strings.Contains(files, "rewritten.txt") {
 		t.Errorf("the rewritten commit was merged: %s", files)
 	}
 }
@@ -218,7 +218,7 @@ echo rewritten > rewritten.txt && git add rewritten.txt && git commit -qm rewrit
 func TestSetupMayConfigureGit(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(2)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: setup-config
 mode: mapreduce
 setup:

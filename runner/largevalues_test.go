@@ -18,7 +18,7 @@ func TestTenMegabyteValuesReachSteps(t *testing.T) {
 	data, _ := json.Marshal([]map[string]string{{"blob": blob}})
 	r := newTestRepo(t, map[string]string{"items.json": string(data)})
 	out := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: large
 map:
   input: items.json
@@ -46,7 +46,7 @@ map:
 	if b, _ := os.ReadFile(filepath.Join(out, "item.json")); json.Unmarshal(b, &item) != nil || item["blob"] != blob {
 		t.Errorf("PRODIGY_ITEM_FILE does not hold the item")
 	}
-	if m, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "pwned")); len(m) > 0 {
+	if m, _ := filepath.Glob(filepath.Join(r.Home, "worktrees", "*", "*", "*", "pwned")); len(m) > 0 {
 		t.Fatal("payload ran")
 	}
 }
@@ -58,7 +58,7 @@ func TestTooLargeEnvValueIsPermanent(t *testing.T) {
 	blob := strings.Repeat("x", 200<<10)
 	data, _ := json.Marshal([]map[string]string{{"blob": blob}})
 	r := newTestRepo(t, map[string]string{"items.json": string(data)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: toolarge
 map:
   input: items.json
@@ -72,7 +72,7 @@ map:
 	if res == nil || res.Failed != 1 {
 		t.Fatalf("result %+v\n%s", res, stderr)
 	}
-	recs := r.dlqRecords(res.JobID)
+	recs := r.DLQRecords(res.JobID)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -93,7 +93,7 @@ func TestValueFilesLiveInOnePrivateJobDirectory(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
 	out := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: values
 map:
   input: items.json
@@ -157,7 +157,7 @@ func TestStepCannotPlantALaterStepsValueFile(t *testing.T) {
 	}
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
 	out := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: plant
 map:
   input: items.json

@@ -45,7 +45,7 @@ func TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan(t *testing.T) {
 	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
 		t.Run(string(iso), func(t *testing.T) {
 			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
-			wf := r.workflow(`
+			wf := r.Workflow(`
 name: cleanup
 mode: mapreduce
 map:
@@ -57,7 +57,7 @@ map:
 `)
 			o, _, stderr, hooks := r.options(wf)
 			o.Isolation = iso
-			unlockJunkAfter(t, r.home)
+			unlockJunkAfter(t, r.Home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
@@ -72,20 +72,20 @@ map:
 			if orphan.ItemID != "item_0" || orphan.AgentID == "" || orphan.Error == "" {
 				t.Errorf("orphan = %+v", orphan)
 			}
-			if !strings.Contains(stderr.String(), "WARN cleanup failed for agent") || len(hooks.warnings) == 0 {
+			if !strings.Contains(stderr.String(), "WARN cleanup failed for agent") || len(hooks.Warnings()) == 0 {
 				t.Errorf("no cleanup warning logged:\n%s", stderr)
 			}
-			events, _ := os.ReadFile(filepath.Join(r.home, "events", "repo", "job-1", "events.jsonl"))
+			events, _ := os.ReadFile(filepath.Join(r.Home, "events", "repo", "job-1", "events.jsonl"))
 			if !strings.Contains(string(events), `"cleanup_status":{"Failed":`) {
 				t.Errorf("agent_completed lacks cleanup_status Failed:\n%s", events)
 			}
-			if len(r.dlqRecords("job-1")) != 0 {
+			if len(r.DLQRecords("job-1")) != 0 {
 				t.Errorf("cleanup failure put the item in the DLQ")
 			}
-			if !strings.Contains(strings.Join(r.files(res.ResultsBranch), " "), "done.txt") {
+			if !strings.Contains(strings.Join(r.Files(res.ResultsBranch), " "), "done.txt") {
 				t.Errorf("work was not merged")
 			}
-			sets, err := jobstore.FindOrphans(r.home, "job-1")
+			sets, err := jobstore.FindOrphans(r.Home, "job-1")
 			if err != nil || len(sets) != 1 {
 				t.Fatalf("FindOrphans = %v, %v", sets, err)
 			}
@@ -94,7 +94,7 @@ map:
 				t.Fatalf("clean with the cause present: failed = %v", failed)
 			}
 			_ = exec.Command("chattr", "-i", filepath.Join(orphan.Path, "junk", "locked")).Run()
-			sets, _ = jobstore.FindOrphans(r.home, "job-1")
+			sets, _ = jobstore.FindOrphans(r.Home, "job-1")
 			removed, failed, err := runner.CleanOrphans(context.Background(), sets[0])
 			if err != nil || len(failed) != 0 || len(removed) != 1 {
 				t.Fatalf("clean: removed %v failed %v err %v", removed, failed, err)
@@ -102,10 +102,10 @@ map:
 			if _, err := os.Stat(orphan.Path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("orphan still on disk: %v", err)
 			}
-			if sets, _ := jobstore.FindOrphans(r.home, ""); len(sets) != 0 {
+			if sets, _ := jobstore.FindOrphans(r.Home, ""); len(sets) != 0 {
 				t.Errorf("registry not emptied: %+v", sets)
 			}
-			if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+			if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 				t.Errorf("worktrees left:\n%s", wt)
 			}
 		})
@@ -115,7 +115,7 @@ map:
 func TestInterruptCheckpointsAndResumeFinishesExactlyOnce(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(12)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: interrupt
 mode: mapreduce
 map:
@@ -130,7 +130,7 @@ reduce:
 `)
 	o, _, stderr, hooks := r.options(wf)
 	ctx, cancel := context.WithCancel(context.Background())
-	hooks.onItem = func(n int) {
+	hooks.OnItem = func(n int) {
 		if n == 3 {
 			cancel()
 		}
@@ -143,25 +143,25 @@ reduce:
 	if res.Status != runner.StatusInterrupted || res.Pending == 0 || res.Successful < 3 {
 		t.Fatalf("result = %+v", res)
 	}
-	st, err := runner.Status(r.home, "job-1")
+	st, err := runner.Status(r.Home, "job-1")
 	if err != nil || st.Status != runner.StatusInterrupted || st.Pending != res.Pending {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 	// The summary (text `status`) reads no items and says the same.
-	sum, err := runner.StatusSummary(r.home, "job-1")
+	sum, err := runner.StatusSummary(r.Home, "job-1")
 	st.Items = nil
 	if err != nil || mustJSON(t, sum) != mustJSON(t, st) {
 		t.Fatalf("status summary = %s, %v\nwant %s", mustJSON(t, sum), err, mustJSON(t, st))
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
 	if res2.Status != runner.StatusCompleted || res2.Successful != 12 || res2.Pending != 0 {
 		t.Fatalf("resumed result = %+v", res2)
 	}
-	if merges := r.git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "12" {
+	if merges := r.Git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "12" {
 		t.Errorf("%s merges, want 12 (each item exactly once)", merges)
 	}
 	if !strings.Contains(stderr2.String(), "reduce saw 12 of 12") {
@@ -173,7 +173,7 @@ func TestDLQRetryRedrivesThroughTheRealWorkflow(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": "a", "priority": 1}, {"id": "b", "priority": 5}, {"id": "c", "priority": 7}]`})
 	fixed := filepath.Join(t.TempDir(), "fixed")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: redrive
 mode: mapreduce
 map:
@@ -198,7 +198,7 @@ reduce:
 	}
 	// Dry run changes nothing.
 	o2, _, _, _ := r.options(nil)
-	dry, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", DryRun: true, Filter: "item.priority >= 5", Run: o2})
+	dry, err := retryDLQ(context.Background(), RetryOptions{Home: r.Home, JobID: "job-1", DryRun: true, Filter: "item.priority >= 5", Run: o2})
 	if err != nil || len(dry.Items) != 2 {
 		t.Fatalf("dry run: %v %+v", err, dry)
 	}
@@ -207,11 +207,11 @@ reduce:
 		t.Fatal(err)
 	}
 	o3, _, stderr3, _ := r.options(nil)
-	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Filter: "item.priority >= 5", MaxRetries: 2, Run: o3})
+	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.Home, JobID: "job-1", Filter: "item.priority >= 5", MaxRetries: 2, Run: o3})
 	if err != nil {
 		t.Fatalf("retry: %v\n%s", err, stderr3)
 	}
-	recs := r.dlqRecords("job-1")
+	recs := r.DLQRecords("job-1")
 	if _, ok := recs["item_2"]; ok {
 		t.Errorf("c succeeded but is still in the DLQ")
 	}
@@ -219,7 +219,7 @@ reduce:
 	if !ok || b.FailureCount != 4 || len(b.FailureHistory) != 4 || b.FailureHistory[3].AttemptNumber != 4 {
 		t.Fatalf("b should have 4 failures (2 per run): %s", mustJSON(t, b))
 	}
-	files := strings.Join(r.files(res3.ResultsBranch), " ")
+	files := strings.Join(r.Files(res3.ResultsBranch), " ")
 	if !strings.Contains(files, "out-c.txt") || !strings.Contains(files, "out-a.txt") || strings.Contains(files, "out-b.txt") {
 		t.Errorf("results branch files: %s", files)
 	}
@@ -239,7 +239,7 @@ reduce:
 func TestResumeRereadsACheckpointWrittenBeforeItsLock(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6)})
 	reduced := filepath.Join(t.TempDir(), "reduced")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: race
 map:
   input: items.json
@@ -251,7 +251,7 @@ reduce:
 `, reduced))
 	o, _, stderr, hooks := r.options(wf)
 	ctx, cancel := context.WithCancel(context.Background())
-	hooks.onItem = func(n int) {
+	hooks.OnItem = func(n int) {
 		if n == 2 {
 			cancel()
 		}
@@ -266,13 +266,13 @@ reduce:
 		defer restoreInner()
 		oi, _, stderrI, _ := r.options(nil)
 		var err error
-		if inner, err = resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: oi}); err != nil {
+		if inner, err = resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: oi}); err != nil {
 			t.Errorf("the other runner's resume: %v\n%s", err, stderrI)
 		}
 	})
 	defer restore()
 	o2, _, stderr2, _ := r.options(nil)
-	res, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
@@ -282,7 +282,7 @@ reduce:
 	if res.Status != runner.StatusCompleted || res.Successful != 6 || !strings.Contains(stderr2.String(), "already completed") {
 		t.Errorf("resume after the other runner finished = %+v\n%s", res, stderr2)
 	}
-	if merges := r.git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "6" {
+	if merges := r.Git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "6" {
 		t.Errorf("%s merges, want 6", merges)
 	}
 	if b, _ := os.ReadFile(reduced); strings.Count(string(b), "reduce") != 1 {
@@ -301,7 +301,7 @@ func TestCleanupFailureOfAFailedItemIsOnlyAWarning(t *testing.T) {
 	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
 		t.Run(string(iso), func(t *testing.T) {
 			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
-			wf := r.workflow(`
+			wf := r.Workflow(`
 name: cleanup-failed
 mode: mapreduce
 map:
@@ -313,7 +313,7 @@ map:
 `)
 			o, _, stderr, _ := r.options(wf)
 			o.Isolation = iso
-			unlockJunkAfter(t, r.home)
+			unlockJunkAfter(t, r.Home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
@@ -321,7 +321,7 @@ map:
 			if res.Failed != 1 || res.Successful != 0 || res.Status != runner.StatusCompleted {
 				t.Fatalf("result = %+v\n%s", res, stderr)
 			}
-			recs := r.dlqRecords("job-1")
+			recs := r.DLQRecords("job-1")
 			if len(recs) != 1 {
 				t.Fatalf("DLQ records = %d, want 1", len(recs))
 			}

@@ -34,7 +34,7 @@ func TestWorksWithoutGitIdentity(t *testing.T) {
 	os.Unsetenv("GIT_COMMITTER_NAME")
 	os.Unsetenv("GIT_COMMITTER_EMAIL")
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: no-identity
 mode: mapreduce
 map:
@@ -51,7 +51,7 @@ map:
 		if err != nil || res.Successful != 3 {
 			t.Fatalf("%s: %v %+v\n%s", mode, err, res, stderr)
 		}
-		if who := r.git("log", "-1", "--format=%an <%ae>", res.ResultsBranch); !strings.Contains(who, "prodigy-action[bot]") {
+		if who := r.Git("log", "-1", "--format=%an <%ae>", res.ResultsBranch); !strings.Contains(who, "prodigy-action[bot]") {
 			t.Errorf("%s: merge author = %q", mode, who)
 		}
 	}
@@ -61,7 +61,7 @@ func TestResumeIncludeDLQRedrivesEligibleItems(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": "a"}, {"id": "flaky"}]`})
 	fixed := filepath.Join(t.TempDir(), "fixed")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: include-dlq
 mode: mapreduce
 map:
@@ -76,21 +76,21 @@ map:
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
 	}
-	if !r.dlqRecords("job-1")["item_1"].ReprocessEligible {
+	if !r.DLQRecords("job-1")["item_1"].ReprocessEligible {
 		t.Fatalf("a network failure should be eligible")
 	}
 	if err := os.WriteFile(fixed, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", IncludeDLQ: true, Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", IncludeDLQ: true, Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}
 	if res2.Successful != 2 || res2.DLQCount != 0 || res2.Total != 2 {
 		t.Fatalf("resume --include-dlq result = %+v", res2)
 	}
-	if len(r.dlqRecords("job-1")) != 0 {
+	if len(r.DLQRecords("job-1")) != 0 {
 		t.Errorf("the redriven item is still in the DLQ")
 	}
 }
@@ -99,7 +99,7 @@ func TestRedriveInterruptedLosesNoRecordAndContinues(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6)})
 	fixed := filepath.Join(t.TempDir(), "fixed")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: redrive-interrupt
 mode: mapreduce
 map:
@@ -121,28 +121,28 @@ map:
 	ctx, cancel := context.WithCancel(context.Background())
 	o2, _, _, hooks := r.options(nil)
 	o2.InterruptGrace = 10 * time.Second
-	hooks.onItem = func(n int) {
+	hooks.OnItem = func(n int) {
 		if n == 2 {
 			cancel()
 		}
 	}
-	res, err := retryDLQ(ctx, RetryOptions{Home: r.home, JobID: "job-1", Parallel: 1, Run: o2})
+	res, err := retryDLQ(ctx, RetryOptions{Home: r.Home, JobID: "job-1", Parallel: 1, Run: o2})
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted (%+v)", err, res)
 	}
-	left := len(r.dlqRecords("job-1"))
+	left := len(r.DLQRecords("job-1"))
 	if left+res.Successful != 6 || left == 0 {
 		t.Fatalf("after interruption: %d records + %d merged != 6", left, res.Successful)
 	}
 	o3, _, stderr3, _ := r.options(nil)
-	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", Run: o3})
+	res3, err := retryDLQ(context.Background(), RetryOptions{Home: r.Home, JobID: "job-1", Run: o3})
 	if err != nil {
 		t.Fatalf("second retry: %v\n%s", err, stderr3)
 	}
-	if res3.Successful != 6 || res3.DLQCount != 0 || len(r.dlqRecords("job-1")) != 0 {
+	if res3.Successful != 6 || res3.DLQCount != 0 || len(r.DLQRecords("job-1")) != 0 {
 		t.Fatalf("second retry result = %+v", res3)
 	}
-	if merges := r.git("rev-list", "--merges", "--count", res3.ResultsBranch); merges != "6" {
+	if merges := r.Git("rev-list", "--merges", "--count", res3.ResultsBranch); merges != "6" {
 		t.Errorf("%s merges, want 6", merges)
 	}
 }
@@ -150,7 +150,7 @@ map:
 func TestStopPolicyHaltsAndLeavesPending(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(10)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: stop
 mode: mapreduce
 map:
@@ -176,7 +176,7 @@ map:
 func TestMaxFailuresAndSkipPolicies(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(8)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: skip
 mode: mapreduce
 map:
@@ -198,7 +198,7 @@ map:
 func TestPreserveFailedWorktree(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: preserve
 mode: mapreduce
 preserve_failed_worktrees: true
@@ -212,7 +212,7 @@ map:
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	rec := r.dlqRecords("job-1")["item_0"]
+	rec := r.DLQRecords("job-1")["item_0"]
 	a := rec.WorktreeArtifacts
 	if a == nil {
 		t.Fatal("no artifacts")
@@ -223,7 +223,7 @@ map:
 	if a.UncommittedChanges == nil || !strings.Contains(*a.UncommittedChanges, "partial.txt") {
 		t.Errorf("uncommitted_changes = %v", a.UncommittedChanges)
 	}
-	if b := r.git("branch", "--list", a.BranchName); b == "" {
+	if b := r.Git("branch", "--list", a.BranchName); b == "" {
 		t.Errorf("preserved branch %s is gone", a.BranchName)
 	}
 }
@@ -249,7 +249,7 @@ printf '{"type":"result","subtype":"error","is_error":true,"result":"failed with
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: secrets
 mode: mapreduce
 secrets: [DEPLOY_URL]
@@ -272,7 +272,7 @@ map:
 	secrets := []string{"SuperSecret", ghp, apiSec, hook}
 	var found []string
 	files := 0
-	_ = filepath.Walk(r.home, func(p string, info os.FileInfo, err error) error {
+	_ = filepath.Walk(r.Home, func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() || strings.Contains(p, "/worktrees/") {
 			return nil
 		}
@@ -293,7 +293,7 @@ map:
 			t.Errorf("%q reached stderr or the hooks", s)
 		}
 	}
-	rec := r.dlqRecords("job-1")["item_0"]
+	rec := r.DLQRecords("job-1")["item_0"]
 	if rec.WorktreeArtifacts == nil || rec.WorktreeArtifacts.ErrorLogs == nil || !strings.Contains(*rec.WorktreeArtifacts.ErrorLogs, "using token *** to push *** (***) to ***") {
 		t.Errorf("error_logs = %s", mustJSON(t, rec.WorktreeArtifacts))
 	}
@@ -305,7 +305,7 @@ map:
 func TestResumeRecognisesMergesTheCheckpointMissed(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(3)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: reconcile
 mode: mapreduce
 map:
@@ -318,7 +318,7 @@ map:
 	if err != nil || res.Successful != 3 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	cpPath := filepath.Join(r.home, "state", "repo", "jobs", "job-1", "checkpoint.json")
+	cpPath := filepath.Join(r.Home, "state", "repo", "jobs", "job-1", "checkpoint.json")
 	data, err := os.ReadFile(cpPath)
 	if err != nil {
 		t.Fatal(err)
@@ -337,11 +337,11 @@ map:
 		t.Fatal(err)
 	}
 	o2, _, stderr, _ := r.options(nil)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil || res2.Successful != 3 {
 		t.Fatalf("resume: %v %+v\n%s", err, res2, stderr)
 	}
-	if merges := r.git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "3" {
+	if merges := r.Git("rev-list", "--merges", "--count", res2.ResultsBranch); merges != "3" {
 		t.Errorf("%s merges after resume, want 3 (nothing re-run)", merges)
 	}
 	if !strings.Contains(stderr.String(), "was merged before the interruption") {

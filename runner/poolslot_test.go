@@ -15,7 +15,7 @@ import (
 func TestFreshPoolSlotsAreAttachedWithoutACheckout(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6), "a/keep.txt": "a\n"})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: attach
 map:
   input: items.json
@@ -35,7 +35,7 @@ map:
 	}
 	attached := 0
 	for n := range 6 {
-		got := r.git("show", res.ResultsBranch+":created-"+string(rune('0'+n))+".txt")
+		got := r.Git("show", res.ResultsBranch+":created-"+string(rune('0'+n))+".txt")
 		switch {
 		case got == "branch: Created from HEAD":
 			attached++

@@ -56,7 +56,7 @@ func TestKillNineOfTheRunnerEndsItsAgents(t *testing.T) {
 	// Each agent starts: a child in its group, a child that left it with
 	// setsid, and a setsid'd grandchild under a group member; then writes
 	// their pids and sleeps. After the kill, the resumed run commits.
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: kill-nine
 mode: mapreduce
 map:
@@ -80,7 +80,7 @@ map:
 `, pidDir, resumed))
 	var stderr syncBuffer
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerProcessHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperWorkflowEnv+"="+wf.Path, helperRepoEnv+"="+r.dir, helperHomeEnv+"="+r.home)
+	cmd.Env = append(os.Environ(), helperWorkflowEnv+"="+wf.Path, helperRepoEnv+"="+r.Dir, helperHomeEnv+"="+r.Home)
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -133,7 +133,7 @@ map:
 	}
 	var out syncBuffer
 	res, err := resumeJob(context.Background(), ResumeOptions{
-		Home: r.home, JobID: "job-1",
+		Home: r.Home, JobID: "job-1",
 		Run: Options{Stderr: &out, Getenv: func(string) string { return "" }},
 	})
 	if err != nil || res.Successful != 2 {
@@ -148,7 +148,7 @@ func TestStepLeavingBackgroundChildHoldingOutputSucceeds(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
 	pidDir := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: background
 mode: mapreduce
 setup:

@@ -24,7 +24,7 @@ func TestDLQRetryPagesTheSelection(t *testing.T) {
 	const n, page = 23, 10
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(n)})
 	fixed := filepath.Join(t.TempDir(), "fixed")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: paged
 mode: mapreduce
 map:
@@ -52,34 +52,34 @@ map:
 	o1.InterruptGrace = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hooks.onItem = func(k int) {
+	hooks.OnItem = func(k int) {
 		if k == 12 {
 			cancel()
 		}
 	}
-	res1, err := retryDLQ(ctx, RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o1})
+	res1, err := retryDLQ(ctx, RetryOptions{Home: r.Home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o1})
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("first redrive: %v, want interrupted\n%s", err, stderr1)
 	}
 	if !strings.Contains(stderr1.String(), "in pages of 10") {
 		t.Errorf("no paging in the log:\n%s", stderr1)
 	}
-	left := len(r.dlqRecords("job-1"))
+	left := len(r.DLQRecords("job-1"))
 	if res1.Successful < 12 || res1.Successful >= n || left != n-res1.Successful {
 		t.Fatalf("after the interrupt: %d merged, %d records left of %d", res1.Successful, left, n)
 	}
 
 	// Second redrive finishes.
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := retryDLQ(context.Background(), RetryOptions{Home: r.home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o2})
+	res2, err := retryDLQ(context.Background(), RetryOptions{Home: r.Home, JobID: "job-1", MaxRetries: 1, Parallel: 3, BatchSize: page, Run: o2})
 	if err != nil || res2.Successful != n || res2.DLQCount != 0 || res2.Pending != 0 {
 		t.Fatalf("second redrive: %v %+v\n%s", err, res2, stderr2)
 	}
-	if recs := r.dlqRecords("job-1"); len(recs) != 0 {
+	if recs := r.DLQRecords("job-1"); len(recs) != 0 {
 		t.Errorf("%d records left", len(recs))
 	}
 	// Every item merged exactly once (one merge commit per trailer).
-	ids := strings.Fields(r.git("log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", res2.ResultsBranch))
+	ids := strings.Fields(r.Git("log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", res2.ResultsBranch))
 	slices.Sort(ids)
 	if len(ids) != n || len(slices.Compact(slices.Clone(ids))) != n {
 		t.Errorf("merged item trailers %v: want each of %d items once", ids, n)
@@ -87,7 +87,7 @@ map:
 
 	// The redrives mapped pages of at most 10 items: the map phases after
 	// the first run's.
-	raw, err := os.ReadFile(runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.Events())
+	raw, err := os.ReadFile(runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: "job-1"}.Events())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,22 +34,22 @@ reduce:
 func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 	a := newTestRepo(t, map[string]string{"items.json": `[1,2]`})
 	b := newTestRepo(t, map[string]string{"items.json": `[1,2,3]`})
-	b.home = a.home
-	if filepath.Base(a.dir) != filepath.Base(b.dir) {
+	b.Home = a.Home
+	if filepath.Base(a.Dir) != filepath.Base(b.Dir) {
 		t.Fatal("the fixture wants two directories of the same name")
 	}
 	for _, r := range []*testRepo{a, b} {
-		wf := r.workflow(countWorkflow)
+		wf := r.Workflow(countWorkflow)
 		o, _, _, _ := r.options(wf)
 		if _, err := runJob(context.Background(), o); err != nil {
-			t.Fatalf("run in %s: %v", r.dir, err)
+			t.Fatalf("run in %s: %v", r.Dir, err)
 		}
 	}
-	ka, err := runner.RepoName(a.home, a.dir)
+	ka, err := runner.RepoName(a.Home, a.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, _ := runner.RepoName(a.home, b.dir)
+	kb, _ := runner.RepoName(a.Home, b.Dir)
 	if ka != "repo" || kb == ka || !strings.HasPrefix(kb, "repo-") {
 		t.Fatalf("state names %q and %q, want repo (the first, kept) and repo-<digest>", ka, kb)
 	}
@@ -58,17 +58,17 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 		r     *testRepo
 		total int
 	}{{ka, a, 2}, {kb, b, 3}} {
-		jobs, err := jobstore.ListJobs(a.home, c.key)
-		if err != nil || len(jobs) != 1 || jobs[0].Total != c.total || jobs[0].RepoDir != c.r.dir {
-			t.Fatalf("jobs of %s = %+v, %v", c.r.dir, jobs, err)
+		jobs, err := jobstore.ListJobs(a.Home, c.key)
+		if err != nil || len(jobs) != 1 || jobs[0].Total != c.total || jobs[0].RepoDir != c.r.Dir {
+			t.Fatalf("jobs of %s = %+v, %v", c.r.Dir, jobs, err)
 		}
-		if got := c.r.git("show", "prodigy/job-1:count.txt"); strings.TrimSpace(got) != strconv.Itoa(c.total) {
-			t.Fatalf("%s reduced %s items", c.r.dir, got)
+		if got := c.r.Git("show", "prodigy/job-1:count.txt"); strings.TrimSpace(got) != strconv.Itoa(c.total) {
+			t.Fatalf("%s reduced %s items", c.r.Dir, got)
 		}
 	}
 	// Another run of the same id in the first repository is told the job
 	// exists there (its old state is found under the bare name).
-	wf := a.workflow(countWorkflow)
+	wf := a.Workflow(countWorkflow)
 	o, _, _, _ := a.options(wf)
 	if _, err := runJob(context.Background(), o); runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), "resume") {
 		t.Fatalf("second run in the first repository = %v", err)

@@ -26,9 +26,9 @@ func itemsJSON(n int) string {
 func TestRunParallelMergesEverythingAndLeavesCheckoutUntouched(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(20)})
-	head := r.git("rev-parse", "HEAD")
+	head := r.Git("rev-parse", "HEAD")
 	track := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: parallel
 mode: mapreduce
 map:
@@ -59,7 +59,7 @@ map:
 	if peak > 4 || peak < 1 {
 		t.Errorf("peak concurrency %d, want 1..4", peak)
 	}
-	files := r.files(res.ResultsBranch)
+	files := r.Files(res.ResultsBranch)
 	var outs int
 	for _, f := range files {
 		if strings.HasPrefix(f, "out-") {
@@ -69,14 +69,14 @@ map:
 	if outs != 20 {
 		t.Errorf("results branch has %d out files, want 20: %v", outs, files)
 	}
-	if merges := r.git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "20" {
+	if merges := r.Git("rev-list", "--merges", "--count", res.ResultsBranch); merges != "20" {
 		t.Errorf("%s merge commits, want 20", merges)
 	}
-	r.assertUntouched(head)
-	if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+	r.AssertUntouched(head)
+	if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 		t.Errorf("worktrees left behind:\n%s", wt)
 	}
-	if b := r.git("branch", "--list", "prodigy-agent/*"); b != "" {
+	if b := r.Git("branch", "--list", "prodigy-agent/*"); b != "" {
 		t.Errorf("agent branches left behind:\n%s", b)
 	}
 }
@@ -84,7 +84,7 @@ map:
 func TestFailingItemIsRetriedThenDeadLetteredOnce(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": "ok"}, {"id": "bad"}]`})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: retry-then-dlq
 mode: mapreduce
 map:
@@ -111,7 +111,7 @@ map:
 	if got := fmt.Sprint(clock.Sleeps()); got != "[2s 2s]" {
 		t.Errorf("backoff sleeps = %s, want [2s 2s]", got)
 	}
-	recs := r.dlqRecords("job-1")
+	recs := r.DLQRecords("job-1")
 	if len(recs) != 1 {
 		t.Fatalf("DLQ has %d records, want 1", len(recs))
 	}
@@ -140,7 +140,7 @@ map:
 	if a == nil || a.BranchName == "" || a.WorktreePath == "" || a.ErrorLogs == nil || !strings.Contains(*a.ErrorLogs, "boom for bad") {
 		t.Errorf("worktree_artifacts = %s", mustJSON(t, a))
 	}
-	events, _ := os.ReadFile(filepath.Join(r.home, "events", "repo", "job-1", "events.jsonl"))
+	events, _ := os.ReadFile(filepath.Join(r.Home, "events", "repo", "job-1", "events.jsonl"))
 	for typ, want := range map[string]int{"agent_retrying": 2, "dlq_item_added": 1, "agent_completed": 1, "agent_failed": 1, "job_completed": 1} {
 		if got := strings.Count(string(events), `"event_type":"`+typ+`"`); got != want {
 			t.Errorf("%d %s events, want %d", got, typ, want)
@@ -154,7 +154,7 @@ func TestMergeConflictFailsOneItemAndKeepsParentClean(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			r := newTestRepo(t, map[string]string{"items.json": `[{"v": "left"}, {"v": "right"}]`, "shared.txt": "original\n"})
-			wf := r.workflow(`
+			wf := r.Workflow(`
 name: conflict
 mode: mapreduce
 map:
@@ -175,7 +175,7 @@ map:
 			if res.Successful != 1 || res.Failed != 1 {
 				t.Fatalf("result = %+v\n%s", res, stderr)
 			}
-			recs := r.dlqRecords("job-1")
+			recs := r.DLQRecords("job-1")
 			for _, rec := range recs {
 				if got := mustJSON(t, rec.FailureHistory[0].ErrorType); got != `"MergeConflict"` {
 					t.Errorf("error_type = %s", got)
@@ -184,11 +184,11 @@ map:
 					t.Errorf("a merge conflict should be eligible for redrive")
 				}
 			}
-			content := r.git("show", res.ResultsBranch+":shared.txt")
+			content := r.Git("show", res.ResultsBranch+":shared.txt")
 			if content != "left" && content != "right" {
 				t.Errorf("shared.txt on results branch = %q", content)
 			}
-			if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+			if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 				t.Errorf("worktrees left behind:\n%s", wt)
 			}
 		})
@@ -210,7 +210,7 @@ func TestItemDataIsNeverExecuted(t *testing.T) {
 	if err := os.WriteFile(sentinel, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: injection
 mode: mapreduce
 map:
@@ -251,11 +251,11 @@ map:
 	if _, err := os.Stat(sentinel); err != nil {
 		t.Fatalf("the sentinel in HOME is gone: %v", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(r.home, "worktrees", "*", "*", "*", "pwned"))
+	matches, _ := filepath.Glob(filepath.Join(r.Home, "worktrees", "*", "*", "*", "pwned"))
 	if len(matches) > 0 {
 		t.Fatalf("injected command ran: %v", matches)
 	}
-	for _, f := range r.files(res.ResultsBranch) {
+	for _, f := range r.Files(res.ResultsBranch) {
 		if strings.Contains(f, "pwned") {
 			t.Fatalf("injected file committed: %s", f)
 		}
@@ -266,7 +266,7 @@ func TestStepTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": `[{"id": 1}]`})
 	marker := filepath.Join(t.TempDir(), "child-survived")
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: timeout
 mode: mapreduce
 map:
@@ -280,7 +280,7 @@ map:
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
 	}
-	rec := r.dlqRecords("job-1")["item_0"]
+	rec := r.DLQRecords("job-1")["item_0"]
 	if got := mustJSON(t, rec.FailureHistory[0].ErrorType); got != `"Timeout"` {
 		t.Errorf("error_type = %s (%s)", got, rec.FailureHistory[0].ErrorMessage)
 	}
@@ -307,7 +307,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: claude
 mode: mapreduce
 map:
@@ -321,7 +321,7 @@ map:
 	if err != nil || res.Successful != 1 || res.Failed != 1 {
 		t.Fatalf("run: %v %+v\n%s", err, res, stderr)
 	}
-	rec := r.dlqRecords("job-1")["item_1"]
+	rec := r.DLQRecords("job-1")["item_1"]
 	loc := rec.FailureHistory[0].JSONLogLocation
 	if loc == nil {
 		t.Fatalf("no json_log_location in %s", mustJSON(t, rec))
@@ -354,21 +354,21 @@ func TestInputErrorsLeaveNoState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newTestRepo(t, map[string]string{"items.json": tc.files})
-			wf := r.workflow("name: bad\nmode: mapreduce\nmap:\n  " + tc.mapBlock + "\n  agent_template:\n    - shell: echo hi\n")
+			wf := r.Workflow("name: bad\nmode: mapreduce\nmap:\n  " + tc.mapBlock + "\n  agent_template:\n    - shell: echo hi\n")
 			o, _, _, _ := r.options(wf)
 			_, err := r.run(o)
 			var ue *runner.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("err = %v, want a usage error", err)
 			}
-			entries, _ := os.ReadDir(r.home)
+			entries, _ := os.ReadDir(r.Home)
 			for _, e := range entries {
-				sub, _ := filepath.Glob(filepath.Join(r.home, e.Name(), "*"))
+				sub, _ := filepath.Glob(filepath.Join(r.Home, e.Name(), "*"))
 				if len(sub) > 0 {
 					t.Errorf("state left in %s: %v", e.Name(), sub)
 				}
 			}
-			if b := r.git("branch", "--list"); strings.TrimSpace(b) != "* main" {
+			if b := r.Git("branch", "--list"); strings.TrimSpace(b) != "* main" {
 				t.Errorf("branches left: %q", b)
 			}
 		})
@@ -378,7 +378,7 @@ func TestInputErrorsLeaveNoState(t *testing.T) {
 func TestNotARepoIsAUsageError(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, nil)
-	wf := r.workflow("name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: echo\n")
+	wf := r.Workflow("name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: echo\n")
 	o, _, _, _ := r.options(wf)
 	o.RepoDir = t.TempDir()
 	_, err := runJob(context.Background(), o)

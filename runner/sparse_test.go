@@ -53,34 +53,34 @@ func TestSparseAgentsKeepWholeTreesInResults(t *testing.T) {
 		t.Run(string(tc.iso)+"-"+string(tc.merge), func(t *testing.T) {
 			t.Parallel()
 			r := newTestRepo(t, abcFiles(6))
-			head := r.git("rev-parse", "HEAD")
-			wf := r.workflow(sparseWorkflow("a", "b", "c", "worktree:\n  sparse: [a/]"))
+			head := r.Git("rev-parse", "HEAD")
+			wf := r.Workflow(sparseWorkflow("a", "b", "c", "worktree:\n  sparse: [a/]"))
 			o, _, stderr, hooks := r.options(wf)
 			o.Isolation, o.Merge = tc.iso, tc.merge
 			res, err := r.run(o)
 			if err != nil || res.Successful != 6 {
 				t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
 			}
-			files := r.files(res.ResultsBranch)
+			files := r.Files(res.ResultsBranch)
 			for _, f := range []string{"README.md", "items.json", "a/keep.txt", "a/sub/deep.txt", "b/keep.txt", "c/keep.txt", "a/out-0.txt", "a/out-5.txt"} {
 				if !slices.Contains(files, f) {
 					t.Errorf("results branch lacks %s: %q", f, files)
 				}
 			}
-			if got := r.git("diff", "--stat", head, res.ResultsBranch, "--", "b", "c"); got != "" {
+			if got := r.Git("diff", "--stat", head, res.ResultsBranch, "--", "b", "c"); got != "" {
 				t.Errorf("b/ or c/ changed on the results branch:\n%s", got)
 			}
 			if !strings.Contains(stderr.String(), "sparse checkout of a (plus files at the top level)") {
 				t.Errorf("no sparse notice in the log:\n%s", stderr)
 			}
-			if len(hooks.warnings) != 0 {
-				t.Errorf("warnings: %q", hooks.warnings)
+			if len(hooks.Warnings()) != 0 {
+				t.Errorf("warnings: %q", hooks.Warnings())
 			}
-			r.assertUntouched(head)
-			if got := r.git("config", "--type=bool", "--default=false", "core.sparseCheckout"); got != "false" {
+			r.AssertUntouched(head)
+			if got := r.Git("config", "--type=bool", "--default=false", "core.sparseCheckout"); got != "false" {
 				t.Errorf("the user's checkout became sparse: %q", got)
 			}
-			if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+			if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 				t.Errorf("worktrees left behind:\n%s", wt)
 			}
 		})
@@ -90,14 +90,14 @@ func TestSparseAgentsKeepWholeTreesInResults(t *testing.T) {
 func TestSparseOptionReplacesWorkflowKey(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, abcFiles(3))
-	wf := r.workflow(sparseWorkflow("b", "a", "c", "worktree:\n  sparse: [a/]"))
+	wf := r.Workflow(sparseWorkflow("b", "a", "c", "worktree:\n  sparse: [a/]"))
 	o, _, stderr, _ := r.options(wf)
 	o.Sparse = []string{"b/"}
 	res, err := r.run(o)
 	if err != nil || res.Successful != 3 {
 		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
 	}
-	if files := r.files(res.ResultsBranch); !slices.Contains(files, "b/out-2.txt") || !slices.Contains(files, "a/keep.txt") {
+	if files := r.Files(res.ResultsBranch); !slices.Contains(files, "b/out-2.txt") || !slices.Contains(files, "a/keep.txt") {
 		t.Errorf("results branch = %q", files)
 	}
 
@@ -111,21 +111,21 @@ func TestSparseOptionReplacesWorkflowKey(t *testing.T) {
 func TestInheritedSparseCheckoutIsWarnedAbout(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, abcFiles(2))
-	r.git("sparse-checkout", "set", "--cone", "c")
-	head := r.git("rev-parse", "HEAD")
-	wf := r.workflow(sparseWorkflow("c", "a", "b", ""))
+	r.Git("sparse-checkout", "set", "--cone", "c")
+	head := r.Git("rev-parse", "HEAD")
+	wf := r.Workflow(sparseWorkflow("c", "a", "b", ""))
 	o, _, stderr, hooks := r.options(wf)
 	res, err := r.run(o)
 	if err != nil || res.Successful != 2 {
 		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
 	}
-	if len(hooks.warnings) != 1 || !strings.Contains(hooks.warnings[0], "is a sparse checkout: git copies its sparse patterns") {
-		t.Errorf("warnings = %q", hooks.warnings)
+	if len(hooks.Warnings()) != 1 || !strings.Contains(hooks.Warnings()[0], "is a sparse checkout: git copies its sparse patterns") {
+		t.Errorf("warnings = %q", hooks.Warnings())
 	}
-	if files := r.files(res.ResultsBranch); !slices.Contains(files, "a/keep.txt") || !slices.Contains(files, "c/out-1.txt") {
+	if files := r.Files(res.ResultsBranch); !slices.Contains(files, "a/keep.txt") || !slices.Contains(files, "c/out-1.txt") {
 		t.Errorf("results branch = %q", files)
 	}
-	r.assertUntouched(head)
+	r.AssertUntouched(head)
 }
 
 // TestMapOnlyJobNeverChecksOutTheParent: with tree merges, no setup, no
@@ -138,9 +138,9 @@ func TestMapOnlyJobNeverChecksOutTheParent(t *testing.T) {
 	if err := os.WriteFile(input, []byte(itemsJSON(4)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	parent := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.ParentWorktree()
+	parent := runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: "job-1"}.ParentWorktree()
 	track := t.TempDir()
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 map:
   input: %q
   max_parallel: 2
@@ -160,7 +160,7 @@ map:
 			t.Errorf("item %d saw the parent worktree holding %q (%v), want only .git", i, b, err)
 		}
 	}
-	files := r.files(res.ResultsBranch)
+	files := r.Files(res.ResultsBranch)
 	for _, f := range []string{"b/keep.txt", "a/out-0.txt", "a/out-3.txt", "items.json"} {
 		if !slices.Contains(files, f) {
 			t.Errorf("results branch lacks %s", f)
@@ -177,12 +177,12 @@ map:
 func TestResumeKeepsTheSparseOption(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, abcFiles(6))
-	wf := r.workflow(strings.Replace(sparseWorkflow("b", "a", "c", "worktree:\n  sparse: [a/]"), "max_parallel: 3", "max_parallel: 1", 1))
+	wf := r.Workflow(strings.Replace(sparseWorkflow("b", "a", "c", "worktree:\n  sparse: [a/]"), "max_parallel: 3", "max_parallel: 1", 1))
 	o, _, stderr, hooks := r.options(wf)
 	o.Sparse = []string{"b/"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hooks.onItem = func(n int) {
+	hooks.OnItem = func(n int) {
 		if n == 2 {
 			cancel()
 		}
@@ -192,14 +192,14 @@ func TestResumeKeepsTheSparseOption(t *testing.T) {
 		t.Fatalf("run: %v, %+v\n%s", err, res, stderr)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2})
 	if err != nil || res2.Status != runner.StatusCompleted || res2.Successful != 6 {
 		t.Fatalf("resume: %v, %+v\n%s", err, res2, stderr2)
 	}
 	if !strings.Contains(stderr2.String(), "sparse checkout of b (plus files at the top level)") {
 		t.Errorf("the resumed run is not sparse on b/:\n%s", stderr2)
 	}
-	if files := r.files(res2.ResultsBranch); !slices.Contains(files, "b/out-5.txt") || !slices.Contains(files, "a/keep.txt") {
+	if files := r.Files(res2.ResultsBranch); !slices.Contains(files, "b/out-5.txt") || !slices.Contains(files, "a/keep.txt") {
 		t.Errorf("results branch = %q", files)
 	}
 }

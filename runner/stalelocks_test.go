@@ -20,7 +20,7 @@ import (
 func TestResumeRemovesStaleGitLocks(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(6)})
-	wf := r.workflow(`
+	wf := r.Workflow(`
 name: locks
 map:
   input: items.json
@@ -32,7 +32,7 @@ reduce:
 `)
 	o, _, stderr, hooks := r.options(wf)
 	ctx, cancel := context.WithCancel(context.Background())
-	hooks.onItem = func(n int) {
+	hooks.OnItem = func(n int) {
 		if n == 2 {
 			cancel()
 		}
@@ -42,7 +42,7 @@ reduce:
 		t.Fatalf("err = %v, want interrupted\n%s", err, stderr)
 	}
 	var parent string
-	for _, l := range strings.Split(r.git("worktree", "list", "--porcelain"), "\n") {
+	for _, l := range strings.Split(r.Git("worktree", "list", "--porcelain"), "\n") {
 		if p, ok := strings.CutPrefix(l, "worktree "); ok && filepath.Base(p) == "parent" {
 			parent = p
 		}
@@ -50,8 +50,8 @@ reduce:
 	if parent == "" {
 		t.Fatal("no parent worktree")
 	}
-	admin := strings.TrimSpace(r.git("-C", parent, "rev-parse", "--absolute-git-dir"))
-	common := filepath.Join(r.dir, ".git")
+	admin := strings.TrimSpace(r.Git("-C", parent, "rev-parse", "--absolute-git-dir"))
+	common := filepath.Join(r.Dir, ".git")
 	old := time.Now().Add(-time.Minute)
 	locks := []string{
 		filepath.Join(admin, "index.lock"),
@@ -71,7 +71,7 @@ reduce:
 		t.Fatal(err)
 	}
 	o2, _, stderr2, _ := r.options(nil)
-	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: res.JobID, Run: o2})
+	res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: res.JobID, Run: o2})
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr2)
 	}

@@ -21,7 +21,7 @@ func TestDeferredTeardownDeletesPoolFilesAfterTheResult(t *testing.T) {
 	t.Parallel()
 	for _, deferred := range []bool{true, false} {
 		r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
-		wf := r.workflow(`
+		wf := r.Workflow(`
 name: teardown
 map:
   input: items.json
@@ -31,7 +31,7 @@ map:
 `)
 		o, _, stderr, _ := r.options(wf)
 		o.DeferTeardown = deferred
-		root := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.WorktreeRoot()
+		root := runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: "job-1"}.WorktreeRoot()
 		crashed := filepath.Join(root, ".discarded-pool-crashed")
 		if err := os.MkdirAll(filepath.Join(crashed, "src"), 0o755); err != nil {
 			t.Fatal(err)
@@ -43,10 +43,10 @@ map:
 		if err != nil || res.Successful != 4 {
 			t.Fatalf("deferred=%v: run: %v %+v\n%s", deferred, err, res, stderr)
 		}
-		if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 			t.Errorf("deferred=%v: worktrees still registered:\n%s", deferred, wt)
 		}
-		if b := r.git("branch", "--list", "prodigy-agent/*"); b != "" {
+		if b := r.Git("branch", "--list", "prodigy-agent/*"); b != "" {
 			t.Errorf("deferred=%v: agent branches left: %s", deferred, b)
 		}
 		aside, _ := filepath.Glob(filepath.Join(root, ".discarded-*"))
@@ -78,7 +78,7 @@ map:
 			t.Fatal(err)
 		}
 		o2, _, stderr2, _ := r.options(nil)
-		if res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.home, JobID: "job-1", Run: o2}); err != nil || res2.Status != runner.StatusCompleted {
+		if res2, err := resumeJob(context.Background(), ResumeOptions{Home: r.Home, JobID: "job-1", Run: o2}); err != nil || res2.Status != runner.StatusCompleted {
 			t.Fatalf("resume: %v\n%s", err, stderr2)
 		}
 		if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
@@ -100,7 +100,7 @@ func TestDeferredTeardownIgnoresPlantedDiscardedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newTestRepo(t, map[string]string{"items.json": itemsJSON(4)})
-	wf := r.workflow(fmt.Sprintf(`
+	wf := r.Workflow(fmt.Sprintf(`
 name: planted
 map:
   input: items.json
@@ -123,14 +123,14 @@ map:
 	if b, err := os.ReadFile(sentinel); err != nil || string(b) != "mine" {
 		t.Fatalf("the planted link's target was touched: %q, %v", b, err)
 	}
-	root := runner.Paths{Home: r.home, Repo: filepath.Base(r.dir), JobID: "job-1"}.WorktreeRoot()
+	root := runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: "job-1"}.WorktreeRoot()
 	if left, _ := filepath.Glob(filepath.Join(root, "*")); len(left) != 0 {
 		t.Errorf("left in the job's worktree directory: %q", left)
 	}
 	if left, _ := filepath.Glob(filepath.Join(root, ".discarded-*")); len(left) != 0 {
 		t.Errorf("moved-aside paths left: %q", left)
 	}
-	if wt := r.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+	if wt := r.Git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 		t.Errorf("worktrees still registered:\n%s", wt)
 	}
 }

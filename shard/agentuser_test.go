@@ -33,7 +33,7 @@ map:
 	var outs []string
 	for k := range 2 {
 		c := r.clone(fmt.Sprintf("s%d", k))
-		permtest.OpenUp(t, c.dir, c.home)
+		permtest.OpenUp(t, c.Dir, c.Home)
 		out := filepath.Join(t.TempDir(), "out")
 		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
 			t.Fatalf("shard %d: %v", k, err)
@@ -45,7 +45,7 @@ map:
 		t.Fatalf("gather = %+v, %v", res, err)
 	}
 	for n := range 4 {
-		if uid := r.git("show", fmt.Sprintf("prodigy/job-1:uid-%d.txt", n)); uid != "70000" && uid != "70001" {
+		if uid := r.Git("show", fmt.Sprintf("prodigy/job-1:uid-%d.txt", n)); uid != "70000" && uid != "70001" {
 			t.Errorf("item %d ran as uid %s, want 70000 or 70001", n, uid)
 		}
 	}

@@ -55,7 +55,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 				outs = append(outs, out)
 			}
 			g := r.clone("g")
-			free := mountFullTmpfs(t, filepath.Join(g.home, "dlq"))
+			free := mountFullTmpfs(t, filepath.Join(g.Home, "dlq"))
 			gopts := shardOpts(g, o)
 			stderr := &syncBuffer{}
 			gopts.Stderr = stderr
@@ -74,7 +74,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if !strings.Contains(stderr.String(), "failed-unrecorded") {
 				t.Errorf("gather did not warn about the unwritten records:\n%s", stderr)
 			}
-			paths := runner.Paths{Home: g.home, Repo: filepath.Base(g.dir), JobID: "job-1"}
+			paths := runner.Paths{Home: g.Home, Repo: filepath.Base(g.Dir), JobID: "job-1"}
 			cp, err := jobstore.LoadCheckpoint(paths)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +91,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if n := cp.Counts().Unrecorded; n != 2 {
 				t.Errorf("unrecorded = %d, want 2", n)
 			}
-			if got := g.git("show", "prodigy/job-1:reduced.txt"); got != "2/2" {
+			if got := g.Git("show", "prodigy/job-1:reduced.txt"); got != "2/2" {
 				t.Errorf("reduce saw %q, want 2/2", got)
 			}
 
@@ -111,7 +111,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if res.Status != runner.StatusCompleted || res.DLQCount != 2 || res.Successful != 2 || res.Failed != 2 {
 				t.Fatalf("%s result = %+v", finish, res)
 			}
-			recs := g.dlqRecords("job-1")
+			recs := g.DLQRecords("job-1")
 			for _, id := range []string{"item_1", "item_3"} {
 				rec, ok := recs[id]
 				if !ok {
@@ -131,7 +131,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if n := cp.Counts().Unrecorded; n != 0 {
 				t.Errorf("unrecorded after %s = %d, want 0", finish, n)
 			}
-			if n := strings.Count(g.git("log", "--format=%s", "prodigy/job-1"), "reduce"); n != 1 {
+			if n := strings.Count(g.Git("log", "--format=%s", "prodigy/job-1"), "reduce"); n != 1 {
 				t.Errorf("reduce committed %d times, want once", n)
 			}
 			// Gathering once more changes nothing.
@@ -139,7 +139,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if err != nil || res.DLQCount != 2 {
 				t.Fatalf("gather after %s: %+v, %v", finish, res, err)
 			}
-			if got := g.dlqRecords("job-1")["item_1"].FailureCount; got != 2 {
+			if got := g.DLQRecords("job-1")["item_1"].FailureCount; got != 2 {
 				t.Errorf("item_1 failure_count after another gather = %d", got)
 			}
 		})

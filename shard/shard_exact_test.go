@@ -84,7 +84,7 @@ func gatheredOf(t *testing.T, g *testRepo, res *runner.Result) gathered {
 		items = append(items, fmt.Sprintf("%s:%s:%d:%s", it.ItemID, it.State, it.Attempts, it.ErrorType))
 	}
 	var recs []string
-	for id, r := range g.dlqRecords("job-1") {
+	for id, r := range g.DLQRecords("job-1") {
 		var hist []string
 		for _, f := range r.FailureHistory {
 			hist = append(hist, fmt.Sprintf("%d/%s/%s", f.AttemptNumber, f.ErrorType, f.ErrorMessage))
@@ -92,7 +92,7 @@ func gatheredOf(t *testing.T, g *testRepo, res *runner.Result) gathered {
 		recs = append(recs, id+"="+strings.Join(hist, ";"))
 	}
 	slices.Sort(recs)
-	return gathered{tree: g.git("rev-parse", "prodigy/job-1^{tree}"), items: strings.Join(items, " "), dlq: strings.Join(recs, "\n")}
+	return gathered{tree: g.Git("rev-parse", "prodigy/job-1^{tree}"), items: strings.Join(items, " "), dlq: strings.Join(recs, "\n")}
 }
 
 // gatherArrivals gathers in a fresh clone as the outputs arrive: batches
@@ -242,12 +242,12 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 
 	// Plan B: the same job id planned again (in another clone).
 	rb := r.clone("planB")
-	rb.home = filepath.Join(t.TempDir(), "homeB")
+	rb.Home = filepath.Join(t.TempDir(), "homeB")
 	dirB, oB := shardFixture(t, rb, okWorkflow, 2)
 	outsB := runAllShards(t, rb, dirB, oB, 2)
 	// Another job.
 	rc := r.clone("planC")
-	wfC := rc.workflow(okWorkflow)
+	wfC := rc.Workflow(okWorkflow)
 	oC := rc.options(wfC)
 	oC.JobID = "job-2"
 	dirC := filepath.Join(t.TempDir(), "planC")
@@ -289,20 +289,20 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0.git("fetch", "-q", filepath.Join(outs[0], shard.BundleFile), "prodigy/job-1/shard-0:refs/heads/forged")
-	s0.git("checkout", "-q", "forged")
-	s0.git("checkout", "-q", "-b", "side", p.BaseCommit)
-	if err := os.WriteFile(filepath.Join(s0.dir, "evil.txt"), []byte("evil"), 0o644); err != nil {
+	s0.Git("fetch", "-q", filepath.Join(outs[0], shard.BundleFile), "prodigy/job-1/shard-0:refs/heads/forged")
+	s0.Git("checkout", "-q", "forged")
+	s0.Git("checkout", "-q", "-b", "side", p.BaseCommit)
+	if err := os.WriteFile(filepath.Join(s0.Dir, "evil.txt"), []byte("evil"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s0.git("add", "evil.txt")
-	s0.git("-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "evil")
-	s0.git("checkout", "-q", "forged")
-	s0.git("-c", "user.name=x", "-c", "user.email=x@x", "merge", "-q", "--no-ff", "side", "-m", "Merge item_2\n\nProdigy-Job: job-1\nProdigy-Item: \"item_2\"")
+	s0.Git("add", "evil.txt")
+	s0.Git("-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "evil")
+	s0.Git("checkout", "-q", "forged")
+	s0.Git("-c", "user.name=x", "-c", "user.email=x@x", "merge", "-q", "--no-ff", "side", "-m", "Merge item_2\n\nProdigy-Job: job-1\nProdigy-Item: \"item_2\"")
 	forgedMerge := copyOutput(t, outs[0])
-	s0.git("branch", "-f", "prodigy/job-1/shard-0", "forged")
-	s0.git("bundle", "create", "-q", filepath.Join(forgedMerge, shard.BundleFile), "prodigy/job-1/shard-0", "^"+p.BaseCommit)
-	head := s0.git("rev-parse", "forged")
+	s0.Git("branch", "-f", "prodigy/job-1/shard-0", "forged")
+	s0.Git("bundle", "create", "-q", filepath.Join(forgedMerge, shard.BundleFile), "prodigy/job-1/shard-0", "^"+p.BaseCommit)
+	head := s0.Git("rev-parse", "forged")
 	editResult(t, forgedMerge, func(sr *shard.Result) { sr.Head = head })
 
 	g := r.clone("g")
@@ -323,7 +323,7 @@ func TestGatherRefusesForeignAndForgedOutputs(t *testing.T) {
 			if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.out) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("gather = %v (exit %d), want a refusal naming %s and %q", err, runner.ExitCode(err), c.out, c.want)
 			}
-			if jobs, _ := jobstore.ListJobs(g.home, ""); len(jobs) != 0 {
+			if jobs, _ := jobstore.ListJobs(g.Home, ""); len(jobs) != 0 {
 				t.Fatalf("a refused gather left state: %+v", jobs)
 			}
 		})
@@ -367,7 +367,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	fixed := filepath.Join(t.TempDir(), "fixed")
 	t.Setenv("FIXED", fixed)
 	r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"},{"bad":"yes"},{"bad":"yes"},{"bad":"no"},{"bad":"no"}]`})
-	wf := r.workflow(limitWorkflow)
+	wf := r.Workflow(limitWorkflow)
 	o := r.options(wf)
 	o.MaxCostUSD = 1.01
 	dir := filepath.Join(t.TempDir(), "plan")
@@ -446,7 +446,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	if err != nil || res.Successful != 6 {
 		t.Fatalf("continuation gather = %+v, %v", res, err)
 	}
-	if got := g.git("show", "prodigy/job-2:count.txt"); strings.TrimSpace(got) != "6" {
+	if got := g.Git("show", "prodigy/job-2:count.txt"); strings.TrimSpace(got) != "6" {
 		t.Fatalf("the continuation's reduce counted %s files", got)
 	}
 }

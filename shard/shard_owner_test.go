@@ -26,14 +26,14 @@ func TestShardAndGatherUseTheEngineGitOptions(t *testing.T) {
 	ctx := context.Background()
 	foreign := func(name string) (*testRepo, Options) {
 		c := r.clone(name)
-		if out, err := exec.Command("chown", "-R", "1001:1001", c.dir).CombinedOutput(); err != nil {
+		if out, err := exec.Command("chown", "-R", "1001:1001", c.Dir).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v %s", err, out)
 		}
 		// Plain git refuses the clone: the test means something.
-		if out, err := exec.Command("git", "-C", c.dir, "status").CombinedOutput(); err == nil || !strings.Contains(string(out), "dubious ownership") {
+		if out, err := exec.Command("git", "-C", c.Dir, "status").CombinedOutput(); err == nil || !strings.Contains(string(out), "dubious ownership") {
 			t.Fatalf("git accepts a clone owned by uid 1001 (err %v): %s", err, out)
 		}
-		safe := []gitops.ConfigEntry{{Key: "safe.directory", Value: c.dir}}
+		safe := []gitops.ConfigEntry{{Key: "safe.directory", Value: c.Dir}}
 		co := shardOpts(c, o)
 		co.Git.Config = append(co.Git.Config, safe...)
 		co.Environ = gitops.ConfigEnv(os.Environ(), safe) // as the Action passes it to agents

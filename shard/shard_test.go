@@ -106,7 +106,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	if _, err := os.Stat(shard.BaseBundle(dir)); !os.IsNotExist(err) {
 		t.Fatalf("base.bundle written although setup made no commit: %v", err)
 	}
-	if jobstore.HasCheckpoint(runner.Paths{Home: r.home, Repo: "repo", JobID: "job-1"}) {
+	if jobstore.HasCheckpoint(runner.Paths{Home: r.Home, Repo: "repo", JobID: "job-1"}) {
 		t.Fatal("plan left its job state behind")
 	}
 	ctx := context.Background()
@@ -128,7 +128,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 		outs = append(outs, out)
 	}
 	// Gather in the planning repository itself: the results branch is there, at the base.
-	head := r.git("rev-parse", "HEAD")
+	head := r.Git("rev-parse", "HEAD")
 	res, err := gatherJob(ctx, GatherOptions{Run: shardOpts(r, o), PlanDir: dir, Outputs: outs})
 	if !errors.Is(err, runner.ErrJobFailed) || !strings.Contains(err.Error(), "on_item_failure: stop") || !strings.Contains(err.Error(), "dlq retry job-1") {
 		t.Fatalf("gather = %v, want the job stopped by on_item_failure: stop across the shards", err)
@@ -136,11 +136,11 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	if res == nil || res.Successful != 3 || res.Failed != 1 || res.Pending != 0 {
 		t.Fatalf("gather: %+v", res)
 	}
-	if out := r.git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
+	if out := r.Git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
 		t.Fatal("reduce ran in a job its failure policy stopped")
 	}
-	r.assertUntouched(head)
-	if rec := r.dlqRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
+	r.AssertUntouched(head)
+	if rec := r.DLQRecords("job-1"); len(rec) != 1 || rec["item_1"].FailureCount != 1 {
 		t.Fatalf("DLQ = %v", rec)
 	}
 }
@@ -184,7 +184,7 @@ func TestJobWidePoliciesHoldAcrossShards(t *testing.T) {
 		if res.Failed != 8 || res.Successful != 12 {
 			t.Fatalf("gather: %+v", res)
 		}
-		if out := g.git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
+		if out := g.Git("ls-tree", "--name-only", "prodigy/job-1"); strings.Contains(out, "reduced.txt") {
 			t.Fatal("reduce ran in a job its failure policy stopped")
 		}
 	})
@@ -292,10 +292,10 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 	if err != nil || res.Successful != 6 || res.Pending != 0 {
 		t.Fatalf("second gather: %+v, %v", res, err)
 	}
-	if got := g.git("show", "prodigy/job-1:count.txt"); got != "6" {
+	if got := g.Git("show", "prodigy/job-1:count.txt"); got != "6" {
 		t.Fatalf("count.txt = %q", got)
 	}
-	if got := g.files("prodigy/job-1"); !slices.Contains(got, "setup.txt") {
+	if got := g.Files("prodigy/job-1"); !slices.Contains(got, "setup.txt") {
 		t.Fatalf("setup's commit is not on the results branch: %v", got)
 	}
 }
@@ -304,7 +304,7 @@ func TestGatherReportsAnUnreadableShardAndCompletesLater(t *testing.T) {
 // state or plan.
 func TestPlanFailureLeavesNothingBehind(t *testing.T) {
 	r := newTestRepo(t, map[string]string{"items.json": `[1]`})
-	wf := r.workflow(strings.Replace(okWorkflow, "echo s > setup.txt", "exit 7; echo", 1))
+	wf := r.Workflow(strings.Replace(okWorkflow, "echo s > setup.txt", "exit 7; echo", 1))
 	o := r.options(wf)
 	dir := filepath.Join(t.TempDir(), "plan")
 	_, err := planJob(context.Background(), PlanOptions{Run: o, Dir: dir, Shards: 1})
@@ -314,7 +314,7 @@ func TestPlanFailureLeavesNothingBehind(t *testing.T) {
 	if _, err := os.Stat(shard.PlanFile(dir)); !os.IsNotExist(err) {
 		t.Fatal("a plan was written")
 	}
-	if out := r.git("branch", "--list", "prodigy/*"); out != "" {
+	if out := r.Git("branch", "--list", "prodigy/*"); out != "" {
 		t.Fatalf("branches left: %s", out)
 	}
 }
@@ -335,7 +335,7 @@ func TestInterruptedShardResumesWhenRunAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	so := shardOpts(c, o)
-	hooks := &hookLog{onItem: func(int) { cancel() }}
+	hooks := &hookLog{OnItem: func(int) { cancel() }}
 	so.Hooks = hooks
 	so.Environ = append(os.Environ(), "RUNS="+runs)
 	sr, err := runShard(ctx, ShardOptions{Run: so, PlanDir: dir, Shard: 0, OutDir: out})
@@ -378,7 +378,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	if runner.ExitCode(err) != 2 || !strings.Contains(err.Error(), `"item_9": no such item`) {
 		t.Fatalf("rejecting an unknown item = %v, want a usage error", err)
 	}
-	if jobs, _ := jobstore.ListJobs(g.home, ""); len(jobs) != 0 {
+	if jobs, _ := jobstore.ListJobs(g.Home, ""); len(jobs) != 0 {
 		t.Fatalf("a refused gather left state: %+v", jobs)
 	}
 	reject := map[string]string{"item_1": "breaks the public API", "item_4": ""}
@@ -386,7 +386,7 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 	if err != nil || res.Status != runner.StatusCompleted || res.Successful != 4 || res.Failed != 2 {
 		t.Fatalf("gather with rejections: %+v, %v", res, err)
 	}
-	files := g.git("ls-tree", "--name-only", "prodigy/job-1")
+	files := g.Git("ls-tree", "--name-only", "prodigy/job-1")
 	for _, f := range []string{"f0.txt", "f2.txt", "f3.txt", "f5.txt"} {
 		if !strings.Contains(files, f) {
 			t.Errorf("accepted %s missing from the results branch:\n%s", f, files)
@@ -397,10 +397,10 @@ func TestGatherRejectionsGoToTheDLQ(t *testing.T) {
 			t.Errorf("rejected %s is on the results branch", f)
 		}
 	}
-	if got := strings.TrimSpace(g.git("show", "prodigy/job-1:count.txt")); got != "4" {
+	if got := strings.TrimSpace(g.Git("show", "prodigy/job-1:count.txt")); got != "4" {
 		t.Errorf("reduce counted %s files, want the 4 accepted", got)
 	}
-	recs := g.dlqRecords("job-1")
+	recs := g.DLQRecords("job-1")
 	if len(recs) != 2 {
 		t.Fatalf("DLQ = %v, want the two rejected items", recs)
 	}
