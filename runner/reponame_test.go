@@ -9,22 +9,11 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/runnertest"
 )
 
-// countWorkflow commits one file per item and counts them in reduce.
-const countWorkflow = `
-name: ok
-mode: mapreduce
-setup:
-  - shell: echo s > setup.txt && git add -A && git commit -qm setup
-map:
-  input: items.json
-  max_parallel: 2
-  agent_template:
-    - shell: echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
-reduce:
-  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
-`
+// countWorkflow is runnertest.CountWorkflow.
+const countWorkflow = runnertest.CountWorkflow
 
 // TestTwoRepositoriesWithTheSameNameNeverShareJobs: two repositories both
 // named "repo", one state directory, the same job id: each runs its own

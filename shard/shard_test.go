@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/runnertest"
 	"github.com/prodigy-action/prodigy-action/shard"
 )
 
@@ -228,19 +229,8 @@ func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o Options, n 
 	return outs
 }
 
-const okWorkflow = `
-name: ok
-mode: mapreduce
-setup:
-  - shell: echo s > setup.txt && git add -A && git commit -qm setup
-map:
-  input: items.json
-  max_parallel: 2
-  agent_template:
-    - shell: echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
-reduce:
-  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
-`
+// okWorkflow is runnertest.CountWorkflow.
+const okWorkflow = runnertest.CountWorkflow
 
 // TestGatherReportsAnUnreadableShardAndCompletesLater: a corrupt bundle
 // leaves its shard's items pending and names the shard; gathering again

@@ -131,6 +131,23 @@ func (r *Repo) AssertUntouched(head string) {
 	}
 }
 
+// CountWorkflow is a workflow over items.json whose setup commits a file,
+// whose items each commit f<index>.txt (two at a time) and whose reduce
+// commits count.txt, the number of those files.
+const CountWorkflow = `
+name: ok
+mode: mapreduce
+setup:
+  - shell: echo s > setup.txt && git add -A && git commit -qm setup
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: echo "$PRODIGY_ITEM_INDEX" > "f$PRODIGY_ITEM_INDEX.txt" && git add -A && git commit -qm "item $PRODIGY_ITEM_INDEX"
+reduce:
+  - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
+`
+
 // HookLog is a runner.Hooks that records what it is told. OnItem, when
 // set before the job starts, is called after each finished item with the
 // number finished so far.
