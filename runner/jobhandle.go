@@ -507,12 +507,24 @@ func (j *Job) SetStorm(s *Storm) { j.j.shardStorm = s }
 
 // Reduce runs the job's reduce phase as Run does once no item is pending:
 // the integrity check, the parent worktree brought up to the results
-// branch, the reduce steps (after an interrupt they get the Engine's
-// InterruptGrace), the results marked verified. It does not end the job.
+// branch when there are reduce steps, the reduce steps (after an interrupt
+// they get the Engine's InterruptGrace), the results marked verified. It
+// does not end the job.
 func (j *Job) Reduce(ctx context.Context) error {
 	runCtx, stopGrace := j.j.graceContext(ctx)
 	defer stopGrace()
 	return j.j.reduce(runCtx)
+}
+
+// SyncParent brings the job's parent worktree up to the results branch as
+// it is now (what Reduce does first), so that Reduce has less left to do:
+// a caller merging results one part at a time calls it between parts (in a
+// goroutine of its own, while it merges the next). It reads the branch once
+// and writes only the parent worktree and its index; it may run
+// concurrently with merges through Git and with Import, not with Run,
+// Reduce or End.
+func (j *Job) SyncParent(ctx context.Context) error {
+	return j.j.git.SyncWorktree(ctx, j.j.parentDir)
 }
 
 // End ends the job: its final status follows cause (nil: completed;

@@ -36,12 +36,17 @@ func (j *job) reduce(ctx context.Context) error {
 		}
 	}
 	j.persisted("reduce phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }))
-	if j.mergeMode == MergeTree {
-		if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
-			return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
-		}
-	}
 	if len(j.wf.Reduce) > 0 {
+		// Tree merges leave the parent worktree where setup left it: the
+		// reduce steps see the merged results. Without reduce steps
+		// nothing reads it here (a completed job removes it, any other
+		// end brings it up to the branch for resume), so a job of many
+		// items does not pay a checkout of all its results for nothing.
+		if j.mergeMode == MergeTree {
+			if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
+				return fmt.Errorf("%w: update the parent worktree before reduce: %w", ErrJobFailed, err)
+			}
+		}
 		if err := j.reduceSteps(ctx); err != nil {
 			return err
 		}

@@ -350,7 +350,18 @@ func (j *job) recoverParent(ctx context.Context, cp *jobstore.Checkpoint) error 
 			return fmt.Errorf("recreate the parent worktree: %w", err)
 		}
 	} else if err := j.git.SyncWorktree(ctx, j.parentDir); err != nil {
-		return fmt.Errorf("update the parent worktree: %w", err)
+		// A git killed while it updated the worktree (reduce's update, or
+		// gather's in the background) leaves files its index does not
+		// list, which the next update refuses to overwrite. The parent
+		// holds nothing the results branch does not: it is made again.
+		j.logf("the parent worktree could not be brought up to %s (%v); making it again from the branch", j.branch, err)
+		if rerr := j.git.WorktreeRemove(ctx, j.parentDir); rerr != nil {
+			return fmt.Errorf("update the parent worktree: %w", errors.Join(err, rerr))
+		}
+		_ = j.git.WorktreePrune(ctx)
+		if aerr := j.git.WorktreeAddExisting(ctx, j.parentDir, j.branch); aerr != nil {
+			return fmt.Errorf("recreate the parent worktree: %w", aerr)
+		}
 	}
 	return nil
 }

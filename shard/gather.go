@@ -195,12 +195,23 @@ type gatherer struct {
 // reduces when no item is left pending.
 func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final bool) (*runner.Result, error) {
 	j, plan, gs := g.j, g.plan, g.gs
+	// With reduce steps, the parent worktree follows the results branch
+	// while shards merge (on the core the merges leave free), so reduce
+	// does not check out every shard's files at once at the end.
+	var follow *parentFollower
+	if len(g.wf.Reduce) > 0 {
+		follow = followParent(ctx, j)
+	}
+	end := func(cause error) (*runner.Result, error) {
+		follow.stop()
+		return j.End(cause)
+	}
 	var waiting, held, alsoMissing, closedOpen []string
 	var stopped []int // shards closed because a policy stopped them
 	mergeStart, merged := j.Now(), 0
 	for _, sh := range plan.Shards {
 		if ctx.Err() != nil {
-			return j.End(fmt.Errorf("%w while gathering", runner.ErrInterrupted))
+			return end(fmt.Errorf("%w while gathering", runner.ErrInterrupted))
 		}
 		if why, closed := gs.Closed[sh.Shard]; closed {
 			if why != closedGathered {
@@ -240,9 +251,10 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 		}
 		if out != nil {
 			if err := g.gatherShard(ctx, sh, out); err != nil {
-				return j.End(fmt.Errorf("%w: gather shard %d: %w", runner.ErrJobFailed, sh.Shard, err))
+				return end(fmt.Errorf("%w: gather shard %d: %w", runner.ErrJobFailed, sh.Shard, err))
 			}
 			merged++
+			follow.poke()
 		}
 		reason := closedGathered
 		if why != "" {
@@ -256,7 +268,7 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 		}
 		gs.Closed[sh.Shard] = reason
 		if err := jobstore.SaveGatherState(j.Paths(), gs); err != nil {
-			return j.End(fmt.Errorf("%w: %w", runner.ErrJobFailed, err))
+			return end(fmt.Errorf("%w: %w", runner.ErrJobFailed, err))
 		}
 		runner.Fault(ctx, runner.FaultGatherShardClosed, strconv.Itoa(sh.Shard))
 	}
@@ -288,18 +300,19 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 		if g.storm && len(waiting) == 0 {
 			// A shard's breaker stopped it: the gathered job is stopped by
 			// the storm too (exit 3), resumable after the fix.
-			return j.End(fmt.Errorf("%w: %s", runner.ErrFailureStorm, msg))
+			return end(fmt.Errorf("%w: %s", runner.ErrFailureStorm, msg))
 		}
-		return j.End(fmt.Errorf("%w: %s", runner.ErrJobFailed, msg))
+		return end(fmt.Errorf("%w: %s", runner.ErrJobFailed, msg))
 	}
 	if why := jobWideStop(g.wf.ErrorPolicy, c); why != "" {
-		return j.End(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", runner.ErrJobFailed, why, j.ID()))
+		return end(fmt.Errorf("%w: %s across the shards, so reduce did not run; fix the cause, then redrive the failed items with `dlq retry %s`", runner.ErrJobFailed, why, j.ID()))
 	}
+	follow.stop()
 	// reduce brings the parent worktree up to the results branch first.
 	if err := j.Reduce(ctx); err != nil {
-		return j.End(err)
+		return end(err)
 	}
-	return j.End(nil)
+	return end(nil)
 }
 
 // closedGathered is the GatherState reason of a shard gathered whole.
