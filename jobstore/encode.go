@@ -11,11 +11,15 @@ import (
 // tokens, failures, pending record or inline data; plain ASCII strings) is
 // encoded by hand, to the bytes json.Marshal gives, because a snapshot
 // encodes every item of the job; any other item goes through json.Marshal
-// and the redactor as a whole.
+// and the redactor as a whole. Every field of CheckpointItem is written
+// (TestAppendItemWritesEveryField): a field left out here is lost by the
+// next snapshot, as the in-flight attempt, the lost attempts and the
+// spend ceiling once were.
 func (s *State) appendItem(b []byte, it *CheckpointItem) ([]byte, error) {
 	if it.Tokens != nil || it.Failures != nil || it.PendingRecord != nil || it.Data != nil ||
 		!plainString(it.ItemID) || !plainString(it.Label) || !plainString(string(it.State)) ||
 		!plainString(it.Error) || !plainString(it.ErrorType) || !plainString(it.LogLocation) || !plainString(it.MergeCommit) ||
+		!plainString(it.InFlightAgent) || !finite(it.SpendCeiling) ||
 		!finite(it.CostUSD) || !finite(it.CostBase) || (it.TimingsMS != nil && !finiteTimings(it.TimingsMS)) {
 		line, err := json.Marshal(it)
 		if err != nil {
@@ -81,6 +85,30 @@ func (s *State) appendItem(b []byte, it *CheckpointItem) ([]byte, error) {
 	if it.CostBase != 0 {
 		b = append(b, `,"cost_base":`...)
 		b = appendFloat(b, it.CostBase)
+	}
+	if it.InFlight != 0 {
+		b = append(b, `,"attempt_in_flight":`...)
+		b = strconv.AppendInt(b, int64(it.InFlight), 10)
+	}
+	if it.InFlightAgent != "" {
+		b = append(b, `,"agent_in_flight":`...)
+		b = s.appendText(b, it.InFlightAgent)
+	}
+	if it.InFlightSince != nil {
+		t, err := it.InFlightSince.MarshalJSON()
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"attempt_in_flight_since":`...)
+		b = append(b, t...)
+	}
+	if it.Lost != 0 {
+		b = append(b, `,"attempts_lost":`...)
+		b = strconv.AppendInt(b, int64(it.Lost), 10)
+	}
+	if it.SpendCeiling != 0 {
+		b = append(b, `,"spend_ceiling_usd":`...)
+		b = appendFloat(b, it.SpendCeiling)
 	}
 	if it.MergeCommit != "" {
 		b = append(b, `,"merge_commit":`...)

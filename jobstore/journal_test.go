@@ -423,3 +423,36 @@ func TestUpdateItemsAppendsThroughTheJournal(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotKeepsTheAttemptInFlight: an item whose attempt is running
+// when the checkpoint is rewritten whole (an Update, or the journal's
+// compaction) keeps its in-flight attempt, its lost attempts and its spend
+// ceiling on disk, so a crash right after the rewrite still finds the
+// attempt that was running (recorded as lost, its reserved spend counted).
+// The snapshot's hand encoder once left the three out.
+func TestSnapshotKeepsTheAttemptInFlight(t *testing.T) {
+	p, s, cp, clock := journalJob(t, 3)
+	it := cp.Items[1]
+	since := clock.now()
+	if err := s.UpdateItem(it, func(*jobstore.Checkpoint) {
+		it.State, it.Attempts, it.Lost, it.SpendCeiling = jobstore.ItemRunning, 3, 1, 0.75
+		it.InFlight, it.InFlightAgent, it.InFlightSince = 3, "agent-4", &since
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(cp *jobstore.Checkpoint) { cp.PhaseCostUSD = 0.5 }); err != nil { // a whole rewrite
+		t.Fatal(err)
+	}
+	if fileSize(t, p.CheckpointJournal()) != 0 {
+		t.Fatal("the whole rewrite left a journal: the test reads the journal, not the snapshot")
+	}
+	got, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.Items[1]
+	if g.InFlight != 3 || g.InFlightAgent != "agent-4" || g.InFlightSince == nil || !g.InFlightSince.Equal(since) || g.Lost != 1 || g.SpendCeiling != 0.75 {
+		t.Errorf("after a snapshot: in flight %d by %q since %v, lost %d, spend ceiling %v; want 3 by agent-4 since %v, 1, 0.75",
+			g.InFlight, g.InFlightAgent, g.InFlightSince, g.Lost, g.SpendCeiling, since)
+	}
+}
