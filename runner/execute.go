@@ -47,7 +47,10 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		if err := j.setup(runCtx); err != nil {
 			return j.end(err)
 		}
-		if err := j.loadItems(ctx); err != nil {
+		restoreGC := tightLoad()
+		err := j.loadItems(ctx)
+		restoreGC()
+		if err != nil {
 			j.rollback()
 			return nil, err
 		}

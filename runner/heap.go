@@ -12,6 +12,25 @@ import (
 // bigJob is the item count from which a job says what heap bound it set.
 const bigJob = 100_000
 
+// loadGCPercent is the collector's target while a job's items load
+// (tightLoad).
+const loadGCPercent = 25
+
+// tightLoad keeps the heap near its live size while a job's items load:
+// decoding them makes about as much garbage as they keep, and with Go's
+// default target (100) the heap's high-water mark reached about twice the
+// items before boundHeap set the job's limit — a million-item job peaked
+// at 650 MB while loading, against 535 MB running. Unless GOGC or
+// GOMEMLIMIT is set it lowers the target to loadGCPercent; the returned
+// function restores it.
+func tightLoad() func() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetGCPercent(loadGCPercent)
+	return func() { debug.SetGCPercent(prev) }
+}
+
 // heapBoundEvery is how often boundHeap follows the live heap.
 const heapBoundEvery = 2 * time.Second
 
