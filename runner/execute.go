@@ -47,10 +47,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		if err := j.setup(runCtx); err != nil {
 			return j.end(err)
 		}
-		restoreGC := tightLoad()
-		err := j.loadItems(ctx)
-		restoreGC()
-		if err != nil {
+		if err := j.loadItems(ctx); err != nil {
 			j.rollback()
 			return nil, err
 		}

@@ -52,6 +52,7 @@ func (j *job) setup(ctx context.Context) error {
 
 // loadItems runs the input pipeline in the parent worktree.
 func (j *job) loadItems(ctx context.Context) error {
+	defer tightLoad()()
 	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
 	// Items are streamed from the input (items.Each) and their data goes

@@ -3,7 +3,6 @@ package shard_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,15 +44,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			r := newTestRepo(t, map[string]string{"items.json": `[{"bad":"no"},{"bad":"yes"},{"bad":"no"},{"bad":"yes"}]`})
 			dir, o := shardFixture(t, r, dlqFullWorkflow, 2)
 			ctx := context.Background()
-			var outs []string
-			for k := range 2 {
-				c := r.clone(fmt.Sprintf("s%d", k))
-				out := filepath.Join(t.TempDir(), "out")
-				if _, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: out}); err != nil {
-					t.Fatalf("shard %d: %v", k, err)
-				}
-				outs = append(outs, out)
-			}
+			outs := runAllShards(t, r, dir, o, 2)
 			g := r.clone("g")
 			free := mountFullTmpfs(t, filepath.Join(g.Home, "dlq"))
 			gopts := shardOpts(g, o)

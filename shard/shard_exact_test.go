@@ -62,11 +62,21 @@ func exactScale(t *testing.T) (items, shards, failEvery, conflictEvery int) {
 // the outputs in shard order.
 func runAllShards(t *testing.T, r *testRepo, dir string, o Options, n int) []string {
 	t.Helper()
+	return runShards(t, r, dir, o, n, false)
+}
+
+// runShards runs shards 0 to n-1 of the plan in dir, each in a clone of r
+// of its own, and returns their output directories. A shard's error fails
+// the test, but for runner.ErrJobFailed (a shard stopped by a policy)
+// when stops is set.
+func runShards(t *testing.T, r *testRepo, dir string, o Options, n int, stops bool) []string {
+	t.Helper()
 	outs := make([]string, n)
 	for k := range n {
 		c := r.clone(fmt.Sprintf("s%d", k))
 		outs[k] = filepath.Join(t.TempDir(), "out")
-		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil {
+		_, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]})
+		if err != nil && !(stops && errors.Is(err, runner.ErrJobFailed)) {
 			t.Fatalf("shard %d: %v", k, err)
 		}
 	}
@@ -433,15 +443,7 @@ func TestJobLimitsHoldAcrossShards(t *testing.T) {
 	if want := "item_1 item_2 item_3 item_5 item_6 item_7"; strings.Join(ids, " ") != want {
 		t.Fatalf("--from-pending planned %v, want %s", ids, want)
 	}
-	var outs2 []string
-	for k := range 2 {
-		c := r.clone(fmt.Sprintf("p%d", k))
-		out := filepath.Join(t.TempDir(), "out")
-		if _, err := runShard(ctx, ShardOptions{Run: shardOpts(c, o), PlanDir: dir2, Shard: k, OutDir: out}); err != nil {
-			t.Fatalf("continuation shard %d: %v", k, err)
-		}
-		outs2 = append(outs2, out)
-	}
+	outs2 := runAllShards(t, r, dir2, o, 2)
 	res, err = gatherJob(ctx, GatherOptions{Run: shardOpts(g, o), PlanDir: dir2, Outputs: outs2})
 	if err != nil || res.Successful != 6 {
 		t.Fatalf("continuation gather = %+v, %v", res, err)

@@ -218,15 +218,7 @@ func TestShardStormStopsTheGatheredJob(t *testing.T) {
 // fail because its failure policy stopped it.
 func runShardsAllowingStops(t *testing.T, r *testRepo, dir string, o Options, n int) []string {
 	t.Helper()
-	outs := make([]string, n)
-	for k := range n {
-		c := r.clone(fmt.Sprintf("s%d", k))
-		outs[k] = filepath.Join(t.TempDir(), "out")
-		if _, err := runShard(context.Background(), ShardOptions{Run: shardOpts(c, o), PlanDir: dir, Shard: k, OutDir: outs[k]}); err != nil && !errors.Is(err, runner.ErrJobFailed) {
-			t.Fatalf("shard %d: %v", k, err)
-		}
-	}
-	return outs
+	return runShards(t, r, dir, o, n, true)
 }
 
 // okWorkflow is runnertest.CountWorkflow.

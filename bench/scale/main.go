@@ -16,7 +16,8 @@
 // then adds the CPU of the runner's whole process tree per item (its own
 // plus every child it reaped: git, the agents' bash and git) over the same
 // window, and the mean merge section per merged item (timings_ms.merge of
-// `status --json`), with their ratios to N=1,000's.
+// `status --json`), with their ratios to the mean of the N=1,000 runs
+// (list 1000 twice, first and last, to bracket the machine's drift).
 //
 // Per N it reports:
 //
@@ -610,7 +611,8 @@ func cpuTicks(pid int) (self, children int64) {
 	return v[0] + v[1], v[2] + v[3]
 }
 
-// CommitRatio is one N's per-item figures over N=1,000's (-commits).
+// CommitRatio is one N's per-item figures over the N=1,000 runs' mean
+// (-commits).
 type CommitRatio struct {
 	N         int     `json:"n"`
 	RunnerCPU float64 `json:"runner_cpu"`
@@ -619,20 +621,27 @@ type CommitRatio struct {
 	PeakRSS   float64 `json:"peak_rss"`
 }
 
-// commitRatios compares every run with the N=1,000 run (none without one).
+// commitRatios compares every run of another N with the mean of the
+// N=1,000 runs (none without one).
 func commitRatios(runs []Run) []CommitRatio {
-	var base *Run
-	for i := range runs {
-		if runs[i].N == 1000 {
-			base = &runs[i]
+	var base Run
+	k := 0.0
+	for _, r := range runs {
+		if r.N == 1000 {
+			base.CPUMSPerItem += r.CPUMSPerItem
+			base.TreeCPUMSPerItem += r.TreeCPUMSPerItem
+			base.MergeMSPerItem += r.MergeMSPerItem
+			base.PeakRSSMiB += r.PeakRSSMiB
+			k++
 		}
 	}
-	if base == nil || base.CPUMSPerItem <= 0 || base.TreeCPUMSPerItem <= 0 {
+	if k == 0 || base.CPUMSPerItem <= 0 || base.TreeCPUMSPerItem <= 0 {
 		return nil
 	}
+	base.CPUMSPerItem, base.TreeCPUMSPerItem, base.MergeMSPerItem, base.PeakRSSMiB = base.CPUMSPerItem/k, base.TreeCPUMSPerItem/k, base.MergeMSPerItem/k, base.PeakRSSMiB/k
 	var out []CommitRatio
 	for _, r := range runs {
-		if r.N == base.N {
+		if r.N == 1000 {
 			continue
 		}
 		cr := CommitRatio{N: r.N, RunnerCPU: r.CPUMSPerItem / base.CPUMSPerItem, TreeCPU: r.TreeCPUMSPerItem / base.TreeCPUMSPerItem, PeakRSS: r.PeakRSSMiB / base.PeakRSSMiB}

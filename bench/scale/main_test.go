@@ -27,7 +27,7 @@ func TestWindowStatsSplitsRunnerAndTreeCPU(t *testing.T) {
 }
 
 // TestCommitRatiosAreToTheThousandItemRun: every other run is divided by
-// the N=1,000 run; without one there are none.
+// the N=1,000 runs' mean; without one there are none.
 func TestCommitRatiosAreToTheThousandItemRun(t *testing.T) {
 	runs := []Run{
 		{N: 1000, CPUMSPerItem: 10, TreeCPUMSPerItem: 30, MergeMSPerItem: 8, PeakRSSMiB: 40},
@@ -40,6 +40,11 @@ func TestCommitRatiosAreToTheThousandItemRun(t *testing.T) {
 	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 	if c := got[0]; !near(c.RunnerCPU, 1.1) || !near(c.TreeCPU, 1.1) || !near(c.Merge, 1.1) || !near(c.PeakRSS, 1.5) {
 		t.Errorf("ratios %+v, want 1.1, 1.1, 1.1, 1.5", c)
+	}
+	// Two N=1,000 runs (first and last) count by their mean.
+	twice := append(runs, Run{N: 1000, CPUMSPerItem: 12, TreeCPUMSPerItem: 36, MergeMSPerItem: 12, PeakRSSMiB: 40})
+	if got := commitRatios(twice); len(got) != 1 || !near(got[0].RunnerCPU, 1) || !near(got[0].Merge, 0.88) {
+		t.Errorf("ratios to two N=1,000 runs %+v, want runner 1.0 and merge 0.88", got)
 	}
 	if commitRatios(runs[1:]) != nil {
 		t.Error("ratios without an N=1,000 run")

@@ -148,22 +148,22 @@ reduce:
   - shell: ls f*.txt | wc -l > count.txt && git add -A && git commit -qm reduce
 `
 
-// HookLog is a runner.Hooks that records what it is told. OnItem, when
-// set before the job starts, is called after each finished item with the
-// number finished so far.
+// HookLog is a runner.Hooks that records the warnings it is told and
+// counts finished items. OnItem, when set before the job starts, is called
+// after each finished item with the number finished so far.
 type HookLog struct {
 	OnItem func(n int)
 
 	mu       sync.Mutex
-	items    []runner.ItemOutcome
+	finished int
 	warnings []string
 }
 
-// ItemFinished records item.
-func (h *HookLog) ItemFinished(item runner.ItemOutcome, _ string) {
+// ItemFinished counts the item and calls OnItem.
+func (h *HookLog) ItemFinished(runner.ItemOutcome, string) {
 	h.mu.Lock()
-	h.items = append(h.items, item)
-	n := len(h.items)
+	h.finished++
+	n := h.finished
 	f := h.OnItem
 	h.mu.Unlock()
 	if f != nil {
@@ -176,13 +176,6 @@ func (h *HookLog) Warning(msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.warnings = append(h.warnings, msg)
-}
-
-// Items are the finished items so far, in the order they were told.
-func (h *HookLog) Items() []runner.ItemOutcome {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.items)
 }
 
 // Warnings are the warnings so far.
