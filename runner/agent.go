@@ -21,12 +21,15 @@ import (
 )
 
 // itemRunner runs one item in this process: all its attempts, the merge,
-// cleanup and the on_item_failure policy. One per item; the job it belongs
-// to provides the shared services (git, state, DLQ, events, worktrees).
+// cleanup and the on_item_failure policy. One per item; d holds what it
+// uses of its job (settings, shared services) and how it reports to it.
 type itemRunner struct {
-	j    *job
-	it   *jobstore.CheckpointItem
-	data any
+	d  *itemDeps
+	it *jobstore.CheckpointItem
+	// agentNum numbers the item's agent (agent-N), unique across the runs
+	// of the job.
+	agentNum int
+	data     any
 	// raw is the item's data as stored (data holds it too); dataErr says
 	// why it could not be read.
 	raw     json.RawMessage
@@ -75,20 +78,20 @@ type itemRunner struct {
 // new attempt starts once the job halts (an interrupt; ctx outlives that
 // by the interrupt grace period).
 func (ir *itemRunner) run(ctx context.Context) {
-	j, it := ir.j, ir.it
+	d, it := ir.d, ir.it
 	defer ir.releaseBudget()
-	ir.span = spanOr(j.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
+	ir.span = spanOr(d.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
 	if recorded(ir.span) {
 		defer func() { ir.span.End(ir.itemSpanEnd()) }()
 	}
 	ir.began = time.Now()
-	start := j.now()
+	start := d.now()
 
 	// The attempt budget spans interruptions: attempts persisted by earlier
 	// runs of the job count against it.
-	pol := j.itemPolicy
+	pol := d.policy
 	var spent int
-	j.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase - it.Lost })
+	d.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase - it.Lost })
 	left := max(pol.Attempts, 1) - spent
 	var err error
 	if left <= 0 && len(ir.failures) > 0 {
@@ -96,13 +99,13 @@ func (ir *itemRunner) run(ctx context.Context) {
 		err = errors.New(ir.failures[len(ir.failures)-1].Message)
 	} else {
 		pol.Attempts = max(left, 1)
-		err = retry.Do(j.haltContext(), pol, retry.Options{Clock: j.clock, Rand: j.rand, OnAttempt: func(a retry.Attempt) {
+		err = retry.Do(d.halt, pol, retry.Options{Clock: d.clock, Rand: d.rand, OnAttempt: func(a retry.Attempt) {
 			if a.Final {
 				return
 			}
-			msg := j.redact(errText(a.Err))
-			j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			j.logf("↻ %s attempt %d failed (%s); retrying in %s", j.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
+			msg := d.redact(errText(a.Err))
+			d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
+			d.logf("↻ %s attempt %d failed (%s); retrying in %s", d.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.ItemID)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -110,7 +113,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 				// The first attempt was marked by announce.
 				ir.markInFlight(ir.base + attempt)
 			}
-			began := j.now()
+			began := d.now()
 			f := ir.attemptWithWaits(ctx, attempt)
 			if f == nil {
 				return nil
@@ -118,28 +121,27 @@ func (ir *itemRunner) run(ctx context.Context) {
 			if f.Interrupted {
 				return retry.Permanent(errInterrupted)
 			}
-			ir.recordFailure(ir.failureOf(attempt, f, j.now().Sub(began)))
+			ir.recordFailure(ir.failureOf(attempt, f, d.now().Sub(began)))
 			if f.Permanent {
 				return retry.Permanent(f)
 			}
 			return f
 		})
 	}
-	duration := j.now().Sub(start)
+	duration := d.now().Sub(start)
 
 	switch {
 	case err == nil:
 		fault(ctx, FaultItemMerged, it.ItemID)
 		cs := ir.release(ctx, false)
-		j.clearFromDLQ(it.ItemID)
+		d.clearFromDLQ(it.ItemID)
 		ir.finish(ItemMerged, "", "", duration, nil)
-		j.breaker.Succeeded()
-		j.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
-	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (j.halted() && errors.Is(err, j.halt.Err())):
+		d.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
+	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (d.halted() && errors.Is(err, d.halt.Err())):
 		ir.release(ctx, false)
-		j.persisted("item "+it.ItemID+" back to pending", j.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) }))
-		j.prog.interrupted()
-		j.logf("⏸ %s interrupted; it stays pending for resume", j.itemName(it))
+		d.persisted("item "+it.ItemID+" back to pending", d.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) }))
+		d.prog.interrupted()
+		d.logf("⏸ %s interrupted; it stays pending for resume", d.itemName(it))
 	default:
 		ir.failed(ctx, err, duration)
 	}
@@ -148,40 +150,41 @@ func (ir *itemRunner) run(ctx context.Context) {
 // announce marks the item running and reports its agent's start (admit
 // calls it when no fleet cool-down is on).
 func (ir *itemRunner) announce() {
-	j, it := ir.j, ir.it
-	j.persisted("item "+it.ItemID+" started", j.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
+	d, it := ir.d, ir.it
+	d.persisted("item "+it.ItemID+" started", d.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
 		it.State = ItemRunning
-		cp.NextAgent = max(cp.NextAgent, int(j.agentSeq.Load()))
+		cp.NextAgent = max(cp.NextAgent, ir.agentNum)
 		// The item's first attempt of this run starts now (run makes one
 		// unless every attempt of its budget already ran): one journal
 		// write marks both.
-		if max(j.itemPolicy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
+		if max(d.policy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
 			ir.setInFlight(ir.base + 1)
 		}
 		if ir.reservation > 0 {
 			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
 		}
 	}))
-	j.prog.started()
-	j.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
+	d.prog.started()
+	d.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
 }
 
-// newItemRunner numbers the item's agent (unique across runs of the job)
-// and picks up the attempts earlier runs persisted.
-func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
-	n := j.agentSeq.Add(1)
+// newItemRunner returns the runner of item it, whose agent is agent-n
+// (unique across runs of the job), with the attempts earlier runs
+// persisted.
+func newItemRunner(d *itemDeps, it *jobstore.CheckpointItem, n int) *itemRunner {
 	agentID := fmt.Sprintf("agent-%d", n)
 	ir := &itemRunner{
-		j:       j,
-		it:      it,
-		agentID: agentID,
-		branch:  fmt.Sprintf("prodigy-agent/%s/%s", j.id, agentID),
-		log:     procsup.NewTailBuffer(256 << 10),
+		d:        d,
+		it:       it,
+		agentNum: n,
+		agentID:  agentID,
+		branch:   fmt.Sprintf("prodigy-agent/%s/%s", d.jobID, agentID),
+		log:      procsup.NewTailBuffer(256 << 10),
 	}
-	ir.raw, ir.dataErr = j.state.ItemData(it)
+	ir.raw, ir.dataErr = d.state.ItemData(it)
 	ir.data = ir.raw
 	var lost *dlq.Failure
-	j.state.Read(func(*jobstore.Checkpoint) {
+	d.state.Read(func(*jobstore.Checkpoint) {
 		for _, raw := range it.Failures {
 			var f dlq.Failure
 			if err := json.Unmarshal(raw, &f); err == nil {
@@ -199,9 +202,9 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 		ir.failures = append(ir.failures, *lost)
 		enc, err := json.Marshal(*lost)
 		if err != nil {
-			j.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+			d.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
 		}
-		if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+		if err := d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 			it.Attempts = max(it.Attempts, lost.Attempt)
 			it.Lost++
 			if enc != nil {
@@ -209,24 +212,24 @@ func (j *job) newItemRunner(it *jobstore.CheckpointItem) *itemRunner {
 			}
 			clearInFlight(it)
 		}); err != nil {
-			j.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+			d.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
 		}
-		j.logf("%s: attempt %d was running when the process running the job died; it is recorded as failed and does not count against the item's attempts", j.itemName(it), lost.Attempt)
+		d.logf("%s: attempt %d was running when the process running the job died; it is recorded as failed and does not count against the item's attempts", d.itemName(it), lost.Attempt)
 	}
-	j.state.Read(func(*jobstore.Checkpoint) { ir.base = it.Attempts })
+	d.state.Read(func(*jobstore.Checkpoint) { ir.base = it.Attempts })
 	return ir
 }
 
 // markInFlight durably marks attempt n of the item as started; a write
 // that fails is the job's state error (persisted), like every other.
 func (ir *itemRunner) markInFlight(n int) {
-	ir.j.persisted(fmt.Sprintf("item %s attempt %d started", ir.it.ItemID, n),
-		ir.j.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) }))
+	ir.d.persisted(fmt.Sprintf("item %s attempt %d started", ir.it.ItemID, n),
+		ir.d.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) }))
 }
 
 // setInFlight marks attempt n started (under the state's lock).
 func (ir *itemRunner) setInFlight(n int) {
-	now := ir.j.now().UTC()
+	now := ir.d.now().UTC()
 	ir.it.InFlight, ir.it.InFlightAgent, ir.it.InFlightSince = n, ir.agentID, &now
 }
 
@@ -238,42 +241,42 @@ func clearInFlight(it *jobstore.CheckpointItem) {
 // attempt runs the agent template once in a clean worktree and merges the
 // agent's commits. A nil result means the attempt succeeded.
 func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
-	j := ir.j
-	if j.agentTO > 0 {
+	d := ir.d
+	if d.agentTO > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, j.agentTO, errAgentTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, d.agentTO, errAgentTimeout)
 		defer cancel()
 	}
 	n := ir.base + attempt
 	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
-	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
-	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
+	logPath := attemptLogPath(d.paths.Logs(ir.it.ItemID), n)
+	if al := openAttemptLog(logPath, d.red, MaxAttemptLog); al != nil {
 		defer al.Close()
 		out = io.MultiWriter(ir.log, al)
 		ir.attemptLog = logPath
 	}
 	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
-	head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+	head, err := d.git.ResolveRef(ctx, "refs/heads/"+d.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
 	}
 	t0 := time.Now()
 	if ir.tree == nil {
-		t, err := j.trees.acquire(ctx, ir.agentID, ir.branch, head)
+		t, err := d.trees.acquire(ctx, ir.agentID, ir.branch, head)
 		if err != nil {
 			return gitFailure(ctx, "prepare the agent worktree", err)
 		}
 		ir.tree = t
-	} else if err := j.trees.reset(ctx, ir.tree, head); err != nil {
+	} else if err := d.trees.reset(ctx, ir.tree, head); err != nil {
 		// A retry reuses the item's worktree, reset to the new head.
 		return gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
 	// The agent gets the worktree as a repository of its own; nothing its
 	// git does reaches the engine's (gitops/agentrepo.go). With
 	// Agents.User it runs as a user of its own, too (agentuser.go).
-	who, giveBack, err := j.takeAgentUser(fmt.Sprintf("%s-%d", ir.agentID, n))
+	who, giveBack, err := d.takeUser(fmt.Sprintf("%s-%d", ir.agentID, n))
 	if err != nil {
 		return gitFailure(ctx, "prepare the agent's user", err)
 	}
@@ -282,7 +285,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	if who != nil {
 		owner = &who.owner
 	}
-	repo, err := j.git.HandOut(ctx, ir.tree.path, owner)
+	repo, err := d.git.HandOut(ctx, ir.tree.path, owner)
 	if err != nil {
 		return gitFailure(ctx, "hand the worktree to the agent", err)
 	}
@@ -291,9 +294,9 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	sc := &stepContext{
 		dir:        ir.tree.path,
 		vars:       vars,
-		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
+		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, d.total(), n)...),
 		log:        out,
-		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
+		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", d.paths.Logs(ir.it.ItemID), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 		owner:      owner,
@@ -301,13 +304,13 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	if who != nil {
 		sc.env = withEnv(sc.env, []string{"HOME=" + who.home})
 	}
-	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: j.wf.Map.AgentTemplate}}) {
+	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: d.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.transcript
 	} else if ir.attemptLog != "" {
 		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
-	f := j.steps.run(ctx, j.wf.Map.AgentTemplate, sc)
+	f := d.steps.run(ctx, d.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
 	if f == nil {
 		fault(ctx, FaultAgentCommitted, ir.it.ItemID)
@@ -333,13 +336,13 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
 			Message: fmt.Sprintf("could not take the agent's commit: %v", rerr)}
 	}
-	if ok, err := j.git.IsAncestor(ctx, head, theirs); err != nil {
+	if ok, err := d.git.IsAncestor(ctx, head, theirs); err != nil {
 		return gitFailure(ctx, "check the agent's commit", err)
 	} else if !ok {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
 			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
 	}
-	commits, err := j.git.CommitsSince(ctx, ir.tree.path, head)
+	commits, err := d.git.CommitsSince(ctx, ir.tree.path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
 	}
@@ -385,19 +388,19 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // run one at a time (they share the parent worktree); tree merges run
 // concurrently, gitops serialising only their ref update.
 func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
-	j := ir.j
-	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), j.id, strconv.Quote(ir.it.ItemID))
+	d := ir.d
+	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), d.jobID, strconv.Quote(ir.it.ItemID))
 	var err error
 	var before, merged string
-	ref := "refs/heads/" + j.branch
-	if j.mergeMode == MergeWorktree {
-		j.mergeMu.Lock()
-		before, _ = j.git.ResolveRef(ctx, ref)
-		merged, err = j.git.MergeNoFF(ctx, j.parentDir, theirs, msg)
-		j.mergeMu.Unlock()
+	ref := "refs/heads/" + d.branch
+	if d.mergeMode == MergeWorktree {
+		d.mergeMu.Lock()
+		before, _ = d.git.ResolveRef(ctx, ref)
+		merged, err = d.git.MergeNoFF(ctx, d.parentDir, theirs, msg)
+		d.mergeMu.Unlock()
 	} else {
-		before, _ = j.git.ResolveRef(ctx, ref)
-		merged, err = j.git.MergeTree(ctx, ref, theirs, msg)
+		before, _ = d.git.ResolveRef(ctx, ref)
+		merged, err = d.git.MergeTree(ctx, ref, theirs, msg)
 	}
 	if err == nil {
 		// Only a commit the merge made is recorded: "already merged" may
@@ -406,13 +409,13 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 		if merged != before {
 			ir.mergeCommit = merged
 		}
-		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, j.branch)
-		j.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
+		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, d.branch)
+		d.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
 		return nil
 	}
 	var mc *gitops.MergeConflictError
 	if errors.As(err, &mc) {
-		msg := fmt.Sprintf("merge conflict merging %s into %s", ir.branch, j.branch)
+		msg := fmt.Sprintf("merge conflict merging %s into %s", ir.branch, d.branch)
 		if len(mc.Files) > 0 {
 			msg += ": " + strings.Join(mc.Files, ", ")
 		}
@@ -426,39 +429,39 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 // captureArtifacts records what the failed worktree looks like; it runs
 // even after ctx ended, for a bounded time.
 func (ir *itemRunner) captureArtifacts(ctx context.Context, f *stepFailure) {
-	j := ir.j
-	ir.errorLogs = j.redact(f.Tail)
+	d := ir.d
+	ir.errorLogs = d.redact(f.Tail)
 	if ir.tree == nil || f.Interrupted {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s, err := j.git.StatusSummary(ctx, ir.tree.path); err == nil {
-		ir.uncommitted = j.redact(s)
+	if s, err := d.git.StatusSummary(ctx, ir.tree.path); err == nil {
+		ir.uncommitted = d.redact(s)
 	}
 }
 
 // release cleans up the item's worktree (see worktrees.release); it runs
 // even after ctx ended, for a bounded time.
 func (ir *itemRunner) release(ctx context.Context, keep bool) CleanupStatus {
-	j := ir.j
+	d := ir.d
 	t0 := time.Now()
 	defer func() { ir.tCleanup += time.Since(t0) }()
 	t := ir.tree
 	ir.tree = nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	return j.trees.release(ctx, t, ir.agentID, ir.it.ItemID, keep)
+	return d.trees.release(ctx, t, ir.agentID, ir.it.ItemID, keep)
 }
 
 // vars is the interpolation scope of the item's agent.
 func (ir *itemRunner) vars(attempt int) interp.Vars {
-	j := ir.j
-	v := j.baseVars()
+	d := ir.d
+	v := d.baseVars()
 	v["item"] = ir.data
 	v["item_id"] = ir.it.ItemID
 	v["item_index"] = ir.it.Index
-	v["item_total"] = j.total()
+	v["item_total"] = d.total()
 	v["attempt"] = attempt
 	return v
 }

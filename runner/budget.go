@@ -32,11 +32,11 @@ func (j *job) initBudget(override, spent float64) {
 	j.budget = spend.NewBudget(max, item, spent)
 }
 
-// admit reserves the item's budget and returns its runner; false when the
+// admit reserves the item's budget and returns its runner (built from d); false when the
 // job budget cannot cover it (the budget is then exhausted and the job
 // stops starting items) or the job is stopping. The item is untouched
 // then: it stays pending.
-func (j *job) admit(it *jobstore.CheckpointItem) (*itemRunner, bool) {
+func (j *job) admit(d *itemDeps, it *jobstore.CheckpointItem) (*itemRunner, bool) {
 	var (
 		prior  float64
 		tokens jobstore.Tokens
@@ -56,7 +56,7 @@ func (j *job) admit(it *jobstore.CheckpointItem) (*itemRunner, bool) {
 		}
 		return nil, false
 	}
-	ir := j.newItemRunner(it)
+	ir := newItemRunner(d, it, int(j.agentSeq.Add(1)))
 	if ir.dataErr != nil {
 		j.budget.Release(amount, 0)
 		j.stop(ir.dataErr.Error())
@@ -74,7 +74,7 @@ func (j *job) admit(it *jobstore.CheckpointItem) (*itemRunner, bool) {
 // releaseBudget returns the unspent part of the item's reservation.
 func (ir *itemRunner) releaseBudget() {
 	spent, _, _ := ir.spend.Totals()
-	ir.j.budget.Release(ir.reservation, spent)
+	ir.d.budget.Release(ir.reservation, spent)
 }
 
 // budgetError is the map phase's error when the budget stopped it: how

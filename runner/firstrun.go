@@ -35,10 +35,13 @@ func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 
 // itemName is how log lines name an item: its id, followed by its label
 // when the label says more than the id.
-func (j *job) itemName(it *jobstore.CheckpointItem) string {
+func (j *job) itemName(it *jobstore.CheckpointItem) string { return itemName(it, j.wf.Map.IDField) }
+
+// itemName is job.itemName for a workflow whose map.id_field is idField.
+func itemName(it *jobstore.CheckpointItem, idField string) string {
 	label := it.Label
 	if label == "" {
-		label = ItemLabel(it.ItemID, it.Data, j.wf.Map.IDField)
+		label = ItemLabel(it.ItemID, it.Data, idField)
 	}
 	if label == "" || label == it.ItemID {
 		return it.ItemID
@@ -230,20 +233,4 @@ func (j *job) logFailedItems(res *Result) {
 	if n > most {
 		j.logf("  … and %d more (prodigy-action dlq list --job-id %s)", n-most, j.id)
 	}
-}
-
-// artifactsNote says in a DLQ record's error_logs whether the worktree and
-// branch named by worktree_artifacts still exist, since the record's shape
-// has no field for it: kept (preserve_failed_worktrees) or gone.
-func (j *job) artifactsNote(keep bool, path, branch string) string {
-	if keep {
-		if dirExists(path) {
-			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `prodigy-action worktree clean-orphaned` removes them once the job completed", path, branch)
-		}
-		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
-	}
-	if j.isolation == IsolationFresh {
-		return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was removed after the failure and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
-	}
-	return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was reset for other items (pool isolation) and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
 }

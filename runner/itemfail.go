@@ -19,20 +19,20 @@ import (
 // keeps its failure detail until a DLQ record holds it. A checkpoint write
 // failure is a warning; the attempt is still kept in memory.
 func (ir *itemRunner) recordFailure(f dlq.Failure) {
-	j, it := ir.j, ir.it
+	d, it := ir.d, ir.it
 	ir.failures = append(ir.failures, f)
 	ir.failedNow++
 	enc, err := json.Marshal(f)
 	if err != nil {
-		j.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+		d.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
 		return
 	}
-	if err := j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+	if err := d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.Attempts = max(it.Attempts, f.Attempt)
 		it.Failures = append(it.Failures, enc)
 		clearInFlight(it)
 	}); err != nil {
-		j.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+		d.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
 	}
 }
 
@@ -41,7 +41,7 @@ func (ir *itemRunner) recordFailure(f dlq.Failure) {
 // read lock, with it.InFlight > 0).
 func (ir *itemRunner) lostAttempt() *dlq.Failure {
 	it := ir.it
-	since := ir.j.now().UTC()
+	since := ir.d.now().UTC()
 	var took time.Duration
 	if it.InFlightSince != nil {
 		took = max(since.Sub(*it.InFlightSince), 0)
@@ -57,7 +57,7 @@ func (ir *itemRunner) lostAttempt() *dlq.Failure {
 
 // failureOf turns a failed attempt into a DLQ failure detail.
 func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration) dlq.Failure {
-	j := ir.j
+	d := ir.d
 	var t *dlq.ErrorType
 	if f.Type.Kind != "" {
 		tt := f.Type
@@ -74,20 +74,20 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 	}
 	ctx := []string{
 		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.ItemID),
-		fmt.Sprintf("Running step: %s", j.redact(oneLine(orDash(f.Step), 200))),
+		fmt.Sprintf("Running step: %s", d.redact(oneLine(orDash(f.Step), 200))),
 	}
 	if path != "" {
 		ctx = append(ctx, "In worktree: "+path)
 	}
 	return dlq.Failure{
 		Attempt:    ir.base + attempt,
-		At:         j.now().UTC(),
+		At:         d.now().UTC(),
 		Type:       t,
-		Message:    j.redact(f.Message),
+		Message:    d.redact(f.Message),
 		Context:    ctx,
-		StackTrace: j.redact(lastLines(f.Tail, 30)),
+		StackTrace: d.redact(lastLines(f.Tail, 30)),
 		AgentID:    ir.agentID,
-		Step:       j.redact(orDash(f.Step)),
+		Step:       d.redact(orDash(f.Step)),
 		Duration:   took,
 		LogPath:    orAttemptLog(f.LogPath, ir.attemptLog),
 	}
@@ -113,12 +113,12 @@ func diskFull(f *stepFailure) bool {
 
 // failed applies on_item_failure after the attempts are exhausted.
 func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Duration) {
-	j, it := ir.j, ir.it
+	d, it := ir.d, ir.it
 	path, branch := "", ir.branch
 	if ir.tree != nil {
 		path = ir.tree.path
 	}
-	keep := j.wf.PreserveFailedWorktrees && ir.tree != nil
+	keep := d.wf.PreserveFailedWorktrees && ir.tree != nil
 	last := ir.failures[len(ir.failures)-1]
 	lastType := dlq.Classify(last.Message)
 	if last.Type != nil {
@@ -128,18 +128,18 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.release(ctx, false)
 	} else if keep {
 		ir.release(ctx, true)
-		j.logf("  preserved failed worktree of %s: %s (branch %s)", j.itemName(it), path, branch)
+		d.logf("  preserved failed worktree of %s: %s (branch %s)", d.itemName(it), path, branch)
 	}
 	note := ""
 	if path == "" {
-		path = j.paths.AgentWorktree(ir.agentID)
+		path = d.paths.AgentWorktree(ir.agentID)
 		note = fmt.Sprintf("[worktree_artifacts] never created: the item failed before worktree %s existed", path)
 	} else {
-		note = j.artifactsNote(keep, path, branch)
+		note = artifactsNote(d.isolation, keep, path, branch)
 	}
-	j.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
+	d.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
 
-	policy := j.wf.ErrorPolicy.OnItemFailure
+	policy := d.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ
 	if policy == config.OnFailureSkip {
 		state = ItemSkipped
@@ -151,10 +151,9 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.signature = dlq.Signature(lastType, last.Message)
 	}
 	if state != ItemDLQ {
-		j.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
+		d.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
-		j.observeFailure(it.ItemID, lastType, last.Message)
-		j.checkThresholds(policy)
+		d.itemFailed(it.ItemID, lastType, last.Message, policy)
 		return
 	}
 	status := dlq.StatusFailed
@@ -172,7 +171,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if rec != nil {
 		enc, err := dlq.Encode(*rec)
 		if err != nil {
-			j.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
+			d.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
 		}
 		pending = enc
 	}
@@ -181,26 +180,31 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	}
 	ir.finish(state, last.Message, lastType.String(), duration, pending)
 	if rec != nil && pending != nil {
-		if err := j.writeRecord(ctx, j.store, it, *rec); err != nil {
-			j.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, j.id, err))
+		if err := writeRecord(ctx, d.state, d.events, d.store, it, *rec); err != nil {
+			d.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, d.jobID, err))
 		}
 	}
-	j.observeFailure(it.ItemID, lastType, last.Message)
-	j.checkThresholds(policy)
+	d.itemFailed(it.ItemID, lastType, last.Message, policy)
 }
 
 // writeRecord stores rec in the DLQ (addRecord) and then clears the
 // item's pending record and failures from the checkpoint.
 func (j *job) writeRecord(ctx context.Context, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
+	return writeRecord(ctx, j.state, j.events, store, it, rec)
+}
+
+// writeRecord is job.writeRecord for a job's state and events (nil: no
+// event).
+func writeRecord(ctx context.Context, state *jobstore.State, events *eventLog, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
 	stored, added, err := addRecord(store, rec)
 	if err != nil {
 		return err
 	}
-	if added && j.events != nil {
-		j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+	if added && events != nil {
+		events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
 	}
 	fault(ctx, FaultDLQAdded, it.ItemID)
-	return j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+	return state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.PendingRecord = nil
 		it.Failures = nil
 	})
@@ -246,9 +250,9 @@ func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem
 // pending is the encoded DLQ record of a dlq item (nil otherwise): it
 // replaces the item's failures in the checkpoint until the record is
 // stored. A merged or skipped item drops its failures.
-func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Duration, pending json.RawMessage) {
-	j, it := ir.j, ir.it
-	j.persisted("item "+it.ItemID+" finished", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+func (ir *itemRunner) finish(state ItemState, errMsg, errType string, took time.Duration, pending json.RawMessage) {
+	d, it := ir.d, ir.it
+	d.persisted("item "+it.ItemID+" finished", d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.State = state
 		it.SpendCeiling = 0
 		it.PendingRecord = pending
@@ -260,31 +264,27 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, d time.Dur
 		it.Error = errMsg
 		it.ErrorType = errType
 		it.Commits = ir.commits
-		it.DurationMS = d.Milliseconds()
+		it.DurationMS = took.Milliseconds()
 		it.LogLocation = ir.lastLog
 		it.TimingsMS = ir.timings()
 		if state == ItemMerged {
 			it.MergeCommit = ir.mergeCommit
 		}
 	}))
-	j.finished.Add(1)
-	if state != ItemMerged {
-		j.failures.Add(1)
-	}
-	j.prog.finished(state)
+	d.itemEnded(state)
 	// The attempts of this job (or redrive), across its interrupted runs:
 	// a resumed item whose attempts all ran before a crash made 0 now.
 	var tried int
-	j.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
+	d.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
 	switch state {
 	case ItemMerged:
-		j.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", j.itemName(it), ir.commits, tried, d.Round(time.Millisecond))
+		d.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", d.itemName(it), ir.commits, tried, took.Round(time.Millisecond))
 	case ItemSkipped:
-		j.logf("– %s skipped after %d attempt(s): %s", j.itemName(it), tried, oneLine(errMsg, 200))
+		d.logf("– %s skipped after %d attempt(s): %s", d.itemName(it), tried, oneLine(errMsg, 200))
 	default:
-		j.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", j.itemName(it), tried, errType, oneLine(errMsg, 200))
+		d.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", d.itemName(it), tried, errType, oneLine(errMsg, 200))
 	}
-	j.hooks.ItemFinished(it.ItemOutcome, j.redact(ir.log.String()))
+	d.hooks.ItemFinished(it.ItemOutcome, d.redact(ir.log.String()))
 }
 
 // checkThresholds stops the job when the failure policy says so.
@@ -307,19 +307,35 @@ func (j *job) checkThresholds(policy string) {
 // runCustomHandler runs on_item_failure: custom handler steps in the parent
 // worktree with the item and the error; true when it succeeded.
 func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t dlq.ErrorType) bool {
-	j := ir.j
-	steps := j.wf.ErrorPolicy.CustomHandler
+	d := ir.d
+	steps := d.wf.ErrorPolicy.CustomHandler
 	if len(steps) == 0 {
 		return false
 	}
 	vars := ir.vars(ir.base + ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: j.parentDir, vars: vars, env: append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), ir.base+ir.attempts)...), log: ir.log}
-	j.mergeMu.Lock() // the parent worktree is shared with merges
-	defer j.mergeMu.Unlock()
-	if f := j.steps.run(ctx, steps, sc); f != nil {
-		j.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
+	sc := &stepContext{dir: d.parentDir, vars: vars, env: append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, d.total(), ir.base+ir.attempts)...), log: ir.log}
+	d.mergeMu.Lock() // the parent worktree is shared with merges
+	defer d.mergeMu.Unlock()
+	if f := d.steps.run(ctx, steps, sc); f != nil {
+		d.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
 		return false
 	}
 	return true
+}
+
+// artifactsNote says in a DLQ record's error_logs whether the worktree and
+// branch named by worktree_artifacts still exist, since the record's shape
+// has no field for it: kept (preserve_failed_worktrees) or gone.
+func artifactsNote(isolation Isolation, keep bool, path, branch string) string {
+	if keep {
+		if dirExists(path) {
+			return fmt.Sprintf("[worktree_artifacts] preserved: worktree %s and branch %s were kept for debugging (preserve_failed_worktrees); `prodigy-action worktree clean-orphaned` removes them once the job completed", path, branch)
+		}
+		return fmt.Sprintf("[worktree_artifacts] not preserved: keeping worktree %s failed; it no longer exists", path)
+	}
+	if isolation == IsolationFresh {
+		return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was removed after the failure and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
+	}
+	return fmt.Sprintf("[worktree_artifacts] removed: worktree %s was reset for other items (pool isolation) and branch %s is deleted when the job ends (set preserve_failed_worktrees: true to keep them)", path, branch)
 }

@@ -5,9 +5,10 @@ import (
 	"sync"
 )
 
-// prefixWriter streams a phase's output to the job log line by line.
+// prefixWriter streams a phase's output to the job log line by line,
+// through logf.
 type prefixWriter struct {
-	j      *job
+	logf   func(format string, args ...any)
 	prefix string
 	mu     sync.Mutex
 	buf    []byte
@@ -22,11 +23,11 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.j.logf("%s%s", w.prefix, w.buf[:i])
+		w.logf("%s%s", w.prefix, w.buf[:i])
 		w.buf = w.buf[i+1:]
 	}
 	if len(w.buf) > 64<<10 {
-		w.j.logf("%s%s", w.prefix, w.buf)
+		w.logf("%s%s", w.prefix, w.buf)
 		w.buf = w.buf[:0]
 	}
 	return len(p), nil

@@ -56,6 +56,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	j.prog.begin(len(pending))
 	j.mapSpan = j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseMap})
 	defer func() { j.mapSpan.End(SpanEnd{Outcome: mapOutcome(err)}) }()
+	deps := j.itemDeps()
 	var g errgroup.Group
 	g.SetLimit(min(j.maxParallel, len(pending)))
 	for _, it := range pending {
@@ -66,7 +67,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 			if j.halted() || j.stopping.Load() {
 				return nil
 			}
-			ir, ok := j.admit(it)
+			ir, ok := j.admit(deps, it)
 			if !ok {
 				return nil
 			}

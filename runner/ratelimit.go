@@ -30,9 +30,9 @@ func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
 // rate_limit.max_waits times per item. The item's spend is checkpointed
 // after every run.
 func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFailure {
-	j := ir.j
+	d := ir.d
 	for {
-		if err := j.cool.Gate(j.haltContext(), nil); err != nil {
+		if err := d.cool.Gate(d.halt, nil); err != nil {
 			return &stepFailure{Message: "interrupted", Interrupted: true}
 		}
 		ir.spend.BeginAttempt()
@@ -45,7 +45,7 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFa
 		if reason == "" {
 			return f
 		}
-		maxWait := j.wf.RateLimit.MaxCooldown
+		maxWait := d.wf.RateLimit.MaxCooldown
 		if maxWait <= 0 {
 			maxWait = config.DefaultMaxCooldown
 		}
@@ -53,38 +53,38 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFa
 			// A rejected subscription limit: wait until it resets, or, when
 			// that is further away than rate_limit.max_cooldown, start
 			// nothing more and leave the items pending for a resume.
-			until := resetsAt.Sub(j.now())
+			until := resetsAt.Sub(d.now())
 			if until > maxWait {
-				j.stop(fmt.Sprintf("the provider's limit (%s) resets at %s, in %s: longer than rate_limit.max_cooldown (%s); `resume %s` after that",
-					reason, resetsAt.UTC().Format(time.RFC3339), until.Round(time.Minute), maxWait, j.id))
+				d.stop(fmt.Sprintf("the provider's limit (%s) resets at %s, in %s: longer than rate_limit.max_cooldown (%s); `resume %s` after that",
+					reason, resetsAt.UTC().Format(time.RFC3339), until.Round(time.Minute), maxWait, d.jobID))
 				fmt.Fprintf(ir.log, "--- %s until %s; the item stays pending\n", reason, resetsAt.UTC().Format(time.RFC3339))
 				return &stepFailure{Message: "interrupted", Interrupted: true}
 			}
 			delay = max(until, time.Second)
 		}
 		if delay > maxWait {
-			j.logf("⚠ %s: the provider asked to wait %s; clamped to rate_limit.max_cooldown (%s)", ir.it.ItemID, delay.Round(time.Second), maxWait)
+			d.logf("⚠ %s: the provider asked to wait %s; clamped to rate_limit.max_cooldown (%s)", ir.it.ItemID, delay.Round(time.Second), maxWait)
 			delay = maxWait
 		}
-		if ir.waits >= j.wf.RateLimit.MaxWaits {
-			j.logf("⚠ %s rate-limited again (%s) after %d wait(s) (rate_limit.max_waits); the attempt counts", ir.it.ItemID, reason, ir.waits)
+		if ir.waits >= d.wf.RateLimit.MaxWaits {
+			d.logf("⚠ %s rate-limited again (%s) after %d wait(s) (rate_limit.max_waits); the attempt counts", ir.it.ItemID, reason, ir.waits)
 			return f
 		}
 		ir.waits++
-		if delay <= 0 && j.itemPolicy.Backoff != nil {
-			delay = j.itemPolicy.Backoff.Delay(ir.waits)
-			if j.itemPolicy.MaxDelay > 0 {
-				delay = min(delay, j.itemPolicy.MaxDelay)
+		if delay <= 0 && d.policy.Backoff != nil {
+			delay = d.policy.Backoff.Delay(ir.waits)
+			if d.policy.MaxDelay > 0 {
+				delay = min(delay, d.policy.MaxDelay)
 			}
 		}
 		if delay <= 0 {
 			delay = time.Second
 		}
-		msg := j.redact(f.Message)
+		msg := d.redact(f.Message)
 		fmt.Fprintf(ir.log, "--- rate-limited (%s); not counted as an attempt; fleet cool-down %s\n", reason, delay)
-		j.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.ItemID, reason, delay, ir.waits, j.wf.RateLimit.MaxWaits)
-		j.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.ItemID, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
-		j.cool.Start(delay, reason)
+		d.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.ItemID, reason, delay, ir.waits, d.wf.RateLimit.MaxWaits)
+		d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.ItemID, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
+		d.cool.Start(delay, reason)
 	}
 }
 
@@ -95,8 +95,8 @@ func (ir *itemRunner) saveSpend() {
 	if n == 0 {
 		return
 	}
-	j, it := ir.j, ir.it
-	j.persisted("item "+it.ItemID+" cost", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
+	d, it := ir.d, ir.it
+	d.persisted("item "+it.ItemID+" cost", d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
 		it.CostUSD = jobstore.RoundUSD(ir.priorCost + spent)
 		t := ir.priorTokens.Add(jobstore.Tokens(tokens))
 		it.Tokens = &t

@@ -175,5 +175,5 @@ func (j *job) total() int {
 // phaseLog returns a writer for setup/reduce output: streamed to stderr
 // with a prefix.
 func (j *job) phaseLog(phase string) *prefixWriter {
-	return &prefixWriter{j: j, prefix: "[" + phase + "] "}
+	return &prefixWriter{logf: j.logf, prefix: "[" + phase + "] "}
 }

@@ -285,13 +285,13 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 		msg, typ string
 		attempts int
 	)
-	ir.j.state.Read(func(*jobstore.Checkpoint) {
+	ir.d.state.Read(func(*jobstore.Checkpoint) {
 		state, msg, typ, attempts = ir.it.State, ir.it.Error, ir.it.ErrorType, ir.it.Attempts
 	})
 	cost, tokens, _ := ir.spend.Totals()
 	e := SpanEnd{Outcome: string(state), Attempts: attempts, CostUSD: cost, InputTokens: tokens.Input, OutputTokens: tokens.Output}
 	if state == ItemDLQ || state == ItemSkipped {
-		e.Error = &SpanError{Type: typ, Message: ir.j.redact(msg), Signature: ir.signature}
+		e.Error = &SpanError{Type: typ, Message: ir.d.redact(msg), Signature: ir.signature}
 	}
 	return e
 }
@@ -299,7 +299,7 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 // attemptSpanEnd is the end of an attempt's span: f is its failure (nil
 // when it succeeded).
 func (ir *itemRunner) attemptSpanEnd(f *stepFailure) SpanEnd {
-	e := spanEnd(f, ir.j.redact)
+	e := spanEnd(f, ir.d.redact)
 	if f != nil && !f.Interrupted {
 		if reason, _, _ := ir.spend.RateLimited(); reason != "" {
 			e.Outcome = "rate_limited"
