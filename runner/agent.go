@@ -25,7 +25,7 @@ import (
 // uses of its job (settings, shared services) and how it reports to it.
 type itemRunner struct {
 	d  *itemDeps
-	it *jobstore.CheckpointItem
+	it *item
 	// agentNum numbers the item's agent (agent-N), unique across the runs
 	// of the job.
 	agentNum int
@@ -80,7 +80,7 @@ type itemRunner struct {
 func (ir *itemRunner) run(ctx context.Context) {
 	d, it := ir.d, ir.it
 	defer ir.releaseBudget()
-	ir.span = spanOr(d.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.ItemID, ItemLabel: it.Label})
+	ir.span = spanOr(d.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.id, ItemLabel: it.label})
 	if recorded(ir.span) {
 		defer func() { ir.span.End(ir.itemSpanEnd()) }()
 	}
@@ -90,9 +90,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 	// The attempt budget spans interruptions: attempts persisted by earlier
 	// runs of the job count against it.
 	pol := d.policy
-	var spent int
-	d.state.Read(func(*jobstore.Checkpoint) { spent = it.Attempts - it.BudgetBase - it.Lost })
-	left := max(pol.Attempts, 1) - spent
+	left := max(pol.Attempts, 1) - it.attemptsSpent()
 	var err error
 	if left <= 0 && len(ir.failures) > 0 {
 		// Every attempt ran before a crash; only the outcome is missing.
@@ -104,9 +102,9 @@ func (ir *itemRunner) run(ctx context.Context) {
 				return
 			}
 			msg := d.redact(errText(a.Err))
-			d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
+			d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
 			d.logf("↻ %s attempt %d failed (%s); retrying in %s", d.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
-			fault(ctx, FaultBackoff, it.ItemID)
+			fault(ctx, FaultBackoff, it.id)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
 			if attempt > 1 {
@@ -132,14 +130,14 @@ func (ir *itemRunner) run(ctx context.Context) {
 
 	switch {
 	case err == nil:
-		fault(ctx, FaultItemMerged, it.ItemID)
+		fault(ctx, FaultItemMerged, it.id)
 		cs := ir.release(ctx, false)
-		d.clearFromDLQ(it.ItemID)
+		d.clearFromDLQ(it.id)
 		ir.finish(ItemMerged, "", "", duration, nil)
-		d.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.ItemID, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
+		d.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.id, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (d.halted() && errors.Is(err, d.halt.Err())):
 		ir.release(ctx, false)
-		d.persisted("item "+it.ItemID+" back to pending", d.state.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.SpendCeiling = ItemPending, 0; clearInFlight(it) }))
+		d.persisted("item "+it.id+" back to pending", it.backToPending())
 		d.prog.interrupted()
 		d.logf("⏸ %s interrupted; it stays pending for resume", d.itemName(it))
 	default:
@@ -151,27 +149,26 @@ func (ir *itemRunner) run(ctx context.Context) {
 // calls it when no fleet cool-down is on).
 func (ir *itemRunner) announce() {
 	d, it := ir.d, ir.it
-	d.persisted("item "+it.ItemID+" started", d.state.UpdateItem(it, func(cp *jobstore.Checkpoint) {
-		it.State = ItemRunning
-		cp.NextAgent = max(cp.NextAgent, ir.agentNum)
-		// The item's first attempt of this run starts now (run makes one
-		// unless every attempt of its budget already ran): one journal
-		// write marks both.
-		if max(d.policy.Attempts, 1)-(it.Attempts-it.BudgetBase-it.Lost) > 0 || len(ir.failures) == 0 {
-			ir.setInFlight(ir.base + 1)
-		}
-		if ir.reservation > 0 {
-			it.SpendCeiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
-		}
-	}))
+	// The item's first attempt of this run starts now (run makes one
+	// unless every attempt of its budget already ran): one journal write
+	// marks both.
+	var first inFlightAttempt
+	if max(d.policy.Attempts, 1)-it.attemptsSpent() > 0 || len(ir.failures) == 0 {
+		first = ir.inFlight(ir.base + 1)
+	}
+	var ceiling float64
+	if ir.reservation > 0 {
+		ceiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
+	}
+	d.persisted("item "+it.id+" started", it.start(ir.agentNum, first, ceiling))
 	d.prog.started()
-	d.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.ItemID, Attempt: ir.base + 1, Branch: ir.branch})
+	d.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + 1, Branch: ir.branch})
 }
 
 // newItemRunner returns the runner of item it, whose agent is agent-n
 // (unique across runs of the job), with the attempts earlier runs
 // persisted.
-func newItemRunner(d *itemDeps, it *jobstore.CheckpointItem, n int) *itemRunner {
+func newItemRunner(d *itemDeps, it *item, n int) *itemRunner {
 	agentID := fmt.Sprintf("agent-%d", n)
 	ir := &itemRunner{
 		d:        d,
@@ -181,61 +178,39 @@ func newItemRunner(d *itemDeps, it *jobstore.CheckpointItem, n int) *itemRunner 
 		branch:   fmt.Sprintf("prodigy-agent/%s/%s", d.jobID, agentID),
 		log:      procsup.NewTailBuffer(256 << 10),
 	}
-	ir.raw, ir.dataErr = d.state.ItemData(it)
+	ir.raw, ir.dataErr = d.state.ItemData(it.row)
 	ir.data = ir.raw
-	var lost *dlq.Failure
-	d.state.Read(func(*jobstore.Checkpoint) {
-		for _, raw := range it.Failures {
-			var f dlq.Failure
-			if err := json.Unmarshal(raw, &f); err == nil {
-				ir.failures = append(ir.failures, f)
-			}
-		}
-		if it.InFlight > 0 {
-			lost = ir.lostAttempt()
-		}
-	})
-	if lost != nil {
+	var running inFlightAttempt
+	ir.failures, running = it.history()
+	if running.attempt > 0 {
+		lost := ir.lostAttempt(running)
 		// The process running the job died during this attempt: it ran,
 		// so it is one failure_history entry; the crash is not the item's
 		// fault, so it does not spend the item's attempt budget.
 		ir.failures = append(ir.failures, *lost)
 		enc, err := json.Marshal(*lost)
 		if err != nil {
-			d.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+			d.warn(fmt.Sprintf("encode the lost attempt %d of %s: %v", lost.Attempt, it.id, err))
 		}
-		if err := d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-			it.Attempts = max(it.Attempts, lost.Attempt)
-			it.Lost++
-			if enc != nil {
-				it.Failures = append(it.Failures, enc)
-			}
-			clearInFlight(it)
-		}); err != nil {
-			d.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.ItemID, err))
+		if err := it.attemptLost(lost.Attempt, enc); err != nil {
+			d.warn(fmt.Sprintf("could not checkpoint the lost attempt %d of %s: %v", lost.Attempt, it.id, err))
 		}
 		d.logf("%s: attempt %d was running when the process running the job died; it is recorded as failed and does not count against the item's attempts", d.itemName(it), lost.Attempt)
 	}
-	d.state.Read(func(*jobstore.Checkpoint) { ir.base = it.Attempts })
+	ir.base = it.attempts()
 	return ir
 }
 
 // markInFlight durably marks attempt n of the item as started; a write
 // that fails is the job's state error (persisted), like every other.
 func (ir *itemRunner) markInFlight(n int) {
-	ir.d.persisted(fmt.Sprintf("item %s attempt %d started", ir.it.ItemID, n),
-		ir.d.state.UpdateItem(ir.it, func(*jobstore.Checkpoint) { ir.setInFlight(n) }))
+	ir.d.persisted(fmt.Sprintf("item %s attempt %d started", ir.it.id, n), ir.it.attemptStarted(ir.inFlight(n)))
 }
 
-// setInFlight marks attempt n started (under the state's lock).
-func (ir *itemRunner) setInFlight(n int) {
+// inFlight is attempt n of the item's agent, starting now.
+func (ir *itemRunner) inFlight(n int) inFlightAttempt {
 	now := ir.d.now().UTC()
-	ir.it.InFlight, ir.it.InFlightAgent, ir.it.InFlightSince = n, ir.agentID, &now
-}
-
-// clearInFlight records that the item's attempt has an outcome.
-func clearInFlight(it *jobstore.CheckpointItem) {
-	it.InFlight, it.InFlightAgent, it.InFlightSince = 0, "", nil
+	return inFlightAttempt{attempt: n, agent: ir.agentID, since: &now}
 }
 
 // attempt runs the agent template once in a clean worktree and merges the
@@ -251,13 +226,13 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
-	logPath := attemptLogPath(d.paths.Logs(ir.it.ItemID), n)
+	logPath := attemptLogPath(d.paths.Logs(ir.it.id), n)
 	if al := openAttemptLog(logPath, d.red, MaxAttemptLog); al != nil {
 		defer al.Close()
 		out = io.MultiWriter(ir.log, al)
 		ir.attemptLog = logPath
 	}
-	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.ItemID, n, ir.agentID)
+	fmt.Fprintf(out, "=== %s attempt %d (%s)\n", ir.it.id, n, ir.agentID)
 	head, err := d.git.ResolveRef(ctx, "refs/heads/"+d.branch)
 	if err != nil {
 		return gitFailure(ctx, "resolve the results branch", err)
@@ -294,9 +269,9 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	sc := &stepContext{
 		dir:        ir.tree.path,
 		vars:       vars,
-		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, d.total(), n)...),
+		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), n)...),
 		log:        out,
-		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", d.paths.Logs(ir.it.ItemID), n),
+		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", d.paths.Logs(ir.it.id), n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 		owner:      owner,
@@ -313,7 +288,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	f := d.steps.run(ctx, d.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
 	if f == nil {
-		fault(ctx, FaultAgentCommitted, ir.it.ItemID)
+		fault(ctx, FaultAgentCommitted, ir.it.id)
 	}
 	t0 = time.Now()
 	defer func() { ir.tMerge += time.Since(t0) }()
@@ -389,7 +364,7 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // concurrently, gitops serialising only their ref update.
 func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	d := ir.d
-	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.ItemID, 100), d.jobID, strconv.Quote(ir.it.ItemID))
+	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.id, 100), d.jobID, strconv.Quote(ir.it.id))
 	var err error
 	var before, merged string
 	ref := "refs/heads/" + d.branch
@@ -410,7 +385,7 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 			ir.mergeCommit = merged
 		}
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, d.branch)
-		d.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.ItemID, Branch: ir.branch, Commits: ir.commits})
+		d.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.id, Branch: ir.branch, Commits: ir.commits})
 		return nil
 	}
 	var mc *gitops.MergeConflictError
@@ -451,7 +426,7 @@ func (ir *itemRunner) release(ctx context.Context, keep bool) CleanupStatus {
 	ir.tree = nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	return d.trees.release(ctx, t, ir.agentID, ir.it.ItemID, keep)
+	return d.trees.release(ctx, t, ir.agentID, ir.it.id, keep)
 }
 
 // vars is the interpolation scope of the item's agent.
@@ -459,8 +434,8 @@ func (ir *itemRunner) vars(attempt int) interp.Vars {
 	d := ir.d
 	v := d.baseVars()
 	v["item"] = ir.data
-	v["item_id"] = ir.it.ItemID
-	v["item_index"] = ir.it.Index
+	v["item_id"] = ir.it.id
+	v["item_index"] = ir.it.index
 	v["item_total"] = d.total()
 	v["attempt"] = attempt
 	return v

@@ -36,18 +36,9 @@ func (j *job) initBudget(override, spent float64) {
 // job budget cannot cover it (the budget is then exhausted and the job
 // stops starting items) or the job is stopping. The item is untouched
 // then: it stays pending.
-func (j *job) admit(d *itemDeps, it *jobstore.CheckpointItem) (*itemRunner, bool) {
-	var (
-		prior  float64
-		tokens jobstore.Tokens
-	)
-	var base float64
-	j.state.Read(func(*jobstore.Checkpoint) {
-		prior, base = it.CostUSD, it.CostBase
-		if it.Tokens != nil {
-			tokens = *it.Tokens
-		}
-	})
+func (j *job) admit(d *itemDeps, row *jobstore.CheckpointItem) (*itemRunner, bool) {
+	it := newItem(j.state, row)
+	prior, base, tokens := it.spent()
 	amount, ok := j.budget.Reserve(prior-base, func() bool { return j.stopping.Load() || j.halted() })
 	if !ok {
 		if j.budget.Exhausted() {

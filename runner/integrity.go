@@ -238,11 +238,7 @@ func (j *job) resetUnverified(keep map[string]bool, merges map[string][]*jobstor
 		}
 		for _, it := range its {
 			ids = append(ids, it.ItemID)
-			j.persisted("item "+it.ItemID+" not merged after all", j.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-				it.State = ItemPending
-				it.MergeCommit = ""
-				it.Error = "its merge is not on the results branch as the engine left it"
-			}))
+			j.persisted("item "+it.ItemID+" not merged after all", unmerged(j.state, it, "its merge is not on the results branch as the engine left it"))
 		}
 	}
 	return ids

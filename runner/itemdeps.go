@@ -89,8 +89,8 @@ func (d *itemDeps) now() time.Time { return d.clock.Now() }
 func (d *itemDeps) halted() bool { return d.halt.Err() != nil }
 
 // itemName names an item in log lines: its id and label.
-func (d *itemDeps) itemName(it *jobstore.CheckpointItem) string {
-	return itemName(it, d.wf.Map.IDField)
+func (d *itemDeps) itemName(it *item) string {
+	return itemName(it.row, d.wf.Map.IDField)
 }
 
 // total is the number of the job's items.

@@ -24,34 +24,28 @@ func (ir *itemRunner) recordFailure(f dlq.Failure) {
 	ir.failedNow++
 	enc, err := json.Marshal(f)
 	if err != nil {
-		d.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+		d.warn(fmt.Sprintf("encode the failure of %s attempt %d: %v", it.id, f.Attempt, err))
 		return
 	}
-	if err := d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-		it.Attempts = max(it.Attempts, f.Attempt)
-		it.Failures = append(it.Failures, enc)
-		clearInFlight(it)
-	}); err != nil {
-		d.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.ItemID, f.Attempt, err))
+	if err := it.attemptFailed(f.Attempt, enc); err != nil {
+		d.warn(fmt.Sprintf("could not checkpoint the failure of %s attempt %d: %v", it.id, f.Attempt, err))
 	}
 }
 
-// lostAttempt is the failure of the item's in-flight attempt, whose
-// outcome died with the process that ran it (called under the state's
-// read lock, with it.InFlight > 0).
-func (ir *itemRunner) lostAttempt() *dlq.Failure {
-	it := ir.it
+// lostAttempt is the failure of the item's attempt a, which was running
+// when the process running the job died: its outcome died with it.
+func (ir *itemRunner) lostAttempt(a inFlightAttempt) *dlq.Failure {
 	since := ir.d.now().UTC()
 	var took time.Duration
-	if it.InFlightSince != nil {
-		took = max(since.Sub(*it.InFlightSince), 0)
-		since = it.InFlightSince.UTC()
+	if a.since != nil {
+		took = max(since.Sub(*a.since), 0)
+		since = a.since.UTC()
 	}
-	msg := fmt.Sprintf("attempt %d was running when the process running the job died (killed or crashed); its outcome is unknown (not counted against the item's attempts)", it.InFlight)
+	msg := fmt.Sprintf("attempt %d was running when the process running the job died (killed or crashed); its outcome is unknown (not counted against the item's attempts)", a.attempt)
 	return &dlq.Failure{
-		Attempt: it.InFlight, At: since, Type: &dlq.ErrorType{Kind: dlq.Unknown}, Message: msg,
-		Context: []string{fmt.Sprintf("Executing agent %s for %s", orDash(it.InFlightAgent), it.ItemID), "The process running the job died"},
-		AgentID: it.InFlightAgent, Step: "agent_execution", Duration: took,
+		Attempt: a.attempt, At: since, Type: &dlq.ErrorType{Kind: dlq.Unknown}, Message: msg,
+		Context: []string{fmt.Sprintf("Executing agent %s for %s", orDash(a.agent), ir.it.id), "The process running the job died"},
+		AgentID: a.agent, Step: "agent_execution", Duration: took,
 	}
 }
 
@@ -73,7 +67,7 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		path = ir.tree.path
 	}
 	ctx := []string{
-		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.ItemID),
+		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.id),
 		fmt.Sprintf("Running step: %s", d.redact(oneLine(orDash(f.Step), 200))),
 	}
 	if path != "" {
@@ -137,7 +131,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	} else {
 		note = artifactsNote(d.isolation, keep, path, branch)
 	}
-	d.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.ItemID, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
+	d.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.id, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
 
 	policy := d.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ
@@ -151,9 +145,9 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.signature = dlq.Signature(lastType, last.Message)
 	}
 	if state != ItemDLQ {
-		d.events.emit(ItemSkippedEvent{ItemID: it.ItemID, Error: last.Message, Policy: policy})
+		d.events.emit(ItemSkippedEvent{ItemID: it.id, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
-		d.itemFailed(it.ItemID, lastType, last.Message, policy)
+		d.itemFailed(it.id, lastType, last.Message, policy)
 		return
 	}
 	status := dlq.StatusFailed
@@ -161,7 +155,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		status = dlq.StatusTimeout
 	}
 	rec := dlq.FromAgentResult(dlq.AgentResult{
-		ItemID: it.ItemID, ItemData: ir.raw, Status: status, Failures: ir.failures,
+		ItemID: it.id, ItemData: ir.raw, Status: status, Failures: ir.failures,
 		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
 		ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
 	})
@@ -171,7 +165,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if rec != nil {
 		enc, err := dlq.Encode(*rec)
 		if err != nil {
-			d.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.ItemID, err))
+			d.warn(fmt.Sprintf("encode the DLQ record of %s: %v", it.id, err))
 		}
 		pending = enc
 	}
@@ -180,11 +174,11 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	}
 	ir.finish(state, last.Message, lastType.String(), duration, pending)
 	if rec != nil && pending != nil {
-		if err := writeRecord(ctx, d.state, d.events, d.store, it, *rec); err != nil {
-			d.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.ItemID, d.jobID, err))
+		if err := writeRecord(ctx, d.state, d.events, d.store, it.row, *rec); err != nil {
+			d.warn(fmt.Sprintf("could not add item %s to the DLQ; it stays failed-unrecorded in the checkpoint and `resume %s` writes its record: %v", it.id, d.jobID, err))
 		}
 	}
-	d.itemFailed(it.ItemID, lastType, last.Message, policy)
+	d.itemFailed(it.id, lastType, last.Message, policy)
 }
 
 // writeRecord stores rec in the DLQ (addRecord) and then clears the
@@ -204,10 +198,7 @@ func writeRecord(ctx context.Context, state *jobstore.State, events *eventLog, s
 		events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
 	}
 	fault(ctx, FaultDLQAdded, it.ItemID)
-	return state.UpdateItem(it, func(*jobstore.Checkpoint) {
-		it.PendingRecord = nil
-		it.Failures = nil
-	})
+	return recordStored(state, it)
 }
 
 // addRecord adds rec to the store exactly once: failure_history entries
@@ -252,30 +243,14 @@ func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem
 // stored. A merged or skipped item drops its failures.
 func (ir *itemRunner) finish(state ItemState, errMsg, errType string, took time.Duration, pending json.RawMessage) {
 	d, it := ir.d, ir.it
-	d.persisted("item "+it.ItemID+" finished", d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-		it.State = state
-		it.SpendCeiling = 0
-		it.PendingRecord = pending
-		if pending != nil || state != ItemDLQ {
-			it.Failures = nil
-		}
-		it.Attempts = ir.base + ir.attempts
-		clearInFlight(it)
-		it.Error = errMsg
-		it.ErrorType = errType
-		it.Commits = ir.commits
-		it.DurationMS = took.Milliseconds()
-		it.LogLocation = ir.lastLog
-		it.TimingsMS = ir.timings()
-		if state == ItemMerged {
-			it.MergeCommit = ir.mergeCommit
-		}
+	d.persisted("item "+it.id+" finished", it.finish(ending{
+		state: state, attempts: ir.base + ir.attempts, err: errMsg, errType: errType, commits: ir.commits,
+		took: took, log: ir.lastLog, timings: ir.timings(), mergeCommit: ir.mergeCommit, pending: pending,
 	}))
 	d.itemEnded(state)
 	// The attempts of this job (or redrive), across its interrupted runs:
 	// a resumed item whose attempts all ran before a crash made 0 now.
-	var tried int
-	d.state.Read(func(*jobstore.Checkpoint) { tried = it.Attempts - it.BudgetBase - it.Lost })
+	tried := it.attemptsSpent()
 	switch state {
 	case ItemMerged:
 		d.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", d.itemName(it), ir.commits, tried, took.Round(time.Millisecond))
@@ -284,7 +259,7 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, took time.
 	default:
 		d.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", d.itemName(it), tried, errType, oneLine(errMsg, 200))
 	}
-	d.hooks.ItemFinished(it.ItemOutcome, d.redact(ir.log.String()))
+	d.hooks.ItemFinished(it.outcome(), d.redact(ir.log.String()))
 }
 
 // checkThresholds stops the job when the failure policy says so.
@@ -314,11 +289,11 @@ func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t 
 	}
 	vars := ir.vars(ir.base + ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: d.parentDir, vars: vars, env: append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, d.total(), ir.base+ir.attempts)...), log: ir.log}
+	sc := &stepContext{dir: d.parentDir, vars: vars, env: append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), ir.base+ir.attempts)...), log: ir.log}
 	d.mergeMu.Lock() // the parent worktree is shared with merges
 	defer d.mergeMu.Unlock()
 	if f := d.steps.run(ctx, steps, sc); f != nil {
-		d.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.ItemID, f.Message))
+		d.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.id, f.Message))
 		return false
 	}
 	return true

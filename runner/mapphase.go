@@ -36,7 +36,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 		err = j.state.Update(func(cp *jobstore.Checkpoint) {
 			cp.Phase = jobstore.PhaseMap
 			for _, it := range stale {
-				it.State = ItemPending
+				pendingAgain(it)
 			}
 		})
 		if err != nil {

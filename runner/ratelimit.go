@@ -63,11 +63,11 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFa
 			delay = max(until, time.Second)
 		}
 		if delay > maxWait {
-			d.logf("⚠ %s: the provider asked to wait %s; clamped to rate_limit.max_cooldown (%s)", ir.it.ItemID, delay.Round(time.Second), maxWait)
+			d.logf("⚠ %s: the provider asked to wait %s; clamped to rate_limit.max_cooldown (%s)", ir.it.id, delay.Round(time.Second), maxWait)
 			delay = maxWait
 		}
 		if ir.waits >= d.wf.RateLimit.MaxWaits {
-			d.logf("⚠ %s rate-limited again (%s) after %d wait(s) (rate_limit.max_waits); the attempt counts", ir.it.ItemID, reason, ir.waits)
+			d.logf("⚠ %s rate-limited again (%s) after %d wait(s) (rate_limit.max_waits); the attempt counts", ir.it.id, reason, ir.waits)
 			return f
 		}
 		ir.waits++
@@ -82,8 +82,8 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFa
 		}
 		msg := d.redact(f.Message)
 		fmt.Fprintf(ir.log, "--- rate-limited (%s); not counted as an attempt; fleet cool-down %s\n", reason, delay)
-		d.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.ItemID, reason, delay, ir.waits, d.wf.RateLimit.MaxWaits)
-		d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.ItemID, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
+		d.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.id, reason, delay, ir.waits, d.wf.RateLimit.MaxWaits)
+		d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.id, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
 		d.cool.Start(delay, reason)
 	}
 }
@@ -96,9 +96,5 @@ func (ir *itemRunner) saveSpend() {
 		return
 	}
 	d, it := ir.d, ir.it
-	d.persisted("item "+it.ItemID+" cost", d.state.UpdateItem(it, func(*jobstore.Checkpoint) {
-		it.CostUSD = jobstore.RoundUSD(ir.priorCost + spent)
-		t := ir.priorTokens.Add(jobstore.Tokens(tokens))
-		it.Tokens = &t
-	}))
+	d.persisted("item "+it.id+" cost", it.saveSpend(jobstore.RoundUSD(ir.priorCost+spent), ir.priorTokens.Add(jobstore.Tokens(tokens))))
 }

@@ -217,17 +217,10 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 			j.logf("%s was running with a budget reservation when the job stopped: its reservation counts as spent ($%.4f in all)", it.ItemID, it.CostUSD)
 		}
 		if it.State == ItemRunning {
-			it.State = ItemPending
+			pendingAgain(it)
 		}
 		if it.State == ItemPending && merged[it.ItemID] {
-			it.State = ItemMerged
-			it.MergeCommit = j.foundMerges[it.ItemID]
-			it.Commits = max(it.Commits, 1)
-			// The attempt that merged ran: it counts even when the kill
-			// came before its outcome was checkpointed.
-			it.Attempts = max(it.Attempts, it.InFlight, 1)
-			it.Failures = nil
-			clearInFlight(it)
+			foundMerged(it, j.foundMerges[it.ItemID])
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
 	}
@@ -292,7 +285,7 @@ func (j *job) reconcileDLQ(cp *jobstore.Checkpoint, merged map[string]bool) erro
 			j.warn(fmt.Sprintf("could not write the missing DLQ record of %s: %v", it.ItemID, err))
 			continue
 		}
-		it.PendingRecord, it.Failures = nil, nil
+		dropRecorded(it)
 		j.logf("wrote the missing DLQ record of %s", it.ItemID)
 	}
 	if idx, err := store.Index(); err == nil {

@@ -135,16 +135,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 			}
 			touch(cur)
 			added = append(added, cur)
-			cur.State = ItemPending
-			cur.Data, cur.DataOff, cur.DataLen = e.Data, 0, 0
-			// The redrive's budget starts at the record's failure_count;
-			// attempts an interrupted earlier redrive ran count against it.
-			cur.BudgetBase = e.Attempts
-			cur.Lost = 0 // lost attempts before the budget began are in BudgetBase
-			cur.CostBase = cur.CostUSD
-			if e.Attempts > cur.Attempts {
-				cur.Attempts = e.Attempts
-			}
+			redriven(cur, e)
 			continue
 		}
 		e.BudgetBase = e.Attempts

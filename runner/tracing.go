@@ -7,7 +7,6 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // Tracer receives the structure of one execution of a job (run, resume,
@@ -280,18 +279,11 @@ func (ir *itemRunner) tracedAttempt(ctx context.Context, attempt int) *stepFailu
 // itemSpanEnd is the end of an item's span, from its checkpoint entry
 // and this run's spend.
 func (ir *itemRunner) itemSpanEnd() SpanEnd {
-	var (
-		state    ItemState
-		msg, typ string
-		attempts int
-	)
-	ir.d.state.Read(func(*jobstore.Checkpoint) {
-		state, msg, typ, attempts = ir.it.State, ir.it.Error, ir.it.ErrorType, ir.it.Attempts
-	})
+	o := ir.it.outcome()
 	cost, tokens, _ := ir.spend.Totals()
-	e := SpanEnd{Outcome: string(state), Attempts: attempts, CostUSD: cost, InputTokens: tokens.Input, OutputTokens: tokens.Output}
-	if state == ItemDLQ || state == ItemSkipped {
-		e.Error = &SpanError{Type: typ, Message: ir.d.redact(msg), Signature: ir.signature}
+	e := SpanEnd{Outcome: string(o.State), Attempts: o.Attempts, CostUSD: cost, InputTokens: tokens.Input, OutputTokens: tokens.Output}
+	if o.State == ItemDLQ || o.State == ItemSkipped {
+		e.Error = &SpanError{Type: o.ErrorType, Message: ir.d.redact(o.Error), Signature: ir.signature}
 	}
 	return e
 }
