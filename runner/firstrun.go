@@ -34,10 +34,7 @@ func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 }
 
 // itemName is how log lines name an item: its id, followed by its label
-// when the label says more than the id.
-func (j *job) itemName(it *jobstore.CheckpointItem) string { return itemName(it, j.wf.Map.IDField) }
-
-// itemName is job.itemName for a workflow whose map.id_field is idField.
+// when the label says more than the id (read with map.id_field idField).
 func itemName(it *jobstore.CheckpointItem, idField string) string {
 	label := it.Label
 	if label == "" {

@@ -182,13 +182,8 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 }
 
 // writeRecord stores rec in the DLQ (addRecord) and then clears the
-// item's pending record and failures from the checkpoint.
-func (j *job) writeRecord(ctx context.Context, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
-	return writeRecord(ctx, j.state, j.events, store, it, rec)
-}
-
-// writeRecord is job.writeRecord for a job's state and events (nil: no
-// event).
+// item's pending record and failures from the checkpoint; events, when
+// not nil, gets the DLQItemAdded event.
 func writeRecord(ctx context.Context, state *jobstore.State, events *eventLog, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
 	stored, added, err := addRecord(store, rec)
 	if err != nil {
