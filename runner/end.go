@@ -45,7 +45,7 @@ func (j *job) end(cause error) (*Result, error) {
 			j.warn(fmt.Sprintf("could not delete %d agent branch(es): %v", len(dead), err))
 		}
 	}
-	tip, ierr := j.checkIntegrity(ctx)
+	tip, ierr := j.guard.checkIntegrity(ctx)
 	if ierr != nil {
 		if cause == nil || !errors.Is(cause, errIntegrity) {
 			cause = errors.Join(cause, ierr)

@@ -58,15 +58,15 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
-	if !setupDone || j.rebase || j.needsVerifiedTip() {
+	if !setupDone || j.rebase || j.guard.needsVerifiedTip() {
 		// The engine made this tip (setup), or a completed run ended
 		// there: what agents change from here on is checked
 		// (integrity.go).
-		if err := j.markVerified(ctx); err != nil {
+		if err := j.guard.markVerified(ctx); err != nil {
 			return j.end(err)
 		}
 	}
-	j.auditBaseline(ctx)
+	j.guard.auditBaseline(ctx)
 	defer j.boundHeap()()
 	var byID map[string]*jobstore.CheckpointItem
 	for pages := 0; ; pages++ {

@@ -36,22 +36,41 @@ import (
 // errIntegrity marks integrity failures (wrapped with ErrJobFailed).
 var errIntegrity = errors.New("results cannot be published")
 
+// guard is the job's integrity check (above): what it needs of the job,
+// given when the job opens, and what it found.
+type guard struct {
+	git       *gitops.Client
+	state     *jobstore.State
+	jobID     string
+	branch    string // the results branch
+	parentDir string
+	warn      func(string)
+	persisted func(what string, err error)
+
+	// baseline is the repository's risky git configuration before any
+	// agent of this execution ran; audited says it was read.
+	baseline []gitops.ConfigFinding
+	audited  bool
+	// failed is the integrity failure found, if any.
+	failed error
+}
+
 // auditDirs are the worktrees besides the user's checkout whose own git
 // configuration the engine's git reads: the parent worktree (merges,
 // reduce), when it has files.
-func (j *job) auditDirs() []string {
-	if _, err := os.Stat(filepath.Join(j.parentDir, ".git")); err != nil {
+func (g *guard) auditDirs() []string {
+	if _, err := os.Stat(filepath.Join(g.parentDir, ".git")); err != nil {
 		return nil
 	}
-	return []string{j.parentDir}
+	return []string{g.parentDir}
 }
 
 // needsVerifiedTip reports whether this execution starts from a tip no agent
 // has touched yet: nothing verified so far and no item merged (a shard's
 // first run, setup done by the plan).
-func (j *job) needsVerifiedTip() bool {
+func (g *guard) needsVerifiedTip() bool {
 	need := true
-	j.state.Read(func(cp *jobstore.Checkpoint) {
+	g.state.Read(func(cp *jobstore.Checkpoint) {
 		if cp.ResultsVerified != "" {
 			need = false
 			return
@@ -69,47 +88,47 @@ func (j *job) needsVerifiedTip() bool {
 // auditBaseline reads the repository's risky configuration before agents
 // of this execution run. A read failure is a warning: the end-of-job check
 // is then skipped.
-func (j *job) auditBaseline(ctx context.Context) {
-	f, err := j.git.AuditConfig(ctx, j.auditDirs()...)
+func (g *guard) auditBaseline(ctx context.Context) {
+	f, err := g.git.AuditConfig(ctx, g.auditDirs()...)
 	if err != nil {
-		j.warn(fmt.Sprintf("could not read the repository's git configuration (%v); changes agents make to it will not be detected", err))
-		j.cfgAudited = false
+		g.warn(fmt.Sprintf("could not read the repository's git configuration (%v); changes agents make to it will not be detected", err))
+		g.audited = false
 		return
 	}
-	j.cfgBaseline, j.cfgAudited = f, true
+	g.baseline, g.audited = f, true
 }
 
 // markVerified records the results branch's current tip as verified: the
 // engine itself produced it outside the map phase (setup, reduce), a
 // completed earlier run ended there, or no agent has run on it yet.
-func (j *job) markVerified(ctx context.Context) error {
-	tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+func (g *guard) markVerified(ctx context.Context) error {
+	tip, err := g.git.ResolveRef(ctx, "refs/heads/"+g.branch)
 	if err != nil {
 		return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 	}
-	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
+	return g.state.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
 }
 
 // checkIntegrity runs verifyResults and the configuration check once the
 // agents are done (before reduce, at the end). It returns the verified tip,
 // or an error wrapping ErrJobFailed and errIntegrity. A failure is
 // remembered: later calls return it again.
-func (j *job) checkIntegrity(ctx context.Context) (string, error) {
-	if j.integrityErr != nil {
-		return "", j.integrityErr
+func (g *guard) checkIntegrity(ctx context.Context) (string, error) {
+	if g.failed != nil {
+		return "", g.failed
 	}
 	var problems []string
-	tip, reset, err := j.verifyResults(ctx)
+	tip, reset, err := g.verifyResults(ctx)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	if j.cfgAudited {
-		now, aerr := j.git.AuditConfig(ctx, j.auditDirs()...)
+	if g.audited {
+		now, aerr := g.git.AuditConfig(ctx, g.auditDirs()...)
 		switch {
 		case aerr != nil:
 			problems = append(problems, fmt.Sprintf("the repository's git configuration could not be read again: %v", aerr))
 		default:
-			if added := gitops.AddedConfig(j.cfgBaseline, now); len(added) > 0 {
+			if added := gitops.AddedConfig(g.baseline, now); len(added) > 0 {
 				var s []string
 				for _, f := range added {
 					s = append(s, f.String())
@@ -126,19 +145,19 @@ func (j *job) checkIntegrity(ctx context.Context) (string, error) {
 	if len(reset) > 0 {
 		msg += fmt.Sprintf("; %d item(s) whose merge is not verified are pending again (%s)", len(reset), strings.Join(firstN(reset, 10), ", "))
 	}
-	j.integrityErr = fmt.Errorf("%w: %w: %s", ErrJobFailed, errIntegrity, msg)
-	j.warn(j.integrityErr.Error())
-	return "", j.integrityErr
+	g.failed = fmt.Errorf("%w: %w: %s", ErrJobFailed, errIntegrity, msg)
+	g.warn(g.failed.Error())
+	return "", g.failed
 }
 
 // verifyResults checks the results branch against what the engine wrote
 // (see the top of this file). On a mismatch it returns why, and the ids of
 // the merged items it put back to pending.
-func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, err error) {
-	ref := "refs/heads/" + j.branch
+func (g *guard) verifyResults(ctx context.Context) (tip string, reset []string, err error) {
+	ref := "refs/heads/" + g.branch
 	var base, verified string
 	merges := map[string][]*jobstore.CheckpointItem{}
-	j.state.Read(func(cp *jobstore.Checkpoint) {
+	g.state.Read(func(cp *jobstore.Checkpoint) {
 		base, verified = cp.BaseCommit, cp.ResultsVerified
 		for _, it := range cp.Items {
 			if it.State == ItemMerged && it.MergeCommit != "" {
@@ -149,17 +168,17 @@ func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, er
 	if verified == "" && len(merges) == 0 {
 		return "", nil, nil // nothing recorded to verify against (a job of an older version)
 	}
-	tip, rerr := j.git.ResolveRef(ctx, ref)
+	tip, rerr := g.git.ResolveRef(ctx, ref)
 	if rerr != nil {
-		err = fmt.Errorf("the results branch %s is gone (deleted outside the engine?): %w", j.branch, rerr)
-		reset = j.resetUnverified(nil, merges)
+		err = fmt.Errorf("the results branch %s is gone (deleted outside the engine?): %w", g.branch, rerr)
+		reset = g.resetUnverified(nil, merges)
 		sort.Strings(reset)
 		return "", reset, err
 	}
 	limit := len(merges) + 100000
-	chain, lerr := j.git.FirstParentLog(ctx, tip, base, limit)
+	chain, lerr := g.git.FirstParentLog(ctx, tip, base, limit)
 	if lerr != nil {
-		return "", nil, fmt.Errorf("read the results branch %s: %w", j.branch, lerr)
+		return "", nil, fmt.Errorf("read the results branch %s: %w", g.branch, lerr)
 	}
 	pos := make(map[string]int, len(chain)+1)
 	for i, c := range chain {
@@ -213,24 +232,24 @@ func (j *job) verifyResults(ctx context.Context) (tip string, reset []string, er
 			keep[id] = true
 		}
 	}
-	reset = j.resetUnverified(keep, merges)
+	reset = g.resetUnverified(keep, merges)
 	sort.Strings(reset)
-	move := "`resume " + j.id + "` redoes the items whose merge is missing"
+	move := "`resume " + g.jobID + "` redoes the items whose merge is missing"
 	if rewritten {
 		move = "inspect it"
 		if verified != "" && vpos >= 0 {
-			move += fmt.Sprintf(", move it back with `git update-ref refs/heads/%s %s`", j.branch, verified)
+			move += fmt.Sprintf(", move it back with `git update-ref refs/heads/%s %s`", g.branch, verified)
 		}
-		move += " and `resume " + j.id + "`"
+		move += " and `resume " + g.jobID + "`"
 	}
 	err = fmt.Errorf("the results branch %s was changed outside the engine (now at %s): %s; refusing to publish it — %s",
-		j.branch, shortSHA(tip), strings.Join(problems, "; "), move)
+		g.branch, shortSHA(tip), strings.Join(problems, "; "), move)
 	return "", reset, err
 }
 
 // resetUnverified puts every merged item whose merge commit is not in keep
 // back to pending (its work is redone by a resume) and returns their ids.
-func (j *job) resetUnverified(keep map[string]bool, merges map[string][]*jobstore.CheckpointItem) []string {
+func (g *guard) resetUnverified(keep map[string]bool, merges map[string][]*jobstore.CheckpointItem) []string {
 	var ids []string
 	for mc, its := range merges {
 		if keep[mc] {
@@ -238,7 +257,7 @@ func (j *job) resetUnverified(keep map[string]bool, merges map[string][]*jobstor
 		}
 		for _, it := range its {
 			ids = append(ids, it.ItemID)
-			j.persisted("item "+it.ItemID+" not merged after all", unmerged(j.state, it, "its merge is not on the results branch as the engine left it"))
+			g.persisted("item "+it.ItemID+" not merged after all", unmerged(g.state, it, "its merge is not on the results branch as the engine left it"))
 		}
 	}
 	return ids

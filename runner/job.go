@@ -76,6 +76,7 @@ type services struct {
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
+	guard   *guard          // the results branch's and git configuration's integrity (integrity.go)
 	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)
 	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress
@@ -108,12 +109,6 @@ type tally struct {
 	inDLQ        map[string]bool // items with a DLQ record when the job started
 	deadMu       sync.Mutex
 	deadBranches []string // agent branches to delete when the job ends
-	// cfgBaseline is the repository's risky git configuration before any
-	// agent of this execution ran (integrity.go); cfgAudited says it was read.
-	cfgBaseline []gitops.ConfigFinding
-	cfgAudited  bool
-	// integrityErr is the integrity failure found (integrity.go), if any.
-	integrityErr error
 	// rebase: a completed run of the job ended before this one, so the
 	// results branch's tip as found is accepted as verified (the user may
 	// have committed on it since).

@@ -31,7 +31,7 @@ func (j *job) reduce(ctx context.Context) error {
 	if !inReduce {
 		// Once, when the map phase is over: reduce never runs on a branch
 		// agents rewrote. A resumed reduce was checked before it began.
-		if _, err := j.checkIntegrity(ctx); err != nil {
+		if _, err := j.guard.checkIntegrity(ctx); err != nil {
 			return err
 		}
 	}
@@ -51,10 +51,10 @@ func (j *job) reduce(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := j.markVerified(ctx); err != nil {
+	if err := j.guard.markVerified(ctx); err != nil {
 		return err
 	}
-	j.auditBaseline(ctx) // reduce may configure git; agents are done
+	j.guard.auditBaseline(ctx) // reduce may configure git; agents are done
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
