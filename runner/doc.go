@@ -19,7 +19,10 @@
 // shell, write_file), with step and agent timeouts that kill whole process
 // groups, and is retried with the workflow's backoff. The agent's commits
 // are merged into the results branch one merge at a time; a conflict fails
-// the item with MergeConflict. After the attempts are exhausted,
+// the item with MergeConflict. The item runner works on the engine's item
+// (item: named transitions of the checkpoint row jobstore persists) and
+// gets what it uses of its job when it is built (itemDeps, an itemJob
+// reporter); so do the job's other services (worktrees, guard, progress). After the attempts are exhausted,
 // on_item_failure decides: a DLQ record, a skip, a stop, or a custom
 // handler. Cleanup failures are warnings and go to the orphan registry.
 //
