@@ -256,6 +256,9 @@ func toItems(vals []any) ([]Item, error) {
 
 // compactJSON encodes v without HTML escaping or a trailing newline.
 func compactJSON(v any) (json.RawMessage, error) {
+	if b, ok := appendCompact(nil, v); ok {
+		return b, nil
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
