@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -141,7 +142,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: killGrace, clock: o.Clock, rand: o.Rand},
+			steps:  &stepRunner{git: git, bash: bash, claudeCode: claudecode.Command{Path: claude, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}, grace: killGrace, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
@@ -185,7 +186,7 @@ func (j *job) create(ctx context.Context, o *options, head string) error {
 	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
-		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudeOverrides(o.Claude), Sparse: j.trees.flagSparse,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudecode.EncodeOverrides(o.Claude), Sparse: j.trees.flagSparse,
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}}, Items: []*jobstore.CheckpointItem{}}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
 		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {

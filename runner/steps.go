@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -26,19 +27,17 @@ import (
 // state is the job's directory for value files (closed when the job ends):
 // the working directory, scope and logs come in a stepContext.
 type stepRunner struct {
-	git        *gitops.Client
-	bash       string   // bash for shell steps
-	claudeCmd  string   // the Claude Code executable
-	claudeArgs []string // extra arguments before the fixed flags
-	// claudeWF is the workflow's `claude:` block and claudeOver the
-	// caller's overrides (CLI flags, Action inputs): with a step's
-	// claude_options they resolve to the step's Claude Code options.
-	claudeWF, claudeOver config.ClaudeSettings
-	grace                time.Duration
-	clock                retry.Clock
-	rand                 func() float64
-	red                  *redact.Redactor // claude transcripts are redacted as they are written
-	values               valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
+	git  *gitops.Client
+	bash string // bash for shell steps
+	// claudeCode is how claude steps run Claude Code: the executable, the
+	// extra arguments, the workflow's `claude:` block and the caller's
+	// overrides (CLI flags, Action inputs).
+	claudeCode claudecode.Command
+	grace      time.Duration
+	clock      retry.Clock
+	rand       func() float64
+	red        *redact.Redactor // claude transcripts are redacted as they are written
+	values     valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
 }
 
 // stepContext is what the steps of one phase or agent attempt share.

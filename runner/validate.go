@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/retry"
@@ -210,7 +211,7 @@ func claudeSteps(wf *config.Workflow, o ValidateOptions) []ClaudeStep {
 	walk = func(where string, steps []config.Step) {
 		for _, st := range steps {
 			if st.Claude != "" {
-				out = append(out, ClaudeStep{Where: where, Position: st.Pos.String(), Command: ClaudeCommandLine(command, o.ClaudeArgs, wf, st, o.Claude)})
+				out = append(out, ClaudeStep{Where: where, Position: st.Pos.String(), Command: claudecode.Command{Path: command, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}.Line(st)})
 			}
 			walk(where+" on_failure", st.OnFailure)
 		}

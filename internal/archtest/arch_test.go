@@ -29,7 +29,10 @@ var dag = map[string][]string{
 	"actionapp":  {"runner", "shard", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
 	// shard is plan → shard → gather on the engine's public API (runner.Job).
 	"shard":  {"runner", "jobstore", "dlq", "gitops", "config"},
-	"runner": {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend"},
+	"runner": {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend", "claudecode"},
+	// claudecode is how Claude Code is invoked and its transcript read;
+	// the engine runs what it builds.
+	"claudecode": {"config", "spend", "dlq"},
 	// telemetry implements runner.Tracer with the OpenTelemetry SDK, so the
 	// engine never imports otel; only the CLI and the Action wire it.
 	"telemetry": {"runner"},

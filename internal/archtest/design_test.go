@@ -17,6 +17,15 @@ var departures = map[string]string{
 		"(config.Parse) to run it; the plan's shard count and job-wide limits are read from the " +
 		"parsed workflow (map.agent_timeout, error_policy, the retry schedule), and PlanSpec takes the " +
 		"*config.Workflow as runner.RunSpec does",
+	"runner → claudecode": "how Claude Code is invoked and how its stream-json transcript is read is its own " +
+		"concept (claudecode, issue #23); the engine's claude step runs the command claudecode builds and turns " +
+		"the failure claudecode reads from the transcript into the step's",
+	"claudecode → config": "a claude step's command line is built from the workflow's claude: block, the step's " +
+		"claude_options and the caller's overrides (config.ClaudeSettings)",
+	"claudecode → spend": "the final result event is read with the transcript reader spend's cost accounting uses " +
+		"(spend.EachTranscriptLine), so both see the same lines",
+	"claudecode → dlq": "a failed Claude run is described in the DLQ's error types (dlq.ErrorType, dlq.Classify), " +
+		"which the engine records as they are",
 }
 
 // TestDAGDepartsFromDesignOnlyAsSaid reads DESIGN.md's graph (when the
