@@ -20,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/spend"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // runJob executes a workflow as a new job: setup in a parent worktree on the
@@ -94,10 +95,10 @@ func prepare(ctx context.Context, o *options) (*job, string, error) {
 			return nil, "", usage(err)
 		}
 	}
-	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
+	if err := items.Check(validate.ItemOptions(wf, "", nil)); err != nil {
 		return nil, "", usage(err)
 	}
-	if err := checkInterpolationErr(wf); err != nil {
+	if err := errors.Join(validate.Interpolation(wf)...); err != nil {
 		return nil, "", usage(err)
 	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
@@ -172,8 +173,8 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 // itemPolicy is the retry policy of map items: the configured one, the
 // defaults for `on_item_failure: retry`, else a single attempt.
 func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
-	rc, _ := ItemRetryConfig(wf.ErrorPolicy)
-	return RetryPolicy(rc)
+	rc, _ := validate.ItemRetryConfig(wf.ErrorPolicy)
+	return validate.RetryPolicy(rc)
 }
 
 // create writes the job's initial state in an order a crash cannot break:

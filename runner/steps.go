@@ -20,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/spend"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // stepRunner executes workflow steps (shell, claude, write_file) with
@@ -133,7 +134,7 @@ func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepC
 	if st.Retry == nil {
 		return s.tracedOne(ctx, st, sc)
 	}
-	pol, err := RetryPolicy(st.Retry)
+	pol, err := validate.RetryPolicy(st.Retry)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: err.Error(), Step: st.Describe(), Permanent: true}
 	}
