@@ -21,6 +21,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/ghaction"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // redactedMark is what the redactor writes in place of a secret; a record
@@ -120,7 +121,7 @@ func (r *actionRun) loadWorkflow() (*config.Workflow, error) {
 	if !filepath.IsAbs(wfPath) {
 		wfPath = filepath.Join(r.ws, wfPath)
 	}
-	v := runner.ValidateFile(wfPath, runner.ValidateOptions{})
+	v := validate.File(wfPath, validate.Options{})
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

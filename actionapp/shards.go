@@ -17,6 +17,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/shard"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // Defaults of the sharded fan-out inputs, relative to the workspace (a
@@ -111,7 +112,7 @@ func (r *actionRun) plan(ctx context.Context) int {
 	if !filepath.IsAbs(wfPath) {
 		wfPath = filepath.Join(r.ws, wfPath)
 	}
-	v := runner.ValidateFile(wfPath, runner.ValidateOptions{})
+	v := validate.File(wfPath, validate.Options{})
 	if err := v.Err(); err != nil {
 		return fail(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 func TestTermCell(t *testing.T) {
@@ -60,10 +60,10 @@ func TestWriteDLQTableOneLinePerRecord(t *testing.T) {
 
 func TestWriteValidation(t *testing.T) {
 	t.Parallel()
-	v := runner.Validation{Valid: true, File: "wf.yml", Warnings: []string{"w1"},
-		ErrorPolicy: &runner.PolicySummary{OnItemFailure: "dlq", ContinueOnFailure: true},
-		Retry: &runner.ResolvedRetry{Source: "workflow", Attempts: 3, Backoff: "linear", IncrementMS: 2000,
-			InitialDelayMS: 1000, MaxDelayMS: 30000, RetryOn: []runner.RetryOnMatcher{{Kind: "timeout"}, {Kind: "pattern", Pattern: "5.."}}},
+	v := validate.Result{Valid: true, File: "wf.yml", Warnings: []string{"w1"},
+		ErrorPolicy: &validate.PolicySummary{OnItemFailure: "dlq", ContinueOnFailure: true},
+		Retry: &validate.ResolvedRetry{Source: "workflow", Attempts: 3, Backoff: "linear", IncrementMS: 2000,
+			InitialDelayMS: 1000, MaxDelayMS: 30000, RetryOn: []validate.RetryOnMatcher{{Kind: "timeout"}, {Kind: "pattern", Pattern: "5.."}}},
 		RetryScheduleMS: []int64{1000, 3000}, WorstCaseRetryMS: 4000}
 	var out, errw bytes.Buffer
 	WriteValidation(&out, &errw, v)
@@ -77,7 +77,7 @@ func TestWriteValidation(t *testing.T) {
 	}
 	out.Reset()
 	errw.Reset()
-	WriteValidation(&out, &errw, runner.Validation{File: "bad.yml", Errors: []string{"e1", "e2"}})
+	WriteValidation(&out, &errw, validate.Result{File: "bad.yml", Errors: []string{"e1", "e2"}})
 	if out.Len() != 0 || !strings.Contains(errw.String(), "error: e2\nbad.yml: invalid (2 problems)") {
 		t.Errorf("invalid: stdout %q, stderr %q", out.String(), errw.String())
 	}

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // WriteValidation writes the human form of `validate`: the verdict and
 // resolved settings to out, warnings and errors to errw.
-func WriteValidation(out, errw io.Writer, v runner.Validation) {
+func WriteValidation(out, errw io.Writer, v validate.Result) {
 	for _, w := range v.Warnings {
 		fmt.Fprintf(errw, "warning: %s\n", w)
 	}
@@ -53,7 +53,7 @@ func WriteValidation(out, errw io.Writer, v runner.Validation) {
 
 // backoffText renders the strategy; the kinds are the `backoff` values of
 // the `validate --json` contract.
-func backoffText(rc *runner.ResolvedRetry) string {
+func backoffText(rc *validate.ResolvedRetry) string {
 	switch rc.Backoff {
 	case "linear":
 		return fmt.Sprintf("linear +%s", ms(rc.IncrementMS))
@@ -69,7 +69,7 @@ func backoffText(rc *runner.ResolvedRetry) string {
 	return rc.Backoff
 }
 
-func matchersText(list []runner.RetryOnMatcher) string {
+func matchersText(list []validate.RetryOnMatcher) string {
 	if len(list) == 0 {
 		return "every error"
 	}

@@ -2,19 +2,22 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
-	"github.com/prodigy-action/prodigy-action/spend"
 )
 
+// claude runs claude step st: the command claudecode builds, without a
+// shell, its stream-json transcript appended to sc.transcript through the
+// redactor and claudecode's size limits; the step fails as the exit, the
+// final result event or its permission denials say (claudecode).
 func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext) (string, *stepFailure) {
 	prompt, err := interp.Interpolate(st.Claude, sc.vars)
 	if err != nil {
@@ -28,8 +31,8 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted}, Message: fmt.Sprintf("open transcript: %v", err)}
 	}
 	start, _ := tf.Seek(0, io.SeekEnd)
-	settings := s.claudeSettings(st)
-	args := s.claudeArgv(settings, sc.spend.BudgetArgs(), prompt)
+	settings := s.claudeCode.Settings(st)
+	args := s.claudeCode.Argv(settings, sc.spend.BudgetArgs(), prompt)
 	if len(prompt) > maxArgLen {
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true,
 			Message: fmt.Sprintf("%s: the interpolated prompt is %d bytes, more than the %d bytes one command-line argument can hold; "+
@@ -47,9 +50,9 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	}
 	defer cleanup()
 	tw := s.red.JSONLinesWriter(tf)
-	lim := newTranscriptLimiter(tw, maxTranscriptBytes)
+	lim := claudecode.LimitTranscript(tw)
 	errTail := procsup.NewTailBuffer(procsup.TailSize)
-	res := procsup.Run(ctx, procsup.Spec{Path: s.claudeCmd, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace, User: credentialOf(sc.owner)})
+	res := procsup.Run(ctx, procsup.Spec{Path: s.claudeCode.Path, Args: args, Dir: sc.dir, Env: env, Stdout: lim, Stderr: io.MultiWriter(sc.log, errTail), Grace: s.grace, User: credentialOf(sc.owner)})
 	lim.Close()
 	tw.Close()
 	tf.Close()
@@ -57,109 +60,38 @@ func (s *stepRunner) claude(ctx context.Context, st config.Step, sc *stepContext
 	if f := processFailure(what, res, st.Timeout); f != nil {
 		f.LogPath = sc.transcript
 		if res.Cause == nil && res.StartErr == nil && res.ExitCode != 0 {
-			var final *claudeResult
-			if r, ok, err := finalClaudeResult(sc.transcript, start); err == nil && ok {
+			var final *claudecode.Result
+			if r, ok, err := claudecode.FinalResult(sc.transcript, start); err == nil && ok {
 				final = &r
-				noteClaudeResult(sc.log, r)
+				r.Note(sc.log)
 			}
-			f.Message = claudeExitMessage(what, res.ExitCode, final, errTail.String())
-			if final != nil && final.Subtype == subtypeMaxTurns {
-				mt := claudeReportedError(what, *final, sc.transcript)
+			f.Message = claudecode.ExitMessage(what, res.ExitCode, final, errTail.String())
+			if final != nil && final.Subtype == claudecode.SubtypeMaxTurns {
+				mt := claudecode.ReportedError(what, *final)
 				f.Type, f.Message = mt.Type, fmt.Sprintf("%s [exited with code %d]", mt.Message, res.ExitCode)
 			}
 		}
 		return "", f
 	}
-	result, ok, err := finalClaudeResult(sc.transcript, start)
+	result, ok, err := claudecode.FinalResult(sc.transcript, start)
 	switch {
 	case err != nil:
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.Unknown}, Message: fmt.Sprintf("%s: read transcript: %v", what, err), LogPath: sc.transcript}
 	case !ok:
 		return "", &stepFailure{Type: dlq.ErrorType{Kind: dlq.Unknown}, Message: what + ": transcript has no final result event", LogPath: sc.transcript, Tail: string(res.Tail)}
 	}
-	noteClaudeResult(sc.log, result)
+	result.Note(sc.log)
 	switch {
 	case result.IsError || (result.Subtype != "" && result.Subtype != "success"):
-		return "", claudeReportedError(what, result, sc.transcript)
+		return "", claudeFailure(claudecode.ReportedError(what, result), sc.transcript)
 	case len(result.PermissionDenials) > 0 && settings.FailOnDenial():
-		return "", claudeDenied(what, result, settings, sc.transcript)
+		return "", claudeFailure(claudecode.Denied(what, result, settings), sc.transcript)
 	}
 	return result.Result, nil
 }
 
-// claudeSettings resolves the Claude Code options of step st.
-func (s *stepRunner) claudeSettings(st config.Step) config.ClaudeSettings {
-	return s.claudeWF.For(st, s.claudeOver)
-}
-
-// claudeArgv is the argument list of a claude step: the resolved options,
-// the caller's extra arguments, the budget cap, the fixed stream-json
-// flags, then "--" and the prompt, so a prompt starting with '-' (item
-// data) is never read as an option.
-func (s *stepRunner) claudeArgv(settings config.ClaudeSettings, budget []string, prompt string) []string {
-	args := settings.CommandArgs()
-	args = append(args, s.claudeArgs...)
-	args = append(args, budget...)
-	return append(args, "--print", "--output-format", "stream-json", "--verbose", "--", prompt)
-}
-
-// ClaudeCommandLine is the command line claude step st runs with the given
-// options, the prompt shown as <prompt> (for validate).
-func ClaudeCommandLine(command string, extra []string, wf *config.Workflow, st config.Step, over config.ClaudeSettings) []string {
-	s := &stepRunner{claudeArgs: extra, claudeWF: wf.Claude, claudeOver: over}
-	return append([]string{command}, s.claudeArgv(s.claudeSettings(st), nil, "<prompt>")...)
-}
-
-// claudeResult is the final `{"type":"result"}` event of a stream-json
-// transcript (SDKResultMessage of @anthropic-ai/claude-agent-sdk).
-type claudeResult struct {
-	Type              string             `json:"type"`
-	Subtype           string             `json:"subtype"`
-	IsError           bool               `json:"is_error"`
-	Result            string             `json:"result"`
-	Errors            []string           `json:"errors"`
-	TerminalReason    string             `json:"terminal_reason"`
-	NumTurns          int                `json:"num_turns"`
-	PermissionDenials []permissionDenial `json:"permission_denials"`
-}
-
-// permissionDenial is one entry of a result's permission_denials.
-type permissionDenial struct {
-	ToolName  string         `json:"tool_name"`
-	ToolInput map[string]any `json:"tool_input"`
-}
-
-// finalClaudeResult returns the last result event written after offset.
-func finalClaudeResult(path string, offset int64) (claudeResult, bool, error) {
-	var (
-		last  claudeResult
-		found bool
-	)
-	err := spend.EachTranscriptLine(path, offset, func(line []byte) {
-		var ev claudeResult
-		if json.Unmarshal(line, &ev) == nil && ev.Type == "result" {
-			last, found = ev, true
-		}
-	})
-	return last, found, err
-}
-
-// claudeOverrides encodes the caller's Claude options for the checkpoint
-// (nil when there are none).
-func claudeOverrides(s config.ClaudeSettings) json.RawMessage {
-	b, err := json.Marshal(s)
-	if err != nil || string(b) == "{}" {
-		return nil
-	}
-	return b
-}
-
-// restoreClaudeOverrides decodes what claudeOverrides wrote; anything it
-// cannot read is no override.
-func restoreClaudeOverrides(raw json.RawMessage) config.ClaudeSettings {
-	var s config.ClaudeSettings
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil || s.Validate() != nil {
-		return config.ClaudeSettings{}
-	}
-	return s
+// claudeFailure is the step failure of a claude step that failed as f
+// says, its transcript at transcript.
+func claudeFailure(f claudecode.Failure, transcript string) *stepFailure {
+	return &stepFailure{Type: f.Type, Message: f.Message, Tail: f.Tail, Permanent: f.Permanent, LogPath: transcript}
 }

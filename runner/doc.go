@@ -17,7 +17,9 @@
 // item's agent template runs in its own worktree (a reused pool slot or a
 // fresh worktree) through a stepRunner (shell via bash, claude without a
 // shell, write_file), with step and agent timeouts that kill whole process
-// groups, and is retried with the workflow's backoff. The agent's commits
+// groups, and is retried with the workflow's backoff (validate.RetryPolicy).
+// A claude step runs the command line package claudecode builds and fails
+// as claudecode reads its stream-json transcript. The agent's commits
 // are merged into the results branch one merge at a time; a conflict fails
 // the item with MergeConflict. The item runner works on the engine's item
 // (item: named transitions of the checkpoint row jobstore persists) and
@@ -31,6 +33,10 @@
 // Engine.Redrive runs DLQ records again through the job's workflow (a
 // canary redrive is a loop of redrives of explicit items). Status reads a job's
 // state; CleanOrphans removes orphaned worktrees.
+//
+// A workflow is checked before anything runs by package validate (the
+// command layers call it; Run repeats its interpolation check, and setup
+// its check of the item fields the agent template reads as items load).
 //
 // The state directory belongs to jobstore (checkpoint, session, lock,
 // orphan registry, event file, the job catalogue) and the DLQ records to

@@ -103,7 +103,7 @@ type Agents struct {
 
 // RunSpec is what Engine.Run reads: a new job of a workflow.
 type RunSpec struct {
-	// Workflow is the parsed workflow (config.Load, ValidateFile).
+	// Workflow is the parsed workflow (config.Load, validate.File).
 	Workflow *config.Workflow
 	// RepoDir is any directory inside the user's git checkout.
 	RepoDir string

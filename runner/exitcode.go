@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // Exit codes of the command line contract (DESIGN.md), shared by the CLI
@@ -18,15 +20,17 @@ const (
 )
 
 // ExitCode maps an error of this package (Run, Resume, RetryDLQ, Status,
-// Validation.Err, …) to its exit code: nil 0; a *UsageError (usage, config
-// or input error: nothing was run) 2; ErrFailureStorm (the breaker stopped
-// the job) 3; ErrInterrupted or a cancelled context 130; any other failure 1.
+// …) or of validate (Result.Err) to its exit code: nil 0; a *UsageError or
+// a *validate.Error (usage, config or input error: nothing was run) 2;
+// ErrFailureStorm (the breaker stopped the job) 3; ErrInterrupted or a
+// cancelled context 130; any other failure 1.
 func ExitCode(err error) int {
 	var ue *UsageError
+	var ve *validate.Error
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ve):
 		return ExitUsage
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/items"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // LoadItems runs wf's input pipeline (map.input, json_path, filter,
@@ -13,5 +14,5 @@ import (
 // ids. The Action's redrive uses it to re-read an item by id from the
 // current checkout.
 func LoadItems(ctx context.Context, wf *config.Workflow, dir string, env []string) ([]items.Item, error) {
-	return items.Load(ctx, ItemOptions(wf, dir, env))
+	return items.Load(ctx, validate.ItemOptions(wf, dir, env))
 }

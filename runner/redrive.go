@@ -7,9 +7,11 @@ import (
 	"iter"
 	"os"
 
+	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // retryDLQ (`dlq retry`) re-runs the selected DLQ records' item_data through
@@ -51,7 +53,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		attempts = 3
 	}
 	if j.itemPolicy.Backoff == nil || j.wf.ErrorPolicy.Retry == nil {
-		pol, err := RetryPolicy(ptr(DefaultRetryConfig()))
+		pol, err := validate.RetryPolicy(ptr(config.DefaultRetryConfig()))
 		if err != nil {
 			return nil, err
 		}

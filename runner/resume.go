@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -119,7 +120,7 @@ func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Chec
 		}
 	}
 	// The first run's Claude overrides, each replaced by one given now.
-	o.Claude = restoreClaudeOverrides(cp.ClaudeOverrides).Merge(o.Claude)
+	o.Claude = claudecode.DecodeOverrides(cp.ClaudeOverrides).Merge(o.Claude)
 	if o.ClaudeArgs == nil {
 		o.ClaudeArgs = cp.ClaudeArgs
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -19,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/spend"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // runJob executes a workflow as a new job: setup in a parent worktree on the
@@ -93,10 +95,10 @@ func prepare(ctx context.Context, o *options) (*job, string, error) {
 			return nil, "", usage(err)
 		}
 	}
-	if err := items.Check(ItemOptions(wf, "", nil)); err != nil {
+	if err := items.Check(validate.ItemOptions(wf, "", nil)); err != nil {
 		return nil, "", usage(err)
 	}
-	if err := checkInterpolationErr(wf); err != nil {
+	if err := errors.Join(validate.Interpolation(wf)...); err != nil {
 		return nil, "", usage(err)
 	}
 	j, err := newJob(o, wf, git, paths, branch, maxPar)
@@ -141,7 +143,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCmd: claude, claudeArgs: o.ClaudeArgs, claudeWF: wf.Claude, claudeOver: o.Claude, grace: killGrace, clock: o.Clock, rand: o.Rand},
+			steps:  &stepRunner{git: git, bash: bash, claudeCode: claudecode.Command{Path: claude, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}, grace: killGrace, clock: o.Clock, rand: o.Rand},
 			stderr: o.Stderr, hooks: o.Hooks,
 		},
 	}
@@ -171,8 +173,8 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 // itemPolicy is the retry policy of map items: the configured one, the
 // defaults for `on_item_failure: retry`, else a single attempt.
 func itemPolicy(wf *config.Workflow) (retry.Policy, error) {
-	rc, _ := ItemRetryConfig(wf.ErrorPolicy)
-	return RetryPolicy(rc)
+	rc, _ := validate.ItemRetryConfig(wf.ErrorPolicy)
+	return validate.RetryPolicy(rc)
 }
 
 // create writes the job's initial state in an order a crash cannot break:
@@ -185,7 +187,7 @@ func (j *job) create(ctx context.Context, o *options, head string) error {
 	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
-		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudeOverrides(o.Claude), Sparse: j.trees.flagSparse,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudecode.EncodeOverrides(o.Claude), Sparse: j.trees.flagSparse,
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}}, Items: []*jobstore.CheckpointItem{}}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
 		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {

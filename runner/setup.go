@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/spend"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // setup runs the setup steps in the parent worktree under ctx (the run
@@ -53,7 +54,7 @@ func (j *job) setup(ctx context.Context) error {
 // loadItems runs the input pipeline in the parent worktree.
 func (j *job) loadItems(ctx context.Context) error {
 	defer tightLoad()()
-	opts := ItemOptions(j.wf, j.parentDir, j.baseEnv)
+	opts := validate.ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
 	// Items are streamed from the input (items.Each) and their data goes
 	// straight to the job's items.jsonl: only their small state stays in
@@ -61,10 +62,10 @@ func (j *job) loadItems(ctx context.Context) error {
 	var list []*jobstore.CheckpointItem
 	var spoolErr error
 	var err error
-	fields := newItemFields(j.wf.Map.AgentTemplate)
+	fields := validate.NewItemFields(j.wf.Map.AgentTemplate)
 	if !j.noItems {
 		_, err = items.Each(ctx, opts, func(it items.Item) error {
-			fields.add(it.Data)
+			fields.Add(it.Data)
 			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
 			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
 				return spoolErr
@@ -90,7 +91,7 @@ func (j *job) loadItems(ctx context.Context) error {
 	case err != nil:
 		return usage(fmt.Errorf("map.input: %w", err))
 	}
-	if err := fields.err(); err != nil {
+	if err := fields.Err(); err != nil {
 		return usage(err)
 	}
 	if len(j.wf.Setup) == 0 {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/claudecode"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
@@ -19,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/spend"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // stepRunner executes workflow steps (shell, claude, write_file) with
@@ -26,19 +28,17 @@ import (
 // state is the job's directory for value files (closed when the job ends):
 // the working directory, scope and logs come in a stepContext.
 type stepRunner struct {
-	git        *gitops.Client
-	bash       string   // bash for shell steps
-	claudeCmd  string   // the Claude Code executable
-	claudeArgs []string // extra arguments before the fixed flags
-	// claudeWF is the workflow's `claude:` block and claudeOver the
-	// caller's overrides (CLI flags, Action inputs): with a step's
-	// claude_options they resolve to the step's Claude Code options.
-	claudeWF, claudeOver config.ClaudeSettings
-	grace                time.Duration
-	clock                retry.Clock
-	rand                 func() float64
-	red                  *redact.Redactor // claude transcripts are redacted as they are written
-	values               valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
+	git  *gitops.Client
+	bash string // bash for shell steps
+	// claudeCode is how claude steps run Claude Code: the executable, the
+	// extra arguments, the workflow's `claude:` block and the caller's
+	// overrides (CLI flags, Action inputs).
+	claudeCode claudecode.Command
+	grace      time.Duration
+	clock      retry.Clock
+	rand       func() float64
+	red        *redact.Redactor // claude transcripts are redacted as they are written
+	values     valueFiles       // the job's files for step values (PRODIGY_ITEM_FILE, large values)
 }
 
 // stepContext is what the steps of one phase or agent attempt share.
@@ -134,7 +134,7 @@ func (s *stepRunner) runWithRetry(ctx context.Context, st config.Step, sc *stepC
 	if st.Retry == nil {
 		return s.tracedOne(ctx, st, sc)
 	}
-	pol, err := RetryPolicy(st.Retry)
+	pol, err := validate.RetryPolicy(st.Retry)
 	if err != nil {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: err.Error(), Step: st.Describe(), Permanent: true}
 	}

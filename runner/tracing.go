@@ -221,7 +221,7 @@ func (s *stepRunner) tracedOne(ctx context.Context, st config.Step, sc *stepCont
 	kind := stepKind(st)
 	ss := SpanStart{Kind: SpanStep, Step: sc.label, StepKind: kind, StepIndex: sc.index}
 	if kind == "claude" {
-		ss.Model = flagValue(s.claudeArgs, "--model")
+		ss.Model = flagValue(s.claudeCode.Args, "--model")
 	}
 	span := sc.span.Start(ss)
 	sc.claude = nil

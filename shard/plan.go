@@ -21,6 +21,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/fsx"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // PlanFormat is the format_version of plan.json (2: plan_id, trace_parent
@@ -359,8 +360,8 @@ func AutoCount(wf *config.Workflow, items, maxParallel int) int {
 	}
 	attempts := 1
 	var delays time.Duration
-	rc, _ := runner.ItemRetryConfig(wf.ErrorPolicy)
-	if pol, err := runner.RetryPolicy(rc); err == nil {
+	rc, _ := validate.ItemRetryConfig(wf.ErrorPolicy)
+	if pol, err := validate.RetryPolicy(rc); err == nil {
 		attempts = max(1, pol.Attempts)
 		delays = pol.WorstCase()
 	}

@@ -44,8 +44,9 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // ExitCode is the CLI's mapping from errors to the exit codes of the
 // contract: an ExitError's code; usage, config and input errors
 // (UsageError) 2; otherwise runner.ExitCode, the mapping the Action uses
-// too (runner.UsageError 2, interrupts 130, every other failure 1: a failed
-// job, a corrupt DLQ record, a git error).
+// too (runner.UsageError and an invalid workflow's validate.Error 2,
+// interrupts 130, every other failure 1: a failed job, a corrupt DLQ
+// record, a git error).
 func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *UsageError

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/report"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 type demoOptions struct {
@@ -48,7 +49,7 @@ func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.ErrOut, "demo repository: %s\n", repo)
-	v := runner.ValidateFile(filepath.Join(repo, "workflow.yml"), runner.ValidateOptions{})
+	v := validate.File(filepath.Join(repo, "workflow.yml"), validate.Options{})
 	if err := v.Err(); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 type runOptions struct {
@@ -81,7 +82,7 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	v := runner.ValidateFile(opts.workflow, runner.ValidateOptions{})
+	v := validate.File(opts.workflow, validate.Options{})
 	if err := v.Err(); err != nil {
 		return err
 	}

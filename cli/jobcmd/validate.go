@@ -11,7 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 
 	"github.com/prodigy-action/prodigy-action/report"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 type validateOptions struct {
@@ -57,13 +57,13 @@ func runValidate(ctx context.Context, f *cmdutil.Factory, opts *validateOptions)
 	if err := cmdutil.CheckClaude(opts.claude); err != nil {
 		return err
 	}
-	vo := runner.ValidateOptions{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true", ClaudeCommand: f.Getenv("PRODIGY_CLAUDE_COMMAND"), Claude: opts.claude}
+	vo := validate.Options{GitHubActions: f.Getenv("GITHUB_ACTIONS") == "true", ClaudeCommand: f.Getenv("PRODIGY_CLAUDE_COMMAND"), Claude: opts.claude}
 	// A signal stops validation at once.
-	done := make(chan runner.Validation, 1)
+	done := make(chan validate.Result, 1)
 	go func() {
-		done <- runner.ValidateFile(opts.file, vo)
+		done <- validate.File(opts.file, vo)
 	}()
-	var v runner.Validation
+	var v validate.Result
 	select {
 	case v = <-done:
 	case <-ctx.Done():

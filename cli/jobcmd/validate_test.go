@@ -10,7 +10,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/cli/clitest"
 
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // validateCLI runs `action validate args...` in-process.
@@ -25,10 +25,10 @@ func validateCLI(t *testing.T, env map[string]string, args ...string) (code int,
 	return clitest.Run{Env: env}.Exec(append([]string{"validate"}, args...)...)
 }
 
-func validateJSON(t *testing.T, env map[string]string, path string) (int, runner.Validation) {
+func validateJSON(t *testing.T, env map[string]string, path string) (int, validate.Result) {
 	t.Helper()
 	code, out, errs := validateCLI(t, env, "--json", path)
-	var r runner.Validation
+	var r validate.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\nstdout: %s\nstderr: %s", err, out, errs)
 	}

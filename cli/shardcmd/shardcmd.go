@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/shard"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // planOutput is what `plan --json` prints.
@@ -86,7 +87,7 @@ func runPlan(ctx context.Context, f *cmdutil.Factory, opts *planOptions) error {
 	if err != nil {
 		return err
 	}
-	v := runner.ValidateFile(opts.workflow, runner.ValidateOptions{})
+	v := validate.File(opts.workflow, validate.Options{})
 	if err := v.Err(); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // seedDifference is one intentional difference from the seeds: the suite
@@ -522,7 +522,7 @@ func TestSeedBackoffExamples(t *testing.T) {
 			t.Errorf("example at line %d does not validate: %v\n%s", b.Line, err, b.Body)
 			continue
 		}
-		pol, err := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+		pol, err := validate.RetryPolicy(wf.ErrorPolicy.Retry)
 		if err != nil {
 			t.Errorf("example at line %d: %v", b.Line, err)
 			continue
@@ -576,7 +576,7 @@ func TestSeedBackoffExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RetryConfig fields example: %v", err)
 	}
-	pol, err := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	pol, err := validate.RetryPolicy(wf.ErrorPolicy.Retry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +595,7 @@ func TestSeedBackoffExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, _ = runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	pol, _ = validate.RetryPolicy(wf.ErrorPolicy.Retry)
 	if got := fmt.Sprint(pol.Schedule()); got != "[1s 2s 4s 8s 16s 30s 30s]" || pol.Jitter {
 		t.Errorf("default schedule %s jitter %v", got, pol.Jitter)
 	}
@@ -604,7 +604,7 @@ func TestSeedBackoffExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, _ = runner.RetryPolicy(wf.ErrorPolicy.Retry)
+	pol, _ = validate.RetryPolicy(wf.ErrorPolicy.Retry)
 	if got := fmt.Sprint(pol.Schedule()); got != "[20s 20s]" {
 		t.Errorf("custom with no delays: %s, want max_delay each time", got)
 	}
@@ -638,7 +638,7 @@ func TestSeedBackoffExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, _ := runner.RetryPolicy(wf.ErrorPolicy.Retry)
+		pol, _ := validate.RetryPolicy(wf.ErrorPolicy.Retry)
 		var sum time.Duration
 		for _, d := range pol.Schedule() {
 			sum += d

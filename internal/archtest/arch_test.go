@@ -25,15 +25,21 @@ var dag = map[string][]string{
 	// cmd/action is main only; its command tree is cli (cli/cli's cmd/gh +
 	// pkg/cmd split), which has the CLI layer's imports.
 	"cmd/action": {"cli"},
-	"cli":        {"actionapp", "runner", "shard", "jobstore", "gitops", "dlq", "report", "config", "telemetry"},
-	"actionapp":  {"runner", "shard", "dlq", "report", "ghaction", "gitops", "config", "telemetry"},
+	"cli":        {"actionapp", "runner", "shard", "jobstore", "gitops", "dlq", "report", "config", "telemetry", "validate"},
+	"actionapp":  {"runner", "shard", "dlq", "report", "ghaction", "gitops", "config", "telemetry", "validate"},
 	// shard is plan → shard → gather on the engine's public API (runner.Job).
-	"shard":  {"runner", "jobstore", "dlq", "gitops", "config"},
-	"runner": {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend"},
+	"shard":  {"runner", "jobstore", "dlq", "gitops", "config", "validate"},
+	"runner": {"config", "items", "retry", "gitops", "dlq", "interp", "jobstore", "spend", "claudecode", "validate"},
+	// validate is the static analysis of a workflow before anything runs;
+	// the engine calls the rules it stands on.
+	"validate": {"config", "items", "interp", "retry", "claudecode"},
+	// claudecode is how Claude Code is invoked and its transcript read;
+	// the engine runs what it builds.
+	"claudecode": {"config", "spend", "dlq"},
 	// telemetry implements runner.Tracer with the OpenTelemetry SDK, so the
 	// engine never imports otel; only the CLI and the Action wire it.
 	"telemetry": {"runner"},
-	"report":    {"runner", "dlq"},
+	"report":    {"runner", "dlq", "validate"},
 	"ghaction":  {"retry"},
 	"items":     {"config"},
 	"interp":    {},

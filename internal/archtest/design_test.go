@@ -17,6 +17,33 @@ var departures = map[string]string{
 		"(config.Parse) to run it; the plan's shard count and job-wide limits are read from the " +
 		"parsed workflow (map.agent_timeout, error_policy, the retry schedule), and PlanSpec takes the " +
 		"*config.Workflow as runner.RunSpec does",
+	"runner → claudecode": "how Claude Code is invoked and how its stream-json transcript is read is its own " +
+		"concept (claudecode, issue #23); the engine's claude step runs the command claudecode builds and turns " +
+		"the failure claudecode reads from the transcript into the step's",
+	"claudecode → config": "a claude step's command line is built from the workflow's claude: block, the step's " +
+		"claude_options and the caller's overrides (config.ClaudeSettings)",
+	"claudecode → spend": "the final result event is read with the transcript reader spend's cost accounting uses " +
+		"(spend.EachTranscriptLine), so both see the same lines",
+	"claudecode → dlq": "a failed Claude run is described in the DLQ's error types (dlq.ErrorType, dlq.Classify), " +
+		"which the engine records as they are",
+	"runner → validate": "the static analysis of a workflow is its own concept (validate, issue #23), and the " +
+		"engine applies the same rules when it runs: the interpolation check before a job starts, the items " +
+		"pipeline's options, the map items' retry config and policy, the item-field typo check as items load",
+	"validate → config": "it analyses a parsed workflow (config.Load, config.Workflow) and reports config's errors",
+	"validate → items": "it compiles the items pipeline (json_path, filter, sort_by) without reading the input " +
+		"and maps the map phase to items.Options",
+	"validate → interp": "placeholders and their bash contexts are checked with interp's parser and scopes",
+	"validate → retry": "it resolves the map phase's retry config into the retry.Policy whose schedule and " +
+		"worst case it reports, the policy the engine then runs",
+	"validate → claudecode": "it shows the Claude Code command line each claude step will run, built by " +
+		"claudecode as the engine builds it",
+	"cli → validate": "`validate` prints validate's Result, and run, demo and plan validate the workflow file " +
+		"before they build a job from it",
+	"actionapp → validate": "the Action validates the workflow input before it runs, plans or redrives",
+	"shard → validate": "a plan's shard count and time bounds come from the map items' retry policy " +
+		"(validate.ItemRetryConfig, validate.RetryPolicy), the one the engine uses",
+	"report → validate": "report renders `validate`'s human output from validate's Result (a pure renderer, " +
+		"as it renders the engine's results)",
 }
 
 // TestDAGDepartsFromDesignOnlyAsSaid reads DESIGN.md's graph (when the

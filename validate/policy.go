@@ -1,4 +1,4 @@
-package runner
+package validate
 
 import (
 	"fmt"
@@ -7,6 +7,26 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/retry"
 )
+
+// Retry config sources (ResolvedRetry.Source).
+const (
+	// RetrySourceWorkflow: the workflow gives a retry config.
+	RetrySourceWorkflow = "workflow"
+	// RetrySourceDefault: `on_item_failure: retry` without a retry config
+	// uses config.DefaultRetryConfig.
+	RetrySourceDefault = "default"
+)
+
+// ItemRetryConfig is the rule for the map items' retry config: the
+// workflow's, else the defaults for `on_item_failure: retry`, else nil (each
+// item runs once). source says which.
+func ItemRetryConfig(p config.ErrorPolicy) (rc *config.RetryConfig, source string) {
+	if p.Retry == nil && p.OnItemFailure == config.OnFailureRetry {
+		d := config.DefaultRetryConfig()
+		return &d, RetrySourceDefault
+	}
+	return p.Retry, RetrySourceWorkflow
+}
 
 // DefaultRetryConfig returns the seed's retry defaults (3 attempts,
 // exponential base 2, initial_delay 1s, max_delay 30s, jitter off with

@@ -1,4 +1,4 @@
-package runner
+package claudecode
 
 import (
 	"bytes"
@@ -34,6 +34,15 @@ type transcriptLimiter struct {
 	dropped  int64 // bytes dropped
 	lines    int   // lines dropped
 	err      error
+}
+
+// LimitTranscript returns a writer that applies the limits above to the
+// stream-json lines of one claude run written to w. Its Write never fails
+// because of the limits (it returns w's first error); Close, after the run,
+// writes what is left of an unterminated line and the truncation note. It
+// is not safe for concurrent use.
+func LimitTranscript(w io.Writer) io.WriteCloser {
+	return newTranscriptLimiter(w, maxTranscriptBytes)
 }
 
 func newTranscriptLimiter(w io.Writer, max int64) *transcriptLimiter {

@@ -1,4 +1,4 @@
-package runner_test
+package validate_test
 
 import (
 	"errors"
@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 func TestRetryPolicyNil(t *testing.T) {
 	t.Parallel()
-	p, err := runner.RetryPolicy(nil)
+	p, err := validate.RetryPolicy(nil)
 	if err != nil || p.Attempts != 1 || len(p.Schedule()) != 0 {
 		t.Fatalf("RetryPolicy(nil) = %+v, %v; want one attempt", p, err)
 	}
@@ -22,7 +22,7 @@ func TestRetryPolicySchedules(t *testing.T) {
 	t.Parallel()
 	sec := time.Second
 	cfg := func(change func(*config.RetryConfig)) *config.RetryConfig {
-		c := runner.DefaultRetryConfig()
+		c := validate.DefaultRetryConfig()
 		change(&c)
 		return &c
 	}
@@ -52,7 +52,7 @@ func TestRetryPolicySchedules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := runner.RetryPolicy(tt.cfg)
+			p, err := validate.RetryPolicy(tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,10 +65,10 @@ func TestRetryPolicySchedules(t *testing.T) {
 
 func TestRetryPolicyCopiesSettings(t *testing.T) {
 	t.Parallel()
-	c := runner.DefaultRetryConfig()
+	c := validate.DefaultRetryConfig()
 	c.Jitter, c.JitterFactor, c.RetryBudget = true, 0.5, time.Minute
 	c.RetryOn = []config.MatcherConfig{{Kind: "network"}, {Kind: "pattern", Pattern: `flaky \d+`}}
-	p, err := runner.RetryPolicy(&c)
+	p, err := validate.RetryPolicy(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +101,9 @@ func TestRetryPolicyRejectsBadConfigs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := runner.DefaultRetryConfig()
+			c := validate.DefaultRetryConfig()
 			tt.change(&c)
-			if _, err := runner.RetryPolicy(&c); err == nil {
+			if _, err := validate.RetryPolicy(&c); err == nil {
 				t.Fatal("want an error")
 			}
 		})
@@ -112,7 +112,7 @@ func TestRetryPolicyRejectsBadConfigs(t *testing.T) {
 
 func TestDefaultRetryConfigIsSeedDefaults(t *testing.T) {
 	t.Parallel()
-	c := runner.DefaultRetryConfig()
+	c := validate.DefaultRetryConfig()
 	if c.Attempts != 3 || c.InitialDelay != time.Second || c.MaxDelay != 30*time.Second || c.Jitter ||
 		c.JitterFactor != 0.3 || c.Backoff.Kind != "exponential" || c.Backoff.Base != 2 {
 		t.Errorf("DefaultRetryConfig() = %+v", c)

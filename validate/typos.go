@@ -1,8 +1,9 @@
-package runner
+package validate
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -86,11 +87,13 @@ func lineCol(s string, i int) (int, int) {
 // with whether they carry a :-default.
 var itemFieldRE = regexp.MustCompile(`(^|[^$])\$\{item\.([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*)(:-)?`)
 
-// itemFields checks the fields the agent template reads (${item.FIELD}
+// ItemFields checks the fields the agent template reads (${item.FIELD}
 // without a default) against the items as they are loaded: a field that no
 // item has is a typo that would fail every item at run time, one DLQ
-// record each, so it is reported once, before any agent starts.
-type itemFields struct {
+// record each, so it is reported once, before any agent starts. Make one
+// with NewItemFields, call Add for each item, then Err. It is not safe for
+// concurrent use.
+type ItemFields struct {
 	want  map[string]config.Position // field → where it is first used
 	seen  map[string]bool
 	keys  map[string]bool // fields the items have (bounded, for hints)
@@ -99,14 +102,16 @@ type itemFields struct {
 
 const maxHintKeys = 200
 
-func newItemFields(steps []config.Step) *itemFields {
-	f := &itemFields{want: map[string]config.Position{}, seen: map[string]bool{}, keys: map[string]bool{}}
+// NewItemFields collects the fields that steps (and their on_failure
+// handlers) read without a default.
+func NewItemFields(steps []config.Step) *ItemFields {
+	f := &ItemFields{want: map[string]config.Position{}, seen: map[string]bool{}, keys: map[string]bool{}}
 	walkSteps(steps, func(st config.Step) {
 		texts := []string{st.Shell, st.Claude}
 		if st.WriteFile != nil {
 			texts = append(texts, st.WriteFile.Path, st.WriteFile.Content)
 		}
-		for _, k := range sortedKeys(st.Env) {
+		for _, k := range slices.Sorted(maps.Keys(st.Env)) {
 			texts = append(texts, st.Env[k])
 		}
 		for i, t := range texts {
@@ -130,8 +135,8 @@ func newItemFields(steps []config.Step) *itemFields {
 	return f
 }
 
-// add looks at one loaded item's data.
-func (f *itemFields) add(data json.RawMessage) {
+// Add looks at one loaded item's data.
+func (f *ItemFields) Add(data json.RawMessage) {
 	f.items++
 	if len(f.want) == len(f.seen) {
 		return
@@ -150,8 +155,9 @@ func (f *itemFields) add(data json.RawMessage) {
 	}
 }
 
-// err reports the fields no item has, with the closest field names.
-func (f *itemFields) err() error {
+// Err reports the fields no item has, with the closest field names (nil
+// when every field was seen, or no item was added).
+func (f *ItemFields) Err() error {
 	if f.items == 0 || len(f.want) == len(f.seen) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package runner
+package validate
 
 import (
 	"errors"
@@ -13,33 +13,25 @@ import (
 // GitHubJobLimit is GitHub's maximum job duration on hosted runners.
 const GitHubJobLimit = 6 * time.Hour
 
-// Retry config sources (ResolvedRetry.Source).
-const (
-	// RetrySourceWorkflow: the workflow gives a retry config.
-	RetrySourceWorkflow = "workflow"
-	// RetrySourceDefault: `on_item_failure: retry` without a retry config
-	// uses config.DefaultRetryConfig.
-	RetrySourceDefault = "default"
-)
-
-// ValidateOptions configures Validate.
-type ValidateOptions struct {
+// Options configures Workflow and File.
+type Options struct {
 	// GitHubActions adds the check that one item fits in GitHub's job
 	// limit (set when running inside GitHub Actions).
 	GitHubActions bool
-	// ClaudeCommand, ClaudeArgs and Claude are what run would use for
-	// claude steps (see options); they only shape ClaudeSteps.
+	// ClaudeCommand ("" is "claude"), ClaudeArgs and Claude are what run
+	// would use for claude steps (the engine's ClaudeCommand, ClaudeArgs
+	// and Agents.Claude); they only shape ClaudeSteps.
 	ClaudeCommand string
 	ClaudeArgs    []string
 	Claude        config.ClaudeSettings
 }
 
-// Validation is the one analysis of a workflow file that `run`,
-// `validate` and the GitHub Action share: whether it can run, and the map
-// phase's resolved retry policy with its schedule and worst case. Its JSON
-// form is the output of `validate --json` (a CLI contract); durations are in
+// Result is the one analysis of a workflow file that `run`, `validate`
+// and the GitHub Action share: whether it can run, and the map phase's
+// resolved retry policy with its schedule and worst case. Its JSON form is
+// the output of `validate --json` (a CLI contract); durations are in
 // milliseconds.
-type Validation struct {
+type Result struct {
 	Valid            bool           `json:"valid"`
 	File             string         `json:"file"`
 	Errors           []string       `json:"errors"`
@@ -63,29 +55,6 @@ type Validation struct {
 	err error
 }
 
-// ResolvedRetry is a resolved retry config with durations in milliseconds.
-type ResolvedRetry struct {
-	// Source is RetrySourceWorkflow or RetrySourceDefault.
-	Source         string           `json:"source"`
-	Attempts       int              `json:"attempts"`
-	Backoff        string           `json:"backoff"`
-	IncrementMS    int64            `json:"increment_ms,omitempty"`
-	Base           float64          `json:"base,omitempty"`
-	DelaysMS       []int64          `json:"delays_ms,omitempty"`
-	InitialDelayMS int64            `json:"initial_delay_ms"`
-	MaxDelayMS     int64            `json:"max_delay_ms"`
-	Jitter         bool             `json:"jitter"`
-	JitterFactor   float64          `json:"jitter_factor"`
-	RetryOn        []RetryOnMatcher `json:"retry_on"`
-	RetryBudgetMS  int64            `json:"retry_budget_ms"`
-}
-
-// RetryOnMatcher is one retry_on entry: a kind, or a pattern.
-type RetryOnMatcher struct {
-	Kind    string `json:"kind"`
-	Pattern string `json:"pattern,omitempty"`
-}
-
 // PolicySummary is the workflow's on-failure policy.
 type PolicySummary struct {
 	OnItemFailure     string  `json:"on_item_failure"`
@@ -95,28 +64,25 @@ type PolicySummary struct {
 	CircuitBreaker    int     `json:"circuit_breaker"`
 }
 
-// Err returns nil for a valid workflow, else a *UsageError with the first
+// Err returns nil for a valid workflow, else an *Error with the first
 // problem (for a file that did not parse, the config error listing them all).
-func (v Validation) Err() error {
+func (v Result) Err() error {
 	switch {
 	case v.err != nil:
-		return usage(v.err)
+		return &Error{Err: v.err}
 	case !v.Valid:
-		return usage(errors.New(v.File + ": invalid workflow"))
+		return &Error{Err: errors.New(v.File + ": invalid workflow")}
 	}
 	return nil
 }
 
-// ItemRetryConfig is the rule for the map items' retry config: the
-// workflow's, else the defaults for `on_item_failure: retry`, else nil (each
-// item runs once). source says which.
-func ItemRetryConfig(p config.ErrorPolicy) (rc *config.RetryConfig, source string) {
-	if p.Retry == nil && p.OnItemFailure == config.OnFailureRetry {
-		d := config.DefaultRetryConfig()
-		return &d, RetrySourceDefault
-	}
-	return p.Retry, RetrySourceWorkflow
-}
+// Error is the error of a workflow that is not valid (Result.Err): a
+// config or input error, found before anything ran. runner.ExitCode maps it
+// to exit 2, as it does runner.UsageError.
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
 // ItemOptions maps a workflow's map phase to the items pipeline; dir and
 // env are where an input command runs (empty for checks).
@@ -128,29 +94,29 @@ func ItemOptions(wf *config.Workflow, dir string, env []string) items.Options {
 	}
 }
 
-// ValidateFile loads the workflow at path and validates it. It never
-// fails: problems are listed in the result (see Validation.Err).
-func ValidateFile(path string, o ValidateOptions) Validation {
+// File loads the workflow at path and validates it (Workflow). It never
+// fails: problems are listed in the result (see Result.Err).
+func File(path string, o Options) Result {
 	wf, err := config.Load(path)
 	if err != nil {
-		v := newValidation(path)
+		v := newResult(path)
 		for _, e := range config.Errors(err) {
 			v.Errors = append(v.Errors, e.Error())
 		}
 		v.err = err
 		return v
 	}
-	return Validate(wf, o)
+	return Workflow(wf, o)
 }
 
-// Validate checks what config.Parse leaves to other packages (the items
+// Workflow checks what config.Parse leaves to other packages (the items
 // pipeline's JSONPath, filter and sort_by; the retry config) and resolves
 // the map phase's retry policy, its waits and worst case. Warnings flag
 // retry schedules that cannot fit: backoff delays count toward the agent
 // timeout (seed backoff-strategies.md), and with GitHubActions the whole
 // item must fit in GitHubJobLimit.
-func Validate(wf *config.Workflow, o ValidateOptions) Validation {
-	v := newValidation(wf.Path)
+func Workflow(wf *config.Workflow, o Options) Result {
+	v := newResult(wf.Path)
 	v.Workflow = wf
 	for _, err := range checkItemsPipeline(wf) {
 		v.fail(err)
@@ -158,7 +124,7 @@ func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	// Placeholder mistakes (unknown variables, ${map.*} outside reduce,
 	// unsafe shell contexts, quoted here-documents) are found before
 	// anything runs, by validate, run and the Action alike.
-	for _, err := range CheckInterpolation(wf) {
+	for _, err := range Interpolation(wf) {
 		v.fail(err)
 	}
 	v.Warnings = append(v.Warnings, wf.Warnings...)
@@ -188,40 +154,6 @@ func Validate(wf *config.Workflow, o ValidateOptions) Validation {
 	return v
 }
 
-// ClaudeStep is one claude step of a workflow and the Claude Code command
-// line it runs.
-type ClaudeStep struct {
-	// Where is "setup", "map", "reduce" or "on_item_failure", with
-	// " on_failure" for a step's handler.
-	Where    string   `json:"where"`
-	Position string   `json:"position"`
-	Command  []string `json:"command"`
-}
-
-// claudeSteps lists every claude step of wf (handlers included) with its
-// resolved command line.
-func claudeSteps(wf *config.Workflow, o ValidateOptions) []ClaudeStep {
-	command := o.ClaudeCommand
-	if command == "" {
-		command = "claude"
-	}
-	var out []ClaudeStep
-	var walk func(where string, steps []config.Step)
-	walk = func(where string, steps []config.Step) {
-		for _, st := range steps {
-			if st.Claude != "" {
-				out = append(out, ClaudeStep{Where: where, Position: st.Pos.String(), Command: ClaudeCommandLine(command, o.ClaudeArgs, wf, st, o.Claude)})
-			}
-			walk(where+" on_failure", st.OnFailure)
-		}
-	}
-	walk("setup", wf.Setup)
-	walk("map", wf.Map.AgentTemplate)
-	walk("on_item_failure", wf.ErrorPolicy.CustomHandler)
-	walk("reduce", wf.Reduce)
-	return out
-}
-
 // checkItemsPipeline compiles the items pipeline options (json_path,
 // filter, sort_by, distinct, …) without reading the input; a filter
 // problem is reported at its column in the file.
@@ -243,11 +175,11 @@ func checkItemsPipeline(wf *config.Workflow) []error {
 	return errs
 }
 
-func newValidation(file string) Validation {
-	return Validation{File: file, Errors: []string{}, Warnings: []string{}, RetryScheduleMS: []int64{}}
+func newResult(file string) Result {
+	return Result{File: file, Errors: []string{}, Warnings: []string{}, RetryScheduleMS: []int64{}}
 }
 
-func (v *Validation) fail(err error) {
+func (v *Result) fail(err error) {
 	v.Errors = append(v.Errors, err.Error())
 	if v.err == nil {
 		v.err = err
@@ -271,32 +203,4 @@ func timeoutWarnings(wf *config.Workflow, pol retry.Policy, worst time.Duration,
 		}
 	}
 	return out
-}
-
-func resolvedRetry(rc *config.RetryConfig, source string) *ResolvedRetry {
-	r := &ResolvedRetry{
-		Source:         source,
-		Attempts:       rc.Attempts,
-		Backoff:        rc.Backoff.Kind,
-		IncrementMS:    rc.Backoff.Increment.Milliseconds(),
-		InitialDelayMS: rc.InitialDelay.Milliseconds(),
-		MaxDelayMS:     rc.MaxDelay.Milliseconds(),
-		Jitter:         rc.Jitter,
-		JitterFactor:   rc.JitterFactor,
-		RetryOn:        []RetryOnMatcher{},
-		RetryBudgetMS:  rc.RetryBudget.Milliseconds(),
-	}
-	if rc.Backoff.Kind == config.BackoffExponential {
-		r.Base = rc.Backoff.Base
-	}
-	if rc.Backoff.Kind == config.BackoffCustom {
-		r.DelaysMS = []int64{}
-		for _, d := range rc.Backoff.Delays {
-			r.DelaysMS = append(r.DelaysMS, d.Milliseconds())
-		}
-	}
-	for _, m := range rc.RetryOn {
-		r.RetryOn = append(r.RetryOn, RetryOnMatcher(m))
-	}
-	return r
 }

@@ -1,21 +1,22 @@
-package runner
+package validate
 
 import (
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/interp"
 )
 
-// CheckInterpolation finds the placeholder mistakes of a workflow that can
+// Interpolation finds the placeholder mistakes of a workflow that can
 // be known before anything runs, each as "file:line:col: message": unknown
 // variable roots (${itme.name}), ${map.*} outside reduce, placeholders in
 // quoted here-documents, in variable-name contexts or in a second shell's
 // script (unless the step sets allow_nested_shell), and shell scripts with
 // placeholders that do not parse. Both `validate` and `run` call it (run
 // through Run's preparation), so a workflow it rejects never starts.
-func CheckInterpolation(wf *config.Workflow) []error {
+func Interpolation(wf *config.Workflow) []error {
 	base := interp.Scope{}
 	for k := range wf.Env {
 		base = append(base, k)
@@ -65,7 +66,7 @@ func checkStep(st config.Step, scope interp.Scope) []error {
 			at(st.Pos, &interp.ScriptError{Err: fmt.Errorf("write_file content line %d: %w", e.Line, e.Err)})
 		}
 	}
-	for _, k := range sortedKeys(st.Env) {
+	for _, k := range slices.Sorted(maps.Keys(st.Env)) {
 		for _, e := range interp.CheckText(st.Env[k], scope) {
 			p, ok := st.EnvPos[k]
 			if !ok {
@@ -94,9 +95,4 @@ func captures(steps []config.Step) []string {
 		}
 	})
 	return out
-}
-
-// checkInterpolationErr joins CheckInterpolation's problems.
-func checkInterpolationErr(wf *config.Workflow) error {
-	return errors.Join(CheckInterpolation(wf)...)
 }

@@ -1,4 +1,4 @@
-package runner_test
+package validate_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 func writeWorkflow(t *testing.T, src string) string {
@@ -23,41 +23,41 @@ func writeWorkflow(t *testing.T, src string) string {
 
 func TestItemRetryConfigRule(t *testing.T) {
 	t.Parallel()
-	rc, src := runner.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureRetry})
-	if rc == nil || src != runner.RetrySourceDefault || rc.Attempts != config.DefaultRetryConfig().Attempts {
+	rc, src := validate.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureRetry})
+	if rc == nil || src != validate.RetrySourceDefault || rc.Attempts != config.DefaultRetryConfig().Attempts {
 		t.Errorf("retry without config = %+v, %s; want the defaults", rc, src)
 	}
-	if rc, src := runner.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureDLQ}); rc != nil || src != runner.RetrySourceWorkflow {
+	if rc, src := validate.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureDLQ}); rc != nil || src != validate.RetrySourceWorkflow {
 		t.Errorf("dlq without config = %+v, %s; want none", rc, src)
 	}
 	own := &config.RetryConfig{Attempts: 7}
-	if rc, _ := runner.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureRetry, Retry: own}); rc != own {
+	if rc, _ := validate.ItemRetryConfig(config.ErrorPolicy{OnItemFailure: config.OnFailureRetry, Retry: own}); rc != own {
 		t.Errorf("the workflow's config must win, got %+v", rc)
 	}
 }
 
 func TestValidateFile(t *testing.T) {
 	t.Parallel()
-	v := runner.ValidateFile(writeWorkflow(t, "on_item_failure: retry\nmap:\n  input: x.json\n  agent_timeout_secs: 7200\n  agent_template: [{shell: x}]\n"), runner.ValidateOptions{})
-	if !v.Valid || v.Err() != nil || v.Workflow == nil || v.Retry.Source != runner.RetrySourceDefault ||
+	v := validate.File(writeWorkflow(t, "on_item_failure: retry\nmap:\n  input: x.json\n  agent_timeout_secs: 7200\n  agent_template: [{shell: x}]\n"), validate.Options{})
+	if !v.Valid || v.Err() != nil || v.Workflow == nil || v.Retry.Source != validate.RetrySourceDefault ||
 		!slices.Equal(v.RetryScheduleMS, []int64{1000, 2000}) || v.WorstCaseRetryMS != 3000 || v.Policy.Attempts != 3 {
 		t.Errorf("valid workflow: %+v", v)
 	}
 	if len(v.Warnings) != 0 {
 		t.Errorf("outside GitHub Actions: warnings %q", v.Warnings)
 	}
-	v = runner.ValidateFile(v.File, runner.ValidateOptions{GitHubActions: true})
+	v = validate.File(v.File, validate.Options{GitHubActions: true})
 	if len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], "job limit") {
 		t.Errorf("3 × 2h in GitHub Actions: warnings %q", v.Warnings)
 	}
 
-	bad := runner.ValidateFile(writeWorkflow(t, "map:\n  input: x.json\n  json_path: \"$[?(\"\n  agent_template: [{shell: x}]\n"), runner.ValidateOptions{})
-	var ue *runner.UsageError
+	bad := validate.File(writeWorkflow(t, "map:\n  input: x.json\n  json_path: \"$[?(\"\n  agent_template: [{shell: x}]\n"), validate.Options{})
+	var ue *validate.Error
 	if bad.Valid || len(bad.Errors) != 1 || !errors.As(bad.Err(), &ue) || !strings.Contains(bad.Errors[0], "json_path") {
 		t.Errorf("bad json_path: %+v, err %v", bad, bad.Err())
 	}
 
-	missing := runner.ValidateFile(filepath.Join(t.TempDir(), "nope.yml"), runner.ValidateOptions{})
+	missing := validate.File(filepath.Join(t.TempDir(), "nope.yml"), validate.Options{})
 	if missing.Valid || missing.Workflow != nil || !errors.As(missing.Err(), &ue) || !errors.Is(missing.Err(), os.ErrNotExist) {
 		t.Errorf("missing file: %+v, err %v", missing, missing.Err())
 	}
