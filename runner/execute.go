@@ -47,7 +47,13 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		if err := j.setup(runCtx); err != nil {
 			return j.end(err)
 		}
-		if err := j.loadItems(ctx); err != nil {
+		// The engine made this tip (setup): what agents change from here
+		// on is checked (integrity.go). It is recorded with the items.
+		tip, err := j.guard.tip(ctx)
+		if err != nil {
+			return j.end(err)
+		}
+		if err := j.loadItems(ctx, tip); err != nil {
 			j.rollback()
 			return nil, err
 		}
@@ -58,10 +64,9 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
-	if !setupDone || j.rebase || j.guard.needsVerifiedTip() {
-		// The engine made this tip (setup), or a completed run ended
-		// there: what agents change from here on is checked
-		// (integrity.go).
+	if setupDone && (j.rebase || j.guard.needsVerifiedTip()) {
+		// A completed run ended at this tip, or no agent has run on it
+		// yet: what agents change from here on is checked.
 		if err := j.guard.markVerified(ctx); err != nil {
 			return j.end(err)
 		}

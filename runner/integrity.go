@@ -102,11 +102,21 @@ func (g *guard) auditBaseline(ctx context.Context) {
 // engine itself produced it outside the map phase (setup, reduce), a
 // completed earlier run ended there, or no agent has run on it yet.
 func (g *guard) markVerified(ctx context.Context) error {
-	tip, err := g.git.ResolveRef(ctx, "refs/heads/"+g.branch)
+	tip, err := g.tip(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+		return err
 	}
 	return g.state.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
+}
+
+// tip is the results branch's tip (an error wrapping ErrJobFailed when it
+// cannot be read), for markVerified or a write that records it with more.
+func (g *guard) tip(ctx context.Context) (string, error) {
+	tip, err := g.git.ResolveRef(ctx, "refs/heads/"+g.branch)
+	if err != nil {
+		return "", fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+	}
+	return tip, nil
 }
 
 // checkIntegrity runs verifyResults and the configuration check once the

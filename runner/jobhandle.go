@@ -155,7 +155,7 @@ func (j *Job) Setup(ctx context.Context, from *jobstore.Checkpoint) error {
 	if err := j.j.setup(runCtx); err != nil {
 		return err
 	}
-	return j.j.loadItems(ctx)
+	return j.j.loadItems(ctx, "")
 }
 
 // Origin is the repository's HEAD when SetupJob created the job ("" for

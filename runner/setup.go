@@ -51,8 +51,12 @@ func (j *job) setup(ctx context.Context) error {
 	return nil
 }
 
-// loadItems runs the input pipeline in the parent worktree.
-func (j *job) loadItems(ctx context.Context) error {
+// loadItems runs the input pipeline in the parent worktree and records
+// the items with setup done; verified, when not empty, is recorded as the
+// results branch's verified tip in the same write (integrity.go), which
+// spares a million-item job a second rewrite of its checkpoint before its
+// first item.
+func (j *job) loadItems(ctx context.Context, verified string) error {
 	defer tightLoad()()
 	opts := validate.ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
@@ -102,6 +106,9 @@ func (j *job) loadItems(ctx context.Context) error {
 		cp.SetupCompleted = true
 		cp.Phase = jobstore.PhaseMap
 		cp.Items = slices.Clip(list)
+		if verified != "" {
+			cp.ResultsVerified = verified
+		}
 	})
 }
 
