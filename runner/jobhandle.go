@@ -136,6 +136,15 @@ func discardInterruptedPlan(ctx context.Context, o *options) error {
 	return jobstore.RemoveJob(p)
 }
 
+// agentBranches lists the job's agent branches (prodigy-agent/<job_id>/…).
+func agentBranches(ctx context.Context, git *gitops.Client, jobID string) ([]string, error) {
+	names, err := git.Branches(ctx, "prodigy-agent/"+jobID+"/")
+	if err != nil {
+		return nil, fmt.Errorf("list the agent branches of %s: %w", jobID, err)
+	}
+	return names, nil
+}
+
 // Setup runs a SetupJob's setup phase and loads its items, as Run does
 // before its map phase (running agents get the Engine's InterruptGrace
 // after an interrupt). A failed setup is ErrJobFailed, an input error a
