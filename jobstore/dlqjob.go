@@ -67,7 +67,7 @@ func jobList(jobs []Paths) string {
 }
 
 // lookupError is a lookup failure whose text is its message alone while
-// errors.Is still finds its kind (ErrNoJob, ErrAmbiguousJob).
+// errors.Is still finds its kind (ErrNoJob, ErrAmbiguousJob, ErrNoLogs).
 type lookupError struct {
 	kind error
 	msg  string

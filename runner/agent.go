@@ -66,7 +66,7 @@ type itemRunner struct {
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
-	// attemptLog is the current attempt's output log (attemptLogPath).
+	// attemptLog is the current attempt's output log (Paths.AttemptLog).
 	attemptLog string
 }
 
@@ -248,7 +248,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
-	logPath := attemptLogPath(j.paths.Logs(ir.it.ItemID), n)
+	logPath := j.paths.AttemptLog(ir.it.ItemID, n)
 	if al := openAttemptLog(logPath, j.red, MaxAttemptLog); al != nil {
 		defer al.Close()
 		out = io.MultiWriter(ir.log, al)
@@ -293,7 +293,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		vars:       vars,
 		env:        append(append([]string{}, j.baseEnv...), interp.ItemEnv(ir.data, ir.it.ItemID, ir.it.Index, j.total(), n)...),
 		log:        out,
-		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", j.paths.Logs(ir.it.ItemID), n),
+		transcript: j.paths.AttemptTranscript(ir.it.ItemID, n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 		owner:      owner,

@@ -55,3 +55,13 @@ func FindOrphans(home, jobID string) ([]jobstore.OrphanSet, error) {
 func (f *Factory) OpenRepo(dir string) (*gitops.Client, error) {
 	return f.Engine.OpenRepo(dir, runner.Agents{})
 }
+
+// RepoName is the state name (jobstore.RepoKey) under home of the git
+// checkout containing dir; an error when dir is in none.
+func (f *Factory) RepoName(home, dir string) (string, error) {
+	git, err := f.OpenRepo(dir)
+	if err != nil {
+		return "", err
+	}
+	return jobstore.RepoKey(home, git.TopLevel(), ""), nil
+}

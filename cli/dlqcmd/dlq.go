@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/jobstore"
-
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -91,7 +90,7 @@ func newestDLQJob(f *cmdutil.Factory, home string) (jobstore.Paths, error) {
 	}
 	var pick jobstore.Paths
 	found := false
-	if repo, err := runner.RepoName(home, "."); err == nil {
+	if repo, err := f.RepoName(home, "."); err == nil {
 		if p, err := cmdutil.FindJob(home, repo, jobstore.Latest); err == nil {
 			pick, found = p, true
 		}

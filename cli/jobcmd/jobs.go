@@ -11,9 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/jobstore"
-
 	"github.com/prodigy-action/prodigy-action/report"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 type jobsOptions struct {
@@ -67,7 +65,7 @@ func runJobs(f *cmdutil.Factory, opts *jobsOptions) error {
 		if dir == "" {
 			dir = "."
 		}
-		name, err := runner.RepoName(home, dir)
+		name, err := f.RepoName(home, dir)
 		switch {
 		case err == nil:
 			repo = name
