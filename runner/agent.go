@@ -245,7 +245,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// Every attempt's output is kept per item (attemptlog.go); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
 	logPath := j.paths.AttemptLog(ir.it.ItemID, n)
