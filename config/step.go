@@ -1,7 +1,6 @@
 package config
 
 import (
-	"github.com/goccy/go-yaml/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
 )
 
 // varName is the syntax of a capture_output variable name.

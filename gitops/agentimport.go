@@ -1,11 +1,14 @@
 package gitops
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -20,6 +23,66 @@ const maxImportObject = 64 << 20
 // errNotLoose says importLoose met an object it does not read itself (in
 // a pack of the agent's, a tag, too large): git imports the commit.
 var errNotLoose = errors.New("not a loose object importLoose reads")
+
+// importCommit copies the agent's commit and what it needs into the
+// repository: in-process when its new objects are loose (importLoose),
+// else with git (importObjects).
+func (c *Client) importCommit(ctx context.Context, objects, theirs, base string) error {
+	if c.objects != nil {
+		err := c.objects.importLoose(objects, theirs)
+		if !errors.Is(err, errNotLoose) {
+			return err
+		}
+	}
+	return c.importObjects(ctx, objects, theirs, base)
+}
+
+// importObjects copies into the repository the objects reachable from
+// theirs and not from base, read from the repository plus objects (an
+// agent's object directory, as an alternate of this process only):
+// `git pack-objects --revs` piped into `git unpack-objects --strict`, which
+// recomputes every object's id and refuses objects that name missing ones.
+func (c *Client) importObjects(ctx context.Context, objects, theirs, base string) error {
+	if !isHexOID(theirs) || !isHexOID(base) {
+		return fmt.Errorf("import %q: not a commit id", theirs)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pack := c.cmdCtx(ctx, c.gitPath, "-C", c.top, "pack-objects", "--revs", "--stdout", "-q", "--window=0")
+	pack.Env = append(append([]string(nil), c.env...), "GIT_ALTERNATE_OBJECT_DIRECTORIES="+quoteAlternate(objects))
+	pack.Stdin = strings.NewReader(theirs + "\n^" + base + "\n")
+	unpack := c.cmdCtx(ctx, c.gitPath, "-C", c.top, "unpack-objects", "-q", "--strict")
+	unpack.Env = c.env
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	var packErr, unpackErr bytes.Buffer
+	pack.Stdout, pack.Stderr = pw, &packErr
+	unpack.Stdin, unpack.Stderr = pr, &unpackErr
+	if err := unpack.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return fmt.Errorf("import the agent's objects: %w", err)
+	}
+	pr.Close()
+	perr := pack.Run()
+	pw.Close()
+	uerr := unpack.Wait()
+	// unpack-objects stops at the first bad object, and pack-objects then
+	// dies writing to the closed pipe: the cause is unpack's.
+	brokenPipe := perr != nil && strings.Contains(perr.Error(), "broken pipe")
+	switch {
+	case perr != nil && !(brokenPipe && uerr != nil):
+		return fmt.Errorf("read the agent's commit %s: %w: %s", theirs, perr, strings.TrimSpace(packErr.String()))
+	case uerr != nil:
+		return fmt.Errorf("store the agent's objects: %w: %s", uerr, strings.TrimSpace(unpackErr.String()))
+	}
+	if ok, err := c.CommitExists(ctx, theirs); err != nil || !ok {
+		return fmt.Errorf("the agent's commit %s is not in the repository after the import", theirs)
+	}
+	return nil
+}
 
 // importLoose copies into the repository the objects reachable from
 // theirs that it lacks, reading them as loose objects of the agent's

@@ -1,8 +1,6 @@
 package gitops
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +33,11 @@ import (
 // user can still write the repository's files by absolute path; that is
 // what running agents as another user (Options of the caller) closes, and
 // what [Client.AuditConfig] and the results checks detect otherwise.
+//
+// Here: the hand-out and the reclaim. Beside it: the agent repository's
+// configuration (agentconfig.go), reading the agent's HEAD in-process
+// (agenthead.go), importing the agent's objects (agentimport.go), and
+// making the work tree another user's (agentowner.go).
 
 // AgentRepo is a worktree handed to an agent as a repository of its own.
 type AgentRepo struct {
@@ -43,12 +46,6 @@ type AgentRepo struct {
 	dotGit []byte // the engine's .git file, restored by Reclaim
 	base   string // the commit handed out
 	owned  bool   // handed to another user: Reclaim confines dir first
-}
-
-// Owner is the user an agent runs as when it is not the engine's: the
-// agent's work tree and repository are made theirs.
-type Owner struct {
-	UID, GID int
 }
 
 // Dir returns the work tree.
@@ -181,116 +178,6 @@ func (c *Client) buildAgentGit(gitDir, admin, head, branch string, config []byte
 	return nil
 }
 
-// agentKeys are the configuration entries of the repository's own files
-// (local and worktree scope) an agent's repository gets: its identity,
-// how files are checked out and compared, and the sparse checkout. Global
-// and system configuration the agent's git reads itself.
-func agentKey(key string) bool {
-	section, variable, _ := strings.Cut(strings.ToLower(key), ".")
-	switch section {
-	case "user", "author", "committer":
-		return variable == "name" || variable == "email"
-	case "core":
-		switch variable {
-		case "filemode", "ignorecase", "precomposeunicode", "symlinks", "autocrlf", "eol", "safecrlf",
-			"untrackedcache", "sparsecheckout", "sparsecheckoutcone", "quotepath", "checkstat", "trustctime":
-			return true
-		}
-	case "index":
-		return variable == "version" || variable == "sparse"
-	case "init":
-		return variable == "defaultbranch"
-	}
-	return false
-}
-
-// cachedAgentConfig is agentConfig, read once per Client and worktree
-// configuration: every worktree a job hands out has the same settings
-// (those of the repository, and the sparse checkout the engine gave all of
-// them), so one `git config` serves every hand-out. A worktree with a
-// config.worktree of its own is read for itself.
-func (c *Client) cachedAgentConfig(ctx context.Context, dir string) ([]byte, error) {
-	if gd, ok := worktreeGitDir(dir); ok {
-		if _, err := os.Stat(filepath.Join(gd, "config.worktree")); err == nil {
-			return c.agentConfig(ctx, dir)
-		}
-	}
-	c.agentCfgMu.Lock()
-	defer c.agentCfgMu.Unlock()
-	if c.agentCfg == nil {
-		b, err := c.agentConfig(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		c.agentCfg = b
-	}
-	return c.agentCfg, nil
-}
-
-// agentConfig returns the agent repository's config file: the repository's
-// own agentKey entries and its hooks directory.
-func (c *Client) agentConfig(ctx context.Context, dir string) ([]byte, error) {
-	out, err := c.run(ctx, dir, nil, nil, "config", "--list", "--show-scope", "-z")
-	if err != nil {
-		return nil, fmt.Errorf("read the repository's configuration: %w", err)
-	}
-	var b bytes.Buffer
-	b.WriteString("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tlogallrefupdates = true\n")
-	var hooks string
-	globalHooks := false
-	fields := strings.Split(out, "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		scope := fields[i]
-		key, value, _ := strings.Cut(fields[i+1], "\n")
-		if strings.EqualFold(key, "core.hookspath") {
-			switch scope {
-			case "local", "worktree":
-				hooks = value
-			case "global", "system":
-				globalHooks = true
-			}
-			continue
-		}
-		// Identity from every scope: an agent of another user, with a HOME
-		// of its own, reads neither the engine's global nor its system
-		// configuration.
-		identity := strings.HasPrefix(strings.ToLower(key), "user.") || strings.HasPrefix(strings.ToLower(key), "author.") || strings.HasPrefix(strings.ToLower(key), "committer.")
-		if agentKey(key) && (scope == "local" || scope == "worktree" || identity && scope != "command") {
-			section, variable, _ := strings.Cut(key, ".")
-			fmt.Fprintf(&b, "[%s]\n\t%s = %s\n", section, variable, quoteConfigValue(value))
-		}
-	}
-	switch {
-	case hooks != "":
-		hooks = expandHome(hooks)
-		if !filepath.IsAbs(hooks) {
-			hooks = filepath.Join(c.top, hooks)
-		}
-	case !globalHooks:
-		hooks = filepath.Join(c.commonDir, "hooks")
-	}
-	if hooks != "" {
-		fmt.Fprintf(&b, "[core]\n\thooksPath = %s\n", quoteConfigValue(hooks))
-	}
-	return b.Bytes(), nil
-}
-
-// expandHome expands a leading "~/" as git does for core.hooksPath.
-func expandHome(p string) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, rest)
-		}
-	}
-	return p
-}
-
-// quoteConfigValue quotes a value for a git config file.
-func quoteConfigValue(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`, "\b", `\b`)
-	return `"` + r.Replace(v) + `"`
-}
-
 // quoteAlternate quotes an alternates path when git would otherwise split
 // or misread it (C-style quoting, as git reads it).
 func quoteAlternate(p string) string {
@@ -417,155 +304,6 @@ func (a *AgentRepo) restore() error {
 	return nil
 }
 
-// maxRefFile bounds what readAgentHead reads of one ref file, and
-// maxPackedRefs the packed-refs file.
-const (
-	maxRefFile    = 4 << 10
-	maxPackedRefs = 64 << 20
-)
-
-// readAgentHead resolves HEAD in an agent's git directory in-process: the
-// directory itself must be a directory (not a symbolic link), ref files
-// regular files of at most maxRefFile bytes, symbolic refs under refs/ and
-// at most 5 deep, packed refs read line by line. It returns the commit id
-// HEAD names (not checked to exist).
-func readAgentHead(gitDir string) (string, error) {
-	fi, err := os.Lstat(gitDir)
-	if err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("the agent's repository at %s is gone or was replaced", gitDir)
-	}
-	name := "HEAD"
-	for range 5 {
-		b, err := readSmallFile(filepath.Join(gitDir, filepath.FromSlash(name)), maxRefFile)
-		if errors.Is(err, os.ErrNotExist) && name != "HEAD" {
-			return packedRef(gitDir, name)
-		}
-		if err != nil {
-			return "", fmt.Errorf("read %s of the agent's repository: %w", name, err)
-		}
-		s := strings.TrimSpace(string(b))
-		if target, ok := strings.CutPrefix(s, "ref: "); ok {
-			if !strings.HasPrefix(target, "refs/") || !validRefName(target) {
-				return "", fmt.Errorf("the agent's %s names an invalid ref", name)
-			}
-			name = target
-			continue
-		}
-		if !isHexOID(s) {
-			return "", fmt.Errorf("the agent's %s is not a commit id", name)
-		}
-		return s, nil
-	}
-	return "", errors.New("the agent's HEAD is a chain of symbolic refs more than 5 deep")
-}
-
-// readSmallFile reads a regular file (not a symbolic link) of at most max
-// bytes.
-func readSmallFile(path string, max int64) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, fmt.Errorf("%s is not a small regular file", filepath.Base(path))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
-// packedRef finds ref in the agent's packed-refs file.
-func packedRef(gitDir, ref string) (string, error) {
-	path := filepath.Join(gitDir, "packed-refs")
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("the agent's %s does not exist", ref)
-	}
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxPackedRefs {
-		return "", errors.New("the agent's packed-refs is not a regular file of a sane size")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, maxPackedRefs))
-	sc.Buffer(make([]byte, 0, 4096), 64<<10)
-	for sc.Scan() {
-		oid, name, ok := strings.Cut(sc.Text(), " ")
-		if ok && name == ref && isHexOID(oid) {
-			return oid, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read the agent's packed-refs: %w", err)
-	}
-	return "", fmt.Errorf("the agent's %s does not exist", ref)
-}
-
-// importCommit copies the agent's commit and what it needs into the
-// repository: in-process when its new objects are loose (importLoose),
-// else with git (importObjects).
-func (c *Client) importCommit(ctx context.Context, objects, theirs, base string) error {
-	if c.objects != nil {
-		err := c.objects.importLoose(objects, theirs)
-		if !errors.Is(err, errNotLoose) {
-			return err
-		}
-	}
-	return c.importObjects(ctx, objects, theirs, base)
-}
-
-// importObjects copies into the repository the objects reachable from
-// theirs and not from base, read from the repository plus objects (an
-// agent's object directory, as an alternate of this process only):
-// `git pack-objects --revs` piped into `git unpack-objects --strict`, which
-// recomputes every object's id and refuses objects that name missing ones.
-func (c *Client) importObjects(ctx context.Context, objects, theirs, base string) error {
-	if !isHexOID(theirs) || !isHexOID(base) {
-		return fmt.Errorf("import %q: not a commit id", theirs)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pack := c.cmdCtx(ctx, c.gitPath, "-C", c.top, "pack-objects", "--revs", "--stdout", "-q", "--window=0")
-	pack.Env = append(append([]string(nil), c.env...), "GIT_ALTERNATE_OBJECT_DIRECTORIES="+quoteAlternate(objects))
-	pack.Stdin = strings.NewReader(theirs + "\n^" + base + "\n")
-	unpack := c.cmdCtx(ctx, c.gitPath, "-C", c.top, "unpack-objects", "-q", "--strict")
-	unpack.Env = c.env
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	var packErr, unpackErr bytes.Buffer
-	pack.Stdout, pack.Stderr = pw, &packErr
-	unpack.Stdin, unpack.Stderr = pr, &unpackErr
-	if err := unpack.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return fmt.Errorf("import the agent's objects: %w", err)
-	}
-	pr.Close()
-	perr := pack.Run()
-	pw.Close()
-	uerr := unpack.Wait()
-	// unpack-objects stops at the first bad object, and pack-objects then
-	// dies writing to the closed pipe: the cause is unpack's.
-	brokenPipe := perr != nil && strings.Contains(perr.Error(), "broken pipe")
-	switch {
-	case perr != nil && !(brokenPipe && uerr != nil):
-		return fmt.Errorf("read the agent's commit %s: %w: %s", theirs, perr, strings.TrimSpace(packErr.String()))
-	case uerr != nil:
-		return fmt.Errorf("store the agent's objects: %w: %s", uerr, strings.TrimSpace(unpackErr.String()))
-	}
-	if ok, err := c.CommitExists(ctx, theirs); err != nil || !ok {
-		return fmt.Errorf("the agent's commit %s is not in the repository after the import", theirs)
-	}
-	return nil
-}
-
 // handedOut reports whether abs is a worktree of this repository whose
 // .git file was replaced by an agent's repository (HandOut without its
 // Reclaim, e.g. after a crash): an administrative entry names abs/.git.
@@ -582,36 +320,4 @@ func (c *Client) handedOut(abs string) bool {
 		}
 	}
 	return false
-}
-
-// chownTree makes owner the owner of dir and everything under it (symbolic
-// links themselves, never their targets), dir itself last and mode 0700.
-// While the walk runs dir is the engine's and closed (confine), so no
-// other user — an earlier agent that owns files inside, or an agent sharing
-// the uid — can swap a directory for a symbolic link under the walk and
-// make root change the owner of a file elsewhere; and afterwards no other
-// agent can enter the worktree.
-func chownTree(dir string, owner Owner) error {
-	if err := confine(dir); err != nil {
-		return err
-	}
-	if err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		return os.Lchown(p, owner.UID, owner.GID)
-	}); err != nil {
-		return err
-	}
-	return os.Lchown(dir, owner.UID, owner.GID)
-}
-
-// confine makes dir (not what is in it) the engine's, mode 0700: no other
-// user can reach anything inside, whatever they own there. dir's parent
-// is the engine's, so dir itself cannot be swapped.
-func confine(dir string) error {
-	if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o700)
 }

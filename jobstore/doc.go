@@ -10,14 +10,16 @@
 //	events/<repo>/<job_id>/events.jsonl          event log (OpenEvents)
 //	worktrees/<repo>/<job_id>/…                  parent and agent worktrees
 //	orphaned_worktrees/<repo>/<job_id>.json      worktrees cleanup could not remove (OpenOrphans)
-//	logs/<repo>/<job_id>/<item>/attempt-<n>.jsonl claude transcripts
+//	logs/<repo>/<job_id>/<item>/attempt-<n>.log   an attempt's output (AttemptLog, ItemLogs)
+//	logs/<repo>/<job_id>/<item>/attempt-<n>.jsonl claude transcripts (AttemptTranscript)
 //	dlq/<repo>/<job_id>/                         the job's DLQ root, handed to dlq.Open
 //
-// Paths computes every location; Jobs, FindJob (including the id Latest)
-// and DLQJobs find jobs; RemoveJob deletes one. Every JSON file is written
-// atomically through internal/fsx (temporary file, fsync, rename).
+// Paths computes every location; Jobs, FindJob (including the id Latest),
+// DLQJobs and FindDLQJob find jobs; ListJobs is the job catalogue;
+// RemoveJob deletes one. Every JSON file is written atomically through
+// internal/fsx (temporary file, fsync, rename).
 //
-// jobstore imports nothing from the project but internal/fsx; the engine
-// (runner) is its only intended importer and re-exports what the command
-// layers need.
+// jobstore imports nothing from the project but internal/fsx. The engine
+// (runner) writes the state; shard and the command layer (cli) import
+// jobstore themselves to find, list and administer jobs.
 package jobstore

@@ -332,3 +332,34 @@ func TestStateJobsIncludesJobsWithoutCheckpoint(t *testing.T) {
 		t.Errorf("Jobs = %v, StateJobs = %v", jobs, all)
 	}
 }
+
+// TestItemLogs: an item's attempts by number, each with its output log and
+// claude transcript where kept (at AttemptLog and AttemptTranscript); an
+// item without output is ErrNoLogs naming the items that have some.
+func TestItemLogs(t *testing.T) {
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "r", JobID: "j"}
+	if _, err := jobstore.ItemLogs(p, "a"); !errors.Is(err, jobstore.ErrNoLogs) || err.Error() != "job j kept no item output (no attempt has run)" {
+		t.Errorf("no logs at all: %v", err)
+	}
+	files := []string{p.AttemptLog("a/1", 2), p.AttemptLog("a/1", 1), p.AttemptTranscript("a/1", 2), filepath.Join(p.Logs("a/1"), "notes.txt")}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.AttemptLog("a/1", 2); got != filepath.Join(p.LogsDir(), jobstore.SafeName("a/1"), "attempt-2.log") {
+		t.Errorf("AttemptLog = %s", got)
+	}
+	got, err := jobstore.ItemLogs(p, "a/1")
+	want := []jobstore.AttemptLogs{{Attempt: 1, Log: files[1]}, {Attempt: 2, Log: files[0], Transcript: files[2]}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ItemLogs = %+v, %v; want %+v", got, err, want)
+	}
+	_, err = jobstore.ItemLogs(p, "b")
+	if wantErr := `job j kept no output for item "b"; items with output: ` + jobstore.SafeName("a/1"); !errors.Is(err, jobstore.ErrNoLogs) || err.Error() != wantErr {
+		t.Errorf("an item without logs: %v, want %s", err, wantErr)
+	}
+}

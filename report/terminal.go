@@ -183,16 +183,13 @@ func WriteStatus(w io.Writer, res *runner.Result) {
 	}
 }
 
-// WriteOrphans lists orphaned worktrees one per line and returns how many.
-func WriteOrphans(w io.Writer, sets []runner.OrphanSet) int {
-	n := 0
-	for _, s := range sets {
-		for _, o := range s.Worktrees {
-			n++
-			fmt.Fprintf(w, "%s  job %s  item %s  (%s)\n", o.Path, s.JobID, TermCell(o.ItemID), Truncate(o.Error, MaxTermCell))
-		}
+// WriteOrphans lists the orphaned worktrees of job jobID one per line and
+// returns how many.
+func WriteOrphans(w io.Writer, jobID string, worktrees []runner.OrphanedWorktree) int {
+	for _, o := range worktrees {
+		fmt.Fprintf(w, "%s  job %s  item %s  (%s)\n", o.Path, jobID, TermCell(o.ItemID), Truncate(o.Error, MaxTermCell))
 	}
-	return n
+	return len(worktrees)
 }
 
 // WriteDemoOutcome writes what `prodigy-action demo` shows after its job: the

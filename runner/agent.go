@@ -69,7 +69,7 @@ type itemRunner struct {
 	// (tracing.go); signature the error_signature it failed with.
 	span, attemptSpan Span
 	signature         string
-	// attemptLog is the current attempt's output log (attemptLogPath).
+	// attemptLog is the current attempt's output log (Paths.AttemptLog).
 	attemptLog string
 }
 
@@ -223,10 +223,10 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	// Every attempt's output is kept per item (itemlogs.go); ir.log, the
+	// Every attempt's output is kept per item (attemptlog.go); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
-	logPath := attemptLogPath(d.paths.Logs(ir.it.id), n)
+	logPath := d.paths.AttemptLog(ir.it.id, n)
 	if al := openAttemptLog(logPath, d.red, MaxAttemptLog); al != nil {
 		defer al.Close()
 		out = io.MultiWriter(ir.log, al)
@@ -271,7 +271,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		vars:       vars,
 		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), n)...),
 		log:        out,
-		transcript: fmt.Sprintf("%s/attempt-%d.jsonl", d.paths.Logs(ir.it.id), n),
+		transcript: d.paths.AttemptTranscript(ir.it.id, n),
 		spend:      ir.spend,
 		span:       ir.attemptSpan,
 		owner:      owner,

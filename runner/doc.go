@@ -31,8 +31,8 @@
 // Engine.Resume continues an interrupted or failed job (items already
 // merged are recognised by their merge commits and never run twice);
 // Engine.Redrive runs DLQ records again through the job's workflow (a
-// canary redrive is a loop of redrives of explicit items). Status reads a job's
-// state; CleanOrphans removes orphaned worktrees.
+// canary redrive is a loop of redrives of explicit items). Status reads a
+// job's state as a Result.
 //
 // A workflow is checked before anything runs by package validate (the
 // command layers call it; Run repeats its interpolation check, and setup
@@ -41,10 +41,12 @@
 // The state directory belongs to jobstore (checkpoint, session, lock,
 // orphan registry, event file, the job catalogue) and the DLQ records to
 // dlq; runner writes through them. The command layers import jobstore
-// themselves; runner names only what its results carry (Paths,
-// ItemOutcome, …). Every event is a struct (see Event); every side effect
-// of the engine (clock, randomness, environment, stderr, hooks,
-// redaction) is a field of the Engine.
+// themselves, and administer jobs outside a run there and beside their
+// commands (discarding a job, cleaning orphaned worktrees, finding a DLQ's
+// job); runner names only what its API carries (Paths, ItemOutcome, …).
+// Every event is a struct (see Event); every side effect of the engine
+// (clock, randomness, environment, stderr, hooks, redaction) is a field of
+// the Engine.
 //
 // Errors: a *UsageError when nothing was run (exit 2), ErrJobFailed and
 // ErrInterrupted (wrapped, with a Result) otherwise.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,4 +195,9 @@ func firstN(s []string, n int) []string {
 		return s
 	}
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

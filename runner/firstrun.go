@@ -8,21 +8,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// ItemLabel is the human label of an item: its id when the workflow sets
-// map.id_field (idField != ""), else a short one-line rendering of its data
-// (items.Label). Labels are derived when shown, never stored.
-func ItemLabel(itemID string, data json.RawMessage, idField string) string {
-	return items.ItemLabel(itemID, data, idField)
-}
-
-// Labeler returns the label function of a job's items: it reads the job's
-// workflow (its original file, else the copy kept with the job) for
-// map.id_field. When neither can be read, labels render the item data.
+// Labeler returns the label function of a job's items, the labels the
+// engine gives them (items.ItemLabel): it reads the job's workflow (its
+// original file, else the copy kept with the job) for map.id_field. When
+// neither can be read, labels render the item data.
 func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 	idField := ""
 	if cp, err := jobstore.LoadCheckpoint(p); err == nil {
@@ -30,7 +23,7 @@ func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 			idField = wf.Map.IDField
 		}
 	}
-	return func(itemID string, data json.RawMessage) string { return ItemLabel(itemID, data, idField) }
+	return func(itemID string, data json.RawMessage) string { return items.ItemLabel(itemID, data, idField) }
 }
 
 // itemName is how log lines name an item: its id, followed by its label
@@ -38,7 +31,7 @@ func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 func itemName(it *jobstore.CheckpointItem, idField string) string {
 	label := it.Label
 	if label == "" {
-		label = ItemLabel(it.ItemID, it.Data, idField)
+		label = items.ItemLabel(it.ItemID, it.Data, idField)
 	}
 	if label == "" || label == it.ItemID {
 		return it.ItemID
@@ -191,22 +184,6 @@ func checkFilterNames(f *items.Filter, fields map[string]bool) error {
 	}
 	sort.Strings(names)
 	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
-}
-
-// RepoName is the state name (jobstore.RepoKey) under home of the git
-// checkout containing dir.
-func RepoName(home, dir string) (string, error) {
-	git, err := gitops.New(dir, gitops.Options{})
-	if err != nil {
-		return "", err
-	}
-	return jobstore.RepoKey(home, git.TopLevel(), ""), nil
-}
-
-// RepoKey is the <repo> of the paths of the checkout at topLevel
-// (jobstore.RepoKey).
-func RepoKey(home, topLevel string, suffix ...string) string {
-	return jobstore.RepoKey(home, topLevel, strings.Join(suffix, ""))
 }
 
 // logFailedItems lists (at most 10 of) the job's dead-lettered items with

@@ -109,7 +109,7 @@ func discardInterruptedPlan(ctx context.Context, o *options) error {
 	if err != nil {
 		return nil // prepare reports it
 	}
-	p := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
+	p := Paths{Home: o.Home, Repo: jobstore.RepoKey(o.Home, git.TopLevel(), ""), JobID: o.JobID}
 	if !jobstore.IsPlanning(p) {
 		return nil
 	}
@@ -134,6 +134,15 @@ func discardInterruptedPlan(ctx context.Context, o *options) error {
 		}
 	}
 	return jobstore.RemoveJob(p)
+}
+
+// agentBranches lists the job's agent branches (prodigy-agent/<job_id>/…).
+func agentBranches(ctx context.Context, git *gitops.Client, jobID string) ([]string, error) {
+	names, err := git.Branches(ctx, "prodigy-agent/"+jobID+"/")
+	if err != nil {
+		return nil, fmt.Errorf("list the agent branches of %s: %w", jobID, err)
+	}
+	return names, nil
 }
 
 // Setup runs a SetupJob's setup phase and loads its items, as Run does
@@ -202,8 +211,9 @@ type JobSpec struct {
 	// JobID names the job; Branch is its results branch.
 	JobID  string
 	Branch string
-	// StateSuffix is added to the repository's state name (RepoKey): jobs
-	// of one id in one repository keep their state apart by it.
+	// StateSuffix is added to the repository's state name
+	// (jobstore.RepoKey): jobs of one id in one repository keep their
+	// state apart by it.
 	StateSuffix string
 	// MaxCostUSD is the job's budget when > 0 (kept in its checkpoint);
 	// else the checkpoint's or the workflow's.
@@ -229,7 +239,7 @@ func (e *Engine) OpenJob(s JobSpec) (*Job, error) {
 	if o.Home == "" {
 		return nil, usage(errors.New("no state directory given"))
 	}
-	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, s.Repo.TopLevel(), s.StateSuffix), JobID: s.JobID}
+	paths := Paths{Home: o.Home, Repo: jobstore.RepoKey(o.Home, s.Repo.TopLevel(), s.StateSuffix), JobID: s.JobID}
 	j, err := newJob(&o, s.Workflow, s.Repo, paths, s.Branch, s.Agents.MaxParallel)
 	if err != nil {
 		return nil, usage(err)

@@ -303,7 +303,7 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 				return nil
 			}
 		}
-		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
+		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: items.ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 	})
 	return seen, err
 }

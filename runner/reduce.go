@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"strconv"
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -122,7 +121,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 		}
 		before := maps.Clone(vars)
 		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
-			transcript: filepath.Join(j.paths.Logs("_reduce"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
+			transcript: j.paths.AttemptTranscript("_reduce", 1), spend: &spend.ItemSpend{}, span: span}
 		f := j.steps.run(ctx, j.wf.Reduce[i:i+1], sc)
 		j.savePhaseSpend(sc.spend)
 		if f != nil {

@@ -34,11 +34,7 @@ func TestTwoRepositoriesWithTheSameNameNeverShareJobs(t *testing.T) {
 			t.Fatalf("run in %s: %v", r.Dir, err)
 		}
 	}
-	ka, err := runner.RepoName(a.Home, a.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := runner.RepoName(a.Home, b.Dir)
+	ka, kb := jobstore.RepoKey(a.Home, a.Dir, ""), jobstore.RepoKey(a.Home, b.Dir, "")
 	if ka != "repo" || kb == ka || !strings.HasPrefix(kb, "repo-") {
 		t.Fatalf("state names %q and %q, want repo (the first, kept) and repo-<digest>", ka, kb)
 	}

@@ -73,7 +73,7 @@ func prepare(ctx context.Context, o *options) (*job, string, error) {
 	if err := ValidJobID(o.JobID); err != nil {
 		return nil, "", usage(err)
 	}
-	paths := Paths{Home: o.Home, Repo: RepoKey(o.Home, git.TopLevel()), JobID: o.JobID}
+	paths := Paths{Home: o.Home, Repo: jobstore.RepoKey(o.Home, git.TopLevel(), ""), JobID: o.JobID}
 	if jobstore.HasCheckpoint(paths) {
 		return nil, "", usage(fmt.Errorf("job %s already exists; use `resume %s`", o.JobID, o.JobID))
 	}

@@ -24,7 +24,7 @@ func (j *job) setup(ctx context.Context) error {
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: filepath.Join(j.paths.Logs("_setup"), "attempt-1.jsonl"), spend: &spend.ItemSpend{}, span: span}
+		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: j.paths.AttemptTranscript("_setup", 1), spend: &spend.ItemSpend{}, span: span}
 		f := j.steps.run(ctx, j.wf.Setup, sc)
 		j.savePhaseSpend(sc.spend)
 		span.End(j.phaseEnd(f))
@@ -70,7 +70,7 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 	if !j.noItems {
 		_, err = items.Each(ctx, opts, func(it items.Item) error {
 			fields.Add(it.Data)
-			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
+			ci := &jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: it.ID, Label: items.ItemLabel(it.ID, it.Data, j.wf.Map.IDField), State: ItemPending}, Index: it.Index, Data: it.Data}
 			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
 				return spoolErr
 			}

@@ -9,13 +9,10 @@ import (
 )
 
 // The state directory belongs to jobstore; the command layers use it
-// directly. Paths and OrphanSet name what the engine's results carry.
+// directly. Paths names what the engine's API carries (Job.Paths).
 
 // Paths is the on-disk layout of one job (jobstore.Paths).
 type Paths = jobstore.Paths
-
-// OrphanSet is one job's orphan registry (jobstore.OrphanSet).
-type OrphanSet = jobstore.OrphanSet
 
 // ValidJobID reports whether id is usable as a new job id.
 func ValidJobID(id string) error { return jobstore.ValidJobID(id) }

@@ -65,7 +65,7 @@ func TestGatherDLQWriteFailureKeepsItemsFailedUnrecorded(t *testing.T) {
 			if !strings.Contains(stderr.String(), "failed-unrecorded") {
 				t.Errorf("gather did not warn about the unwritten records:\n%s", stderr)
 			}
-			paths := runner.Paths{Home: g.Home, Repo: filepath.Base(g.Dir), JobID: "job-1"}
+			paths := jobstore.Paths{Home: g.Home, Repo: filepath.Base(g.Dir), JobID: "job-1"}
 			cp, err := jobstore.LoadCheckpoint(paths)
 			if err != nil {
 				t.Fatal(err)

@@ -389,7 +389,7 @@ func LoadPlan(dir string) (*Plan, error) {
 	if p.FormatVersion != PlanFormat {
 		return nil, usage(fmt.Errorf("plan %s has format %d; this version reads %d", PlanFile(dir), p.FormatVersion, PlanFormat))
 	}
-	if err := runner.ValidJobID(p.JobID); err != nil {
+	if err := jobstore.ValidJobID(p.JobID); err != nil {
 		return nil, usage(fmt.Errorf("plan %s: %w", PlanFile(dir), err))
 	}
 	if !isCommitID(p.BaseCommit) {
@@ -428,7 +428,7 @@ func (p *Plan) ensureBase(ctx context.Context, git *gitops.Client, dir string) e
 
 // pendingPlanItems are the items of the job at p still pending (or
 // running when it stopped), with their data and attempt counts.
-func pendingPlanItems(p runner.Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
+func pendingPlanItems(p jobstore.Paths, cp *jobstore.Checkpoint) ([]PlanItem, error) {
 	r := jobstore.NewItemDataReader(p)
 	defer r.Close()
 	var out []PlanItem
@@ -449,7 +449,7 @@ func pendingPlanItems(p runner.Paths, cp *jobstore.Checkpoint) ([]PlanItem, erro
 }
 
 // eligibleRecords reads the reprocess-eligible DLQ records of a job.
-func eligibleRecords(p runner.Paths) ([]*dlq.DeadLetteredItem, error) {
+func eligibleRecords(p jobstore.Paths) ([]*dlq.DeadLetteredItem, error) {
 	store, err := dlq.Open(p.DLQRoot(), p.JobID, dlq.Options{})
 	if err != nil {
 		return nil, err
@@ -512,7 +512,7 @@ func absPath(p string) string {
 
 // findJob locates a job by id (jobstore.FindJob); a job that does not
 // exist, an ambiguous or an invalid id is a *runner.UsageError.
-func findJob(home, jobID string) (runner.Paths, error) {
+func findJob(home, jobID string) (jobstore.Paths, error) {
 	p, err := jobstore.FindJob(home, "", jobID)
 	if errors.Is(err, jobstore.ErrNoJob) || errors.Is(err, jobstore.ErrAmbiguousJob) || errors.Is(err, jobstore.ErrInvalidJobID) {
 		return p, usage(err)

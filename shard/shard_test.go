@@ -107,7 +107,7 @@ func TestFailedShardWritesItsOutputAndGatherWaitsForIt(t *testing.T) {
 	if _, err := os.Stat(shard.BaseBundle(dir)); !os.IsNotExist(err) {
 		t.Fatalf("base.bundle written although setup made no commit: %v", err)
 	}
-	if jobstore.HasCheckpoint(runner.Paths{Home: r.Home, Repo: "repo", JobID: "job-1"}) {
+	if jobstore.HasCheckpoint(jobstore.Paths{Home: r.Home, Repo: "repo", JobID: "job-1"}) {
 		t.Fatal("plan left its job state behind")
 	}
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/redact/redacttest"
 	"github.com/prodigy-action/prodigy-action/runner"
@@ -199,7 +200,7 @@ func TestHTTPExportsTheSpanTree(t *testing.T) {
 // dlqRecord reads the DLQ record of item id.
 func dlqRecord(t *testing.T, j *job, id string) dlq.DeadLetteredItem {
 	t.Helper()
-	store, err := dlq.Open(runner.Paths{Home: j.home, Repo: filepath.Base(j.repo), JobID: "job-1"}.DLQRoot(), "job-1", dlq.Options{})
+	store, err := dlq.Open(jobstore.Paths{Home: j.home, Repo: filepath.Base(j.repo), JobID: "job-1"}.DLQRoot(), "job-1", dlq.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

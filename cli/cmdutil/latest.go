@@ -2,7 +2,6 @@ package cmdutil
 
 import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 // ResolveJobID turns the job id argument of a command into a job id:
@@ -20,7 +19,7 @@ func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
 	if repoDir == "" {
 		repoDir = "."
 	}
-	repo, err := runner.RepoName(home, repoDir)
+	repo, err := f.RepoName(home, repoDir)
 	if err != nil {
 		repo = ""
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/jobstore"
-
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -43,25 +42,25 @@ func isNoDLQ(err error) bool {
 }
 
 // openDLQ resolves the job and opens its store; store warnings go to
-// stderr. A job id (or "latest") names the job (runner.FindDLQJob: an
+// stderr. A job id (or "latest") names the job (cmdutil.FindDLQJob: an
 // unknown one is a usage error, exit 2). Without one: no job with a DLQ is
 // a *noDLQError (an empty listing, not an error); one job is that job;
 // several are resolved to the newest job of the repository in the current
 // directory (newestDLQJob), and stderr says which and how to choose
 // another.
-func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error) {
+func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, jobstore.Paths, error) {
 	home, err := f.Home()
 	if err != nil {
-		return nil, runner.Paths{}, err
+		return nil, jobstore.Paths{}, err
 	}
-	var ref runner.Paths
+	var ref jobstore.Paths
 	if jobID == "" {
 		ref, err = newestDLQJob(f, home)
 	} else {
 		if jobID, err = f.ResolveJobID(jobID, ""); err != nil {
-			return nil, runner.Paths{}, err
+			return nil, jobstore.Paths{}, err
 		}
-		ref, err = runner.FindDLQJob(home, jobID)
+		ref, err = cmdutil.FindDLQJob(home, jobID)
 	}
 	if err != nil {
 		return nil, ref, err
@@ -78,20 +77,20 @@ func openDLQ(f *cmdutil.Factory, jobID string) (*dlq.Store, runner.Paths, error)
 // of the repository in the current directory, else the newest job of any
 // repository, else (no readable checkpoint) the DLQ whose index was
 // written last. When it chose among several it says so on stderr.
-func newestDLQJob(f *cmdutil.Factory, home string) (runner.Paths, error) {
+func newestDLQJob(f *cmdutil.Factory, home string) (jobstore.Paths, error) {
 	jobs, err := jobstore.DLQJobs(home)
 	if err != nil {
-		return runner.Paths{}, err
+		return jobstore.Paths{}, err
 	}
 	switch len(jobs) {
 	case 0:
-		return runner.Paths{}, &noDLQError{root: filepath.Join(home, "dlq")}
+		return jobstore.Paths{}, &noDLQError{root: filepath.Join(home, "dlq")}
 	case 1:
 		return jobs[0], nil
 	}
-	var pick runner.Paths
+	var pick jobstore.Paths
 	found := false
-	if repo, err := runner.RepoName(home, "."); err == nil {
+	if repo, err := f.RepoName(home, "."); err == nil {
 		if p, err := cmdutil.FindJob(home, repo, jobstore.Latest); err == nil {
 			pick, found = p, true
 		}
@@ -122,7 +121,7 @@ func newestDLQJob(f *cmdutil.Factory, home string) (runner.Paths, error) {
 }
 
 // jobList renders jobs one per line, indented.
-func jobList(jobs []runner.Paths) string {
+func jobList(jobs []jobstore.Paths) string {
 	s := ""
 	for _, j := range jobs {
 		s += fmt.Sprintf("\n  %s (repo %s)", j.JobID, j.Repo)
@@ -132,7 +131,7 @@ func jobList(jobs []runner.Paths) string {
 
 // recordLabeler names a record's item as the job's workflow does
 // (runner.Labeler): its id_field value, else a rendering of item_data.
-func recordLabeler(ref runner.Paths) func(dlq.DeadLetteredItem) string {
+func recordLabeler(ref jobstore.Paths) func(dlq.DeadLetteredItem) string {
 	label := runner.Labeler(ref)
 	return func(d dlq.DeadLetteredItem) string { return label(d.ItemID, d.ItemData) }
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/report"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 var dlqNow = time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC)
@@ -39,7 +38,7 @@ type seedItem struct {
 // seedDLQ stores items in job of repo under home.
 func seedDLQ(t *testing.T, home, repo, job string, items ...seedItem) *dlq.Store {
 	t.Helper()
-	s, err := dlq.Open(runner.Paths{Home: home, Repo: repo, JobID: job}.DLQRoot(), job, dlq.Options{Warn: func(m string) { t.Log(m) }})
+	s, err := dlq.Open(jobstore.Paths{Home: home, Repo: repo, JobID: job}.DLQRoot(), job, dlq.Options{Warn: func(m string) { t.Log(m) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +194,7 @@ func TestDLQInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	file, err := os.ReadFile(filepath.Join(dlq.Dir(runner.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json"))
+	file, err := os.ReadFile(filepath.Join(dlq.Dir(jobstore.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +399,7 @@ func TestDLQPurge(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Total != 1 || got.Items[0].ItemID != "item-2" {
 		t.Errorf("after purge: %s", out)
 	}
-	idx, _ := os.ReadFile(filepath.Join(dlq.Dir(runner.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "index.json"))
+	idx, _ := os.ReadFile(filepath.Join(dlq.Dir(jobstore.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "index.json"))
 	if !strings.Contains(string(idx), `"item_count": 1`) {
 		t.Errorf("index.json after purge:\n%s", idx)
 	}
@@ -458,7 +457,7 @@ func TestDLQRetryMaxParallelAlias(t *testing.T) {
 func TestCorruptRecordIsRuntimeFailure(t *testing.T) {
 	t.Parallel()
 	home := standardDLQ(t)
-	file := filepath.Join(dlq.Dir(runner.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json")
+	file := filepath.Join(dlq.Dir(jobstore.Paths{Home: home, Repo: "proj", JobID: "job-1"}.DLQRoot(), "job-1"), "items", "item-1.json")
 	if err := os.WriteFile(file, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/jobstore"
-
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 type dlqInspectOptions struct{ itemID, jobID string }
@@ -67,7 +65,7 @@ func runDLQInspect(f *cmdutil.Factory, opts *dlqInspectOptions) error {
 // findItem looks for itemID in the DLQ of every job but skip (the job
 // already searched) when no job id was given: the one job that holds it
 // answers; none is dlq.ErrNotFound; several is a usage error naming them.
-func findItem(f *cmdutil.Factory, skip runner.Paths, itemID string) (*dlq.DeadLetteredItem, error) {
+func findItem(f *cmdutil.Factory, skip jobstore.Paths, itemID string) (*dlq.DeadLetteredItem, error) {
 	home, err := f.Home()
 	if err != nil {
 		return nil, err
@@ -78,7 +76,7 @@ func findItem(f *cmdutil.Factory, skip runner.Paths, itemID string) (*dlq.DeadLe
 	}
 	var (
 		found *dlq.DeadLetteredItem
-		in    []runner.Paths
+		in    []jobstore.Paths
 	)
 	for _, j := range jobs {
 		if j == skip {

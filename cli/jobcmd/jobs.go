@@ -11,9 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/jobstore"
-
 	"github.com/prodigy-action/prodigy-action/report"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 type jobsOptions struct {
@@ -67,7 +65,7 @@ func runJobs(f *cmdutil.Factory, opts *jobsOptions) error {
 		if dir == "" {
 			dir = "."
 		}
-		name, err := runner.RepoName(home, dir)
+		name, err := f.RepoName(home, dir)
 		switch {
 		case err == nil:
 			repo = name
@@ -126,69 +124,6 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-type discardOptions struct {
-	jobID             string
-	deleteBranch, yes bool
-}
-
-// NewDiscardCmd builds `jobs discard`.
-func NewDiscardCmd(f *cmdutil.Factory) *cobra.Command {
-	opts := &discardOptions{}
-	cmd := &cobra.Command{
-		Use:   "discard JOB_ID",
-		Short: "Remove a job: its worktrees, agent branches, state, events, logs and DLQ",
-		Long: `Remove everything a job left: its parent and agent worktrees (preserved
-failed ones included), its agent branches, and its checkpoint, events,
-session, transcripts, DLQ and orphan registry. The results branch stays
-unless --delete-branch. A running job is refused. Asks for confirmation
-unless --yes. JOB_ID may be "latest".`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.jobID = args[0]
-			return runDiscard(cmd, f, opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.deleteBranch, "delete-branch", false, "also delete the job's results branch")
-	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
-	return cmd
-}
-
-func runDiscard(cmd *cobra.Command, f *cmdutil.Factory, opts *discardOptions) error {
-	home, err := f.Home()
-	if err != nil {
-		return err
-	}
-	id, err := f.ResolveJobID(opts.jobID, "")
-	if err != nil {
-		return err
-	}
-	p, err := cmdutil.FindJob(home, "", id)
-	if err != nil {
-		return err
-	}
-	if !opts.yes {
-		what := "its worktrees, agent branches, state and DLQ"
-		if opts.deleteBranch {
-			what += " and its results branch"
-		}
-		if err := f.Confirm(fmt.Sprintf("Discard job %s (repo %s): remove %s?", p.JobID, p.Repo, what), "--yes"); err != nil {
-			return err
-		}
-	}
-	d, err := runner.DiscardJob(cmd.Context(), p, opts.deleteBranch)
-	for _, w := range d.Worktrees {
-		fmt.Fprintf(f.ErrOut, "removed worktree %s\n", w)
-	}
-	for _, b := range d.Branches {
-		fmt.Fprintf(f.ErrOut, "deleted branch %s\n", b)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f.ErrOut, "discarded job %s\n", p.JobID)
-	return nil
 }
 
 // dlqCount is the number of records in a job's DLQ store (0 when it cannot

@@ -1,6 +1,7 @@
 package jobcmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 type logsOptions struct {
@@ -59,12 +60,15 @@ func runLogs(f *cmdutil.Factory, opts *logsOptions) error {
 	if err != nil {
 		return err
 	}
-	attempts, err := runner.ItemLogs(p, opts.itemID)
+	attempts, err := jobstore.ItemLogs(p, opts.itemID)
+	if errors.Is(err, jobstore.ErrNoLogs) {
+		return &cmdutil.UsageError{Err: err}
+	}
 	if err != nil {
 		return err
 	}
 	if opts.attempt > 0 {
-		var only []runner.AttemptLogs
+		var only []jobstore.AttemptLogs
 		var have []string
 		for _, a := range attempts {
 			have = append(have, strconv.Itoa(a.Attempt))

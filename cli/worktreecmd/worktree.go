@@ -8,9 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/report"
-	"github.com/prodigy-action/prodigy-action/runner"
 )
 
 func NewWorktreeCmd(f *cmdutil.Factory) *cobra.Command {
@@ -66,12 +65,15 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 	}
 	// Also offer what no job needs any more: preserved failed worktrees
 	// and parents of completed jobs, and every worktree of a discarded job.
-	left, err := runner.FindLeftovers(ctx, home, opts.jobID)
+	left, err := findLeftovers(ctx, f.OpenRepo, home, opts.jobID)
 	if err != nil {
 		return err
 	}
 	sets = mergeSets(sets, left)
-	n := report.WriteOrphans(f.Out, sets)
+	n := 0
+	for _, s := range sets {
+		n += report.WriteOrphans(f.Out, s.JobID, s.Worktrees)
+	}
 	switch {
 	case n == 0:
 		fmt.Fprintln(f.ErrOut, "no orphaned worktrees")
@@ -87,7 +89,7 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 	}
 	failedAny := false
 	for _, s := range sets {
-		removed, failed, err := runner.CleanOrphans(ctx, s)
+		removed, failed, err := cleanOrphans(ctx, f.OpenRepo, s)
 		for _, p := range removed {
 			fmt.Fprintf(f.ErrOut, "removed %s\n", p)
 		}
@@ -112,7 +114,7 @@ func runCleanOrphaned(ctx context.Context, f *cmdutil.Factory, opts *cleanOrphan
 
 // mergeSets adds the leftover worktrees to the registry sets of the same
 // job (by registry file), skipping paths already listed.
-func mergeSets(sets, more []runner.OrphanSet) []runner.OrphanSet {
+func mergeSets(sets, more []jobstore.OrphanSet) []jobstore.OrphanSet {
 	byFile := map[string]int{}
 	for i, s := range sets {
 		byFile[s.File] = i

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -240,7 +241,7 @@ func (e *crashEnv) check(succeeded, failed []int, reduceRuns int, loose bool) {
 		}
 	}
 
-	root := runner.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.DLQRoot()
+	root := jobstore.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.DLQRoot()
 	dir := dlq.Dir(root, e.jobID)
 	recs := map[string]dlq.DeadLetteredItem{}
 	files, _ := filepath.Glob(filepath.Join(dir, "items", "*.json"))
@@ -479,7 +480,7 @@ func TestRandomKillLoop(t *testing.T) {
 	for killed < kills && time.Now().Before(deadline) {
 		jobs++
 		e := newCrashEnv(t, items, attempts, 3, "0.0$(( ${item.n} % 4 ))")
-		checkpoint := runner.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.Checkpoint()
+		checkpoint := jobstore.Paths{Home: e.home, Repo: "repo", JobID: e.jobID}.Checkpoint()
 		started := func() bool { _, err := os.Stat(checkpoint); return err == nil }
 		for killed < kills && time.Now().Before(deadline) {
 			args := e.runArgs()

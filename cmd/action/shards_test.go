@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/shard"
 )
@@ -74,7 +75,7 @@ func cloneRepo(t *testing.T, origin, name string) string {
 // dlqSummary is id → "ErrorType/failure_count/attempts…" of a job's DLQ.
 func dlqSummary(t *testing.T, home, repo, job string) map[string]string {
 	t.Helper()
-	p := runner.Paths{Home: home, Repo: repo, JobID: job}
+	p := jobstore.Paths{Home: home, Repo: repo, JobID: job}
 	store, err := dlq.Open(p.DLQRoot(), job, dlq.Options{})
 	if err != nil {
 		t.Fatal(err)

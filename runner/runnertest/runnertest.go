@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
 
@@ -95,7 +96,7 @@ func (r *Repo) Clone(name string) *Repo {
 // DLQRecords reads every DLQ record of job jobID, by item id.
 func (r *Repo) DLQRecords(jobID string) map[string]dlq.DeadLetteredItem {
 	r.T.Helper()
-	store, err := dlq.Open(runner.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: jobID}.DLQRoot(), jobID, dlq.Options{})
+	store, err := dlq.Open(jobstore.Paths{Home: r.Home, Repo: filepath.Base(r.Dir), JobID: jobID}.DLQRoot(), jobID, dlq.Options{})
 	if err != nil {
 		r.T.Fatal(err)
 	}

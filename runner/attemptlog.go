@@ -5,25 +5,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/prodigy-action/prodigy-action/redact"
 )
 
-// MaxAttemptLog bounds one attempt's output log (attemptLogPath): the
-// first and the last half are kept, with a line saying how much was left
-// out between them.
+// MaxAttemptLog bounds one attempt's output log (jobstore.Paths.AttemptLog):
+// the first and the last half are kept, with a line saying how much was
+// left out between them.
 const MaxAttemptLog = 1 << 20
-
-// attemptLogPath is where attempt n of an item keeps its output: every
-// step's stdout and stderr (shell and Claude; a claude step's stream-json
-// is in attempt-n.jsonl beside it), redacted. `prodigy-action logs JOB
-// ITEM` prints them.
-func attemptLogPath(logsDir string, n int) string {
-	return filepath.Join(logsDir, fmt.Sprintf("attempt-%d.log", n))
-}
 
 // attemptLog is one attempt's output log: writes are redacted as a stream,
 // then bounded (boundedFile). Safe for concurrent use (a step's stdout and
@@ -118,61 +108,3 @@ func (b *boundedFile) Close() error {
 }
 
 var _ io.WriteCloser = (*attemptLog)(nil)
-
-// AttemptLogs is what is kept of one attempt of an item: its output log
-// and, for claude steps, the stream-json transcript ("" when absent).
-type AttemptLogs struct {
-	Attempt    int    `json:"attempt"`
-	Log        string `json:"log,omitempty"`
-	Transcript string `json:"transcript,omitempty"`
-}
-
-// ItemLogs lists the kept attempts of item itemID of job p, by attempt
-// number. An item without any is a *UsageError naming (some of) the items
-// that have logs.
-func ItemLogs(p Paths, itemID string) ([]AttemptLogs, error) {
-	dir := p.Logs(itemID)
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
-		var names []string
-		if all, err := os.ReadDir(p.LogsDir()); err == nil {
-			for _, e := range all {
-				if len(names) == 20 {
-					names = append(names, "…")
-					break
-				}
-				names = append(names, e.Name())
-			}
-		}
-		if len(names) == 0 {
-			return nil, usage(fmt.Errorf("job %s kept no item output (no attempt has run)", p.JobID))
-		}
-		return nil, usage(fmt.Errorf("job %s kept no output for item %q; items with output: %s", p.JobID, itemID, strings.Join(names, ", ")))
-	}
-	byN := map[int]*AttemptLogs{}
-	for _, e := range entries {
-		var n int
-		var ext string
-		name := e.Name()
-		if _, err := fmt.Sscanf(name, "attempt-%d.%s", &n, &ext); err != nil || n <= 0 {
-			continue
-		}
-		a := byN[n]
-		if a == nil {
-			a = &AttemptLogs{Attempt: n}
-			byN[n] = a
-		}
-		switch ext {
-		case "log":
-			a.Log = filepath.Join(dir, name)
-		case "jsonl":
-			a.Transcript = filepath.Join(dir, name)
-		}
-	}
-	out := make([]AttemptLogs, 0, len(byN))
-	for _, a := range byN {
-		out = append(out, *a)
-	}
-	sort.Slice(out, func(i, k int) bool { return out[i].Attempt < out[k].Attempt })
-	return out, nil
-}

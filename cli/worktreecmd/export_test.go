@@ -1,0 +1,4 @@
+package worktreecmd
+
+// CleanOrphans is cleanOrphans, for the external tests.
+var CleanOrphans = cleanOrphans
