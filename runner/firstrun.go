@@ -15,10 +15,11 @@ import (
 // Labeler returns the label function of a job's items, the labels the
 // engine gives them (items.ItemLabel): it reads the job's workflow (its
 // original file, else the copy kept with the job) for map.id_field. When
-// neither can be read, labels render the item data.
+// neither can be read, labels render the item data. Only the checkpoint's
+// job-level fields are read (jobstore.LoadSummary), whatever the job's size.
 func Labeler(p Paths) func(itemID string, data json.RawMessage) string {
 	idField := ""
-	if cp, err := jobstore.LoadCheckpoint(p); err == nil {
+	if cp, err := jobstore.LoadSummary(p); err == nil {
 		if wf, err := loadJobWorkflow(cp, p); err == nil {
 			idField = wf.Map.IDField
 		}

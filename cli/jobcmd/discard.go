@@ -98,7 +98,7 @@ func discardJob(ctx context.Context, open func(dir string) (*gitops.Client, erro
 	if jobstore.Locked(p) {
 		return d, cmdutil.UsageErrorf("job %s is running (its lock is held); stop it first", p.JobID)
 	}
-	cp, err := jobstore.LoadCheckpoint(p)
+	cp, err := jobstore.LoadSummary(p)
 	if err != nil {
 		return d, fmt.Errorf("discard job %s: %w", p.JobID, err)
 	}

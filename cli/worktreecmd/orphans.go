@@ -37,7 +37,7 @@ func findLeftovers(ctx context.Context, open opener, home, jobID string) ([]jobs
 			continue
 		}
 		why := "its job no longer exists"
-		if cp, err := jobstore.LoadCheckpoint(p); err == nil {
+		if cp, err := jobstore.LoadSummary(p); err == nil {
 			if cp.Status != jobstore.StatusCompleted || jobstore.Locked(p) {
 				continue
 			}
