@@ -7,6 +7,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 )
 
 // Failure is why a claude step failed, in the DLQ's terms; the caller
@@ -29,7 +30,7 @@ type Failure struct {
 func ExitMessage(what string, code int, r *Result, stderr string) string {
 	exit := fmt.Sprintf("%s exited with code %d", what, code)
 	if r != nil {
-		if text := oneLine(r.text(), 300); text != "" {
+		if text := brief.OneLine(r.text(), 300); text != "" {
 			return fmt.Sprintf("%s [%s%s]", text, exit, r.details())
 		}
 		if r.Subtype != "" && r.Subtype != "success" {
@@ -49,7 +50,7 @@ func lastTextLine(out string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		if l != "" && !strings.HasPrefix(l, "{") {
-			return oneLine(l, 200)
+			return brief.OneLine(l, 200)
 		}
 	}
 	return ""
@@ -71,13 +72,13 @@ func ReportedError(what string, r Result) Failure {
 	}
 	if r.Subtype == SubtypeMaxTurns {
 		return Failure{Type: dlq.ErrorType{Kind: dlq.ResourceExhausted},
-			Message: fmt.Sprintf("%s stopped at its turn limit (max_turns, %s): %s [%s]", what, SubtypeMaxTurns, oneLine(text, 300), strings.TrimPrefix(r.details(), ", "))}
+			Message: fmt.Sprintf("%s stopped at its turn limit (max_turns, %s): %s [%s]", what, SubtypeMaxTurns, brief.OneLine(text, 300), strings.TrimPrefix(r.details(), ", "))}
 	}
 	t := dlq.Classify(text)
 	if t.Kind == dlq.CommandFailed {
 		t = dlq.ErrorType{Kind: dlq.Unknown}
 	}
-	msg := fmt.Sprintf("%s reported an error: %s", what, oneLine(text, 300))
+	msg := fmt.Sprintf("%s reported an error: %s", what, brief.OneLine(text, 300))
 	if d := strings.TrimPrefix(r.details(), ", "); d != "" {
 		msg += " [" + d + "]"
 	}
@@ -95,20 +96,10 @@ func Denied(what string, r Result, s config.ClaudeSettings) Failure {
 	tail.WriteString("permission_denials:\n")
 	for _, d := range r.PermissionDenials {
 		in, _ := json.Marshal(d.ToolInput)
-		fmt.Fprintf(&tail, "  %s %s\n", d.ToolName, oneLine(string(in), 300))
+		fmt.Fprintf(&tail, "  %s %s\n", d.ToolName, brief.OneLine(string(in), 300))
 	}
 	return Failure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Permanent: true, Tail: tail.String(),
 		Message: fmt.Sprintf("%s: Claude Code denied %d tool call(s): %s (permission_mode %s, allowed_tools [%s]); allow them with claude.allowed_tools "+
 			"(or the step's claude_options, --claude-allowed-tools, the claude-allowed-tools input) or set claude.on_permission_denial: ignore",
 			what, len(r.PermissionDenials), strings.Join(r.deniedTools(), ", "), s.PermissionMode, strings.Join(s.AllowedTools, ", "))}
-}
-
-// oneLine shortens s to one line of at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -99,7 +100,7 @@ func (r Result) deniedTools() []string {
 			name = "(unnamed tool)"
 		}
 		if arg := denialArg(d.ToolInput); arg != "" {
-			name += " (" + oneLine(arg, 80) + ")"
+			name += " (" + brief.OneLine(arg, 80) + ")"
 		}
 		if !seen[name] {
 			seen[name] = true

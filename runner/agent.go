@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -103,7 +104,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 			}
 			msg := d.redact(errText(a.Err))
 			d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
-			d.logf("↻ %s attempt %d failed (%s); retrying in %s", d.itemName(it), ir.base+a.Number, oneLine(msg, 160), roundDelay(a.Delay))
+			d.logf("↻ %s attempt %d failed (%s); retrying in %s", d.itemName(it), ir.base+a.Number, brief.OneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.id)
 		}}, func(_ context.Context, attempt int) error {
 			ir.attempts = attempt
@@ -364,7 +365,7 @@ func gitFailure(ctx context.Context, what string, err error) *stepFailure {
 // concurrently, gitops serialising only their ref update.
 func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 	d := ir.d
-	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, oneLine(ir.it.id, 100), d.jobID, strconv.Quote(ir.it.id))
+	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, brief.OneLine(ir.it.id, 100), d.jobID, strconv.Quote(ir.it.id))
 	var err error
 	var before, merged string
 	ref := "refs/heads/" + d.branch

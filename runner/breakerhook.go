@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -56,7 +57,7 @@ func (j *job) stormError(left int) error {
 	s := j.breaker.Tripped()
 	return fmt.Errorf("%w: %d items in a row failed with %s (%s); %d item(s) left pending, never started. "+
 		"Fix the cause, check it on a canary with `dlq retry %s --signature %s --sample 1`, then `resume %s --include-dlq` runs the failed and the pending items",
-		ErrFailureStorm, s.Limit, s.Signature, strings.Join(firstN(s.Items, 10), ", "), left, j.id, shellWord(s.Signature), j.id)
+		ErrFailureStorm, s.Limit, s.Signature, strings.Join(brief.FirstN(s.Items, 10), ", "), left, j.id, shellWord(s.Signature), j.id)
 }
 
 // shellWord quotes s for a POSIX shell when it needs it.

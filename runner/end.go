@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -68,7 +69,7 @@ func (j *job) end(cause error) (*Result, error) {
 	}
 	if unrec := j.unrecorded(); len(unrec) > 0 && status != StatusInterrupted {
 		err := fmt.Errorf("%w: %d failed item(s) have no DLQ record yet (%s); `resume %s` writes them",
-			ErrJobFailed, len(unrec), strings.Join(firstN(unrec, 10), ", "), j.id)
+			ErrJobFailed, len(unrec), strings.Join(brief.FirstN(unrec, 10), ", "), j.id)
 		if cause != nil {
 			err = fmt.Errorf("%w; %w", cause, err)
 		}
@@ -187,14 +188,6 @@ func (j *job) unrecorded() []string {
 		}
 	})
 	return ids
-}
-
-// firstN returns s, or its first n entries and a count of the rest.
-func firstN(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }
 
 func dirExists(p string) bool {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
@@ -203,7 +204,7 @@ func (j *job) logFailedItems(res *Result) {
 		if it.Label != "" && it.Label != it.ItemID {
 			name += " " + it.Label
 		}
-		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, oneLine(it.Error, 120))
+		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, brief.OneLine(it.Error, 120))
 	}
 	if n > most {
 		j.logf("  … and %d more (prodigy-action dlq list --job-id %s)", n-most, j.id)

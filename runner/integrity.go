@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -143,7 +144,7 @@ func (g *guard) checkIntegrity(ctx context.Context) (string, error) {
 				for _, f := range added {
 					s = append(s, f.String())
 				}
-				s = firstN(s, 10)
+				s = brief.FirstN(s, 10)
 				problems = append(problems, fmt.Sprintf("the repository's git configuration gained %d risky entr(ies) while agents ran: %s (remove them before publishing)", len(added), strings.Join(s, "; ")))
 			}
 		}
@@ -153,7 +154,7 @@ func (g *guard) checkIntegrity(ctx context.Context) (string, error) {
 	}
 	msg := strings.Join(problems, "; ")
 	if len(reset) > 0 {
-		msg += fmt.Sprintf("; %d item(s) whose merge is not verified are pending again (%s)", len(reset), strings.Join(firstN(reset, 10), ", "))
+		msg += fmt.Sprintf("; %d item(s) whose merge is not verified are pending again (%s)", len(reset), strings.Join(brief.FirstN(reset, 10), ", "))
 	}
 	g.failed = fmt.Errorf("%w: %w: %s", ErrJobFailed, errIntegrity, msg)
 	g.warn(g.failed.Error())
@@ -215,7 +216,7 @@ func (g *guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 		}
 	}
 	if len(unknown) > 0 {
-		problems = append(problems, fmt.Sprintf("it holds %d commit(s) the engine did not make (%s)", len(unknown), strings.Join(firstN(unknown, 5), ", ")))
+		problems = append(problems, fmt.Sprintf("it holds %d commit(s) the engine did not make (%s)", len(unknown), strings.Join(brief.FirstN(unknown, 5), ", ")))
 	}
 	var missing []string
 	for mc, its := range merges {
@@ -227,7 +228,7 @@ func (g *guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		problems = append(problems, fmt.Sprintf("the merges of %d item(s) reported merged are not on it (%s)", len(missing), strings.Join(firstN(missing, 10), ", ")))
+		problems = append(problems, fmt.Sprintf("the merges of %d item(s) reported merged are not on it (%s)", len(missing), strings.Join(brief.FirstN(missing, 10), ", ")))
 	}
 	if len(problems) == 0 {
 		return tip, nil, nil

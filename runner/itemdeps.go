@@ -101,13 +101,7 @@ func (d *itemDeps) total() int {
 }
 
 // baseVars is the interpolation scope every item's starts from.
-func (d *itemDeps) baseVars() interp.Vars {
-	v := make(interp.Vars, len(d.vars)+8)
-	for k, s := range d.vars {
-		v[k] = s
-	}
-	return v
-}
+func (d *itemDeps) baseVars() interp.Vars { return scope(d.vars) }
 
 // itemEnded counts an item that ended in this execution and, for a
 // merged one, tells the failure-storm breaker (itemJob).

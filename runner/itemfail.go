@@ -10,6 +10,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
@@ -68,7 +69,7 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 	}
 	ctx := []string{
 		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.id),
-		fmt.Sprintf("Running step: %s", d.redact(oneLine(orDash(f.Step), 200))),
+		fmt.Sprintf("Running step: %s", d.redact(brief.OneLine(orDash(f.Step), 200))),
 	}
 	if path != "" {
 		ctx = append(ctx, "In worktree: "+path)
@@ -250,9 +251,9 @@ func (ir *itemRunner) finish(state ItemState, errMsg, errType string, took time.
 	case ItemMerged:
 		d.logf("✓ %s succeeded (%d commit(s), %d attempt(s), %s)", d.itemName(it), ir.commits, tried, took.Round(time.Millisecond))
 	case ItemSkipped:
-		d.logf("– %s skipped after %d attempt(s): %s", d.itemName(it), tried, oneLine(errMsg, 200))
+		d.logf("– %s skipped after %d attempt(s): %s", d.itemName(it), tried, brief.OneLine(errMsg, 200))
 	default:
-		d.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", d.itemName(it), tried, errType, oneLine(errMsg, 200))
+		d.logf("✗ %s failed after %d attempt(s) → DLQ [%s] %s", d.itemName(it), tried, errType, brief.OneLine(errMsg, 200))
 	}
 	d.hooks.ItemFinished(it.outcome(), d.redact(ir.log.String()))
 }

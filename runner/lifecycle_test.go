@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,35 +12,11 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/runnertest"
 )
 
-// chattrImmutable makes path immutable, or skips the test when the
-// filesystem or user cannot (cleanup failures need a file nobody can delete).
-func chattrImmutable(t *testing.T) {
-	t.Helper()
-	probe := filepath.Join(t.TempDir(), "probe")
-	if err := os.WriteFile(probe, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("chattr", "+i", probe).CombinedOutput(); err != nil {
-		t.Skipf("cannot make files immutable here (need root and chattr on ext4): %v %s", err, out)
-	}
-	_ = exec.Command("chattr", "-i", probe).Run()
-}
-
-// unlockJunkAfter makes the immutable junk/locked files agents left under
-// home's worktrees deletable again when the test ends.
-func unlockJunkAfter(t *testing.T, home string) {
-	t.Cleanup(func() {
-		matches, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*", "*", "junk", "locked"))
-		for _, m := range matches {
-			_ = exec.Command("chattr", "-i", m).Run()
-		}
-	})
-}
-
 func TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan(t *testing.T) {
-	chattrImmutable(t)
+	runnertest.RequireImmutableFiles(t)
 	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
 		t.Run(string(iso), func(t *testing.T) {
 			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
@@ -57,7 +32,7 @@ map:
 `)
 			o, _, stderr, hooks := r.options(wf)
 			o.Isolation = iso
-			unlockJunkAfter(t, r.Home)
+			runnertest.UnlockJunkAfter(t, r.Home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
@@ -282,7 +257,7 @@ reduce:
 // the cleanup failure is a warning and an orphan entry, never a second
 // failure or a changed error.
 func TestCleanupFailureOfAFailedItemIsOnlyAWarning(t *testing.T) {
-	chattrImmutable(t)
+	runnertest.RequireImmutableFiles(t)
 	for _, iso := range []runner.Isolation{runner.IsolationPool, runner.IsolationFresh} {
 		t.Run(string(iso), func(t *testing.T) {
 			r := newTestRepo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
@@ -298,7 +273,7 @@ map:
 `)
 			o, _, stderr, _ := r.options(wf)
 			o.Isolation = iso
-			unlockJunkAfter(t, r.Home)
+			runnertest.UnlockJunkAfter(t, r.Home)
 			res, err := r.run(o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)

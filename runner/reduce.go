@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -129,7 +130,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			if f.Interrupted || j.halted() {
 				return fmt.Errorf("%w during reduce", ErrInterrupted)
 			}
-			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+			return fmt.Errorf("%w: reduce step %q failed: %s", ErrJobFailed, brief.OneLine(f.Step, 120), f.Message)
 		}
 		fault(ctx, FaultReduceStepDone, strconv.Itoa(i+1))
 		newVars := map[string]string{}

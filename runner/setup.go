@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -32,7 +33,7 @@ func (j *job) setup(ctx context.Context) error {
 			if f.Interrupted || j.halted() {
 				return fmt.Errorf("%w during setup", ErrInterrupted)
 			}
-			return fmt.Errorf("%w: setup step %q failed: %s", ErrJobFailed, oneLine(f.Step, 120), f.Message)
+			return fmt.Errorf("%w: setup step %q failed: %s", ErrJobFailed, brief.OneLine(f.Step, 120), f.Message)
 		}
 		captured := map[string]string{}
 		for k, v := range vars {
@@ -157,9 +158,12 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 
 // baseVars is the interpolation scope shared by every step: workflow env
 // and setup captures.
-func (j *job) baseVars() interp.Vars {
-	v := make(interp.Vars, len(j.vars)+8)
-	for k, s := range j.vars {
+func (j *job) baseVars() interp.Vars { return scope(j.vars) }
+
+// scope is an interpolation scope holding vars, with room for an item's.
+func scope(vars map[string]string) interp.Vars {
+	v := make(interp.Vars, len(vars)+8)
+	for k, s := range vars {
 		v[k] = s
 	}
 	return v

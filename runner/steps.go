@@ -15,6 +15,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/redact"
@@ -107,7 +108,7 @@ func (s *stepRunner) run(ctx context.Context, steps []config.Step, sc *stepConte
 		total = len(steps)
 	}
 	for i, st := range steps {
-		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", first+i+1, total, oneLine(st.Describe(), 200))
+		fmt.Fprintf(sc.log, "--- step %d/%d: %s\n", first+i+1, total, brief.OneLine(st.Describe(), 200))
 		sc.label, sc.index = stepLabel(st, first+i), first+i+1
 		f := s.runWithRetry(ctx, st, sc)
 		if f == nil {
@@ -202,7 +203,7 @@ func (s *stepRunner) runOne(ctx context.Context, st config.Step, sc *stepContext
 		if after == before {
 			f := &stepFailure{
 				Type:    dlq.ErrorType{Kind: dlq.CommitValidationFailed},
-				Message: "commit required but no commit was created by step " + oneLine(st.Describe(), 120),
+				Message: "commit required but no commit was created by step " + brief.OneLine(st.Describe(), 120),
 				Step:    st.Describe(),
 			}
 			if st.Claude != "" {
@@ -252,7 +253,7 @@ func lastOutputLine(out string) string {
 	lines := strings.Split(strings.TrimRight(out, "\r\n\t "), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
-			return oneLine(l, 200)
+			return brief.OneLine(l, 200)
 		}
 	}
 	return ""
@@ -417,14 +418,4 @@ func withEnv(base []string, extra []string) []string {
 	out := make([]string, 0, len(base)+len(extra))
 	out = append(out, base...)
 	return append(out, extra...)
-}
-
-// oneLine shortens s to one line of at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

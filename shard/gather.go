@@ -11,6 +11,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -281,12 +282,12 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 	if pending > 0 {
 		var msg string
 		if len(waiting) > 0 {
-			msg = fmt.Sprintf("%d item(s) pending: waiting for %s", pending, strings.Join(firstN(waiting, 12), "; "))
+			msg = fmt.Sprintf("%d item(s) pending: waiting for %s", pending, strings.Join(brief.FirstN(waiting, 12), "; "))
 			if len(alsoMissing) > 0 {
-				msg += fmt.Sprintf("; output also missing: shard %s", strings.Join(firstN(alsoMissing, 12), ", shard "))
+				msg += fmt.Sprintf("; output also missing: shard %s", strings.Join(brief.FirstN(alsoMissing, 12), ", shard "))
 			}
 			if len(held) > 0 {
-				msg += fmt.Sprintf("; held back until then, to merge in plan order: shard(s) %s", strings.Join(firstN(held, 12), ", "))
+				msg += fmt.Sprintf("; held back until then, to merge in plan order: shard(s) %s", strings.Join(brief.FirstN(held, 12), ", "))
 			}
 			msg += "; gather again with the missing output(s) (run the shard again to finish its pending items), or with --final to close those shards as they are"
 		} else {
@@ -295,7 +296,7 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 				fix = "fix the cause of the stop, then "
 			}
 			msg = fmt.Sprintf("%d item(s) pending in closed shard(s) %s; %scontinue them with `plan WORKFLOW --from-pending %s --out DIR` (a new sharded job on this job's results)",
-				pending, strings.Join(firstN(closedOpen, 12), "; "), fix, j.ID())
+				pending, strings.Join(brief.FirstN(closedOpen, 12), "; "), fix, j.ID())
 		}
 		if g.storm && len(waiting) == 0 {
 			// A shard's breaker stopped it: the gathered job is stopped by

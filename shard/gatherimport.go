@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
 )
@@ -163,7 +164,7 @@ func (g *gatherer) importShard(sh PlanShard, sr *Result, conflicts, rejected map
 			unrecorded[i] = strconv.Quote(id)
 		}
 		j.Warn(fmt.Sprintf("shard %d: %d DLQ record(s) not written (%s); they stay failed-unrecorded in the checkpoint and gathering again or `resume %s` writes them",
-			sh.Shard, len(unrecorded), strings.Join(firstN(unrecorded, 10), ", "), j.ID()))
+			sh.Shard, len(unrecorded), strings.Join(brief.FirstN(unrecorded, 10), ", "), j.ID()))
 	}
 	if g.hooks != nil {
 		for _, c := range changes {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -52,7 +53,7 @@ func addRejections(plan *Plan, gs *jobstore.GatherState, fresh bool, reject map[
 		if why == "" {
 			why = "rejected by the reviewer"
 		}
-		gs.Rejected[id] = oneLine(why, 500)
+		gs.Rejected[id] = brief.OneLine(why, 500)
 	}
 	return nil
 }
@@ -89,22 +90,4 @@ func ParseRejections(values []string) (map[string]string, error) {
 		out[id] = strings.TrimSpace(why)
 	}
 	return out, nil
-}
-
-// oneLine shortens s to one line of at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// firstN returns s, or its first n entries and a count of the rest.
-func firstN(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }

@@ -15,32 +15,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/cli/worktreecmd"
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/runnertest"
 )
-
-// chattrImmutable skips the test when the filesystem or user cannot make
-// files immutable (cleanup failures need a file nobody can delete).
-func chattrImmutable(t *testing.T) {
-	t.Helper()
-	probe := filepath.Join(t.TempDir(), "probe")
-	if err := os.WriteFile(probe, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("chattr", "+i", probe).CombinedOutput(); err != nil {
-		t.Skipf("cannot make files immutable here (need root and chattr on ext4): %v %s", err, out)
-	}
-	_ = exec.Command("chattr", "-i", probe).Run()
-}
-
-// unlockJunkAfter makes the immutable junk/locked files agents left under
-// home's worktrees deletable again when the test ends.
-func unlockJunkAfter(t *testing.T, home string) {
-	t.Cleanup(func() {
-		matches, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*", "*", "junk", "locked"))
-		for _, m := range matches {
-			_ = exec.Command("chattr", "-i", m).Run()
-		}
-	})
-}
 
 // TestCleanOrphansRemovesWhatCleanupCouldNot: an agent worktree whose
 // cleanup failed (an immutable file in it) is in the orphan registry;
@@ -48,7 +24,7 @@ func unlockJunkAfter(t *testing.T, home string) {
 // removed, the registry emptied and only the checkout's own worktree is
 // left.
 func TestCleanOrphansRemovesWhatCleanupCouldNot(t *testing.T) {
-	chattrImmutable(t)
+	runnertest.RequireImmutableFiles(t)
 	for _, iso := range []string{"pool", "fresh"} {
 		t.Run(iso, func(t *testing.T) {
 			repo := gitopstest.Repo(t, map[string]string{"items.json": `[{"id": "stuck"}]`})
@@ -63,7 +39,7 @@ map:
         mkdir -p junk && echo x > junk/locked && chattr +i junk/locked
 `)
 			home := t.TempDir()
-			unlockJunkAfter(t, home)
+			runnertest.UnlockJunkAfter(t, home)
 			if code, _, errOut := clitest.Home(home, "run", wf, "--repo", repo, "--job-id", "job-1", "--isolation", iso); code != 0 {
 				t.Fatalf("run: exit %d\n%s", code, errOut)
 			}
