@@ -79,7 +79,7 @@ func (j *job) itemDeps() *itemDeps {
 		baseEnv: j.baseEnv, vars: j.vars, clock: j.clock, rand: j.rand, red: j.red, redact: j.redact,
 		halt: j.haltContext(), git: j.git, steps: j.steps, state: j.state, events: j.events, store: j.store,
 		trees: j.trees, budget: j.budget, cool: j.cool, prog: j.prog, hooks: j.hooks, mergeMu: &j.mergeMu,
-		mapSpan: j.mapSpan, takeUser: j.takeAgentUser,
+		mapSpan: j.mapSpan, takeUser: j.agents.take,
 	}
 }
 

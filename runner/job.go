@@ -60,10 +60,6 @@ type settings struct {
 	tracer         Tracer  // Engine.Tracer; nil traces nothing
 	traceParent    string  // the trace the job's span continues (a sharded job's plan)
 	deferTeardown  bool    // Engine.DeferTeardown
-	// agentUser is who agents run as (Agents.User), nil: the
-	// engine's user; agentUIDs the pool of its uids (agentuser.go).
-	agentUser *agentUser
-	agentUIDs chan int
 }
 
 // services are shared by the job's item runners; each is safe for
@@ -77,6 +73,7 @@ type services struct {
 	orphans *jobstore.OrphanRegistry
 	trees   *worktrees
 	guard   *guard          // the results branch's and git configuration's integrity (integrity.go)
+	agents  *agentUsers     // who agents run as (Agents.User); nil: the engine's user (agentuser.go)
 	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)
 	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress

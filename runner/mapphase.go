@@ -46,7 +46,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	if len(pending) == 0 {
 		return nil
 	}
-	if err := j.prepareAgentUser(ctx); err != nil {
+	if err := j.agents.prepare(ctx, j.git.CommonDir()); err != nil {
 		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})

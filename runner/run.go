@@ -121,7 +121,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if err != nil {
 		return nil, err
 	}
-	au, err := parseAgentUser(o.AgentUser, maxPar)
+	au, err := newAgentUsers(o.AgentUser, maxPar, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +144,8 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		services: services{
 			git:    git,
 			steps:  &stepRunner{git: git, bash: bash, claudeCode: claudecode.Command{Path: claude, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}, grace: killGrace, clock: o.Clock, rand: o.Rand},
-			stderr: o.Stderr, hooks: o.Hooks,
+			stderr: o.Stderr, hooks: o.Hooks, agents: au,
 		},
-	}
-	if au != nil {
-		j.agentUser = au
-		if j.agentUIDs, err = au.uids(maxPar); err != nil {
-			return nil, err
-		}
 	}
 	j.cool = spend.NewCooldown(o.Clock, func(until time.Time, reason string) {
 		j.events.emit(FleetCooldownStarted{Until: until, Reason: reason})

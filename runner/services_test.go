@@ -10,7 +10,7 @@ import (
 // type *job, or of a struct type holding one, anywhere inside them fails.
 func TestServicesHoldNoJob(t *testing.T) {
 	jobType := reflect.TypeFor[*job]()
-	for _, svc := range []any{itemRunner{}, itemDeps{}, worktrees{}, guard{}, stepRunner{}, progress{}, prefixWriter{}, eventLog{}} {
+	for _, svc := range []any{itemRunner{}, itemDeps{}, worktrees{}, guard{}, stepRunner{}, agentUsers{}, progress{}, prefixWriter{}, eventLog{}} {
 		typ := reflect.TypeOf(svc)
 		seen := map[reflect.Type]bool{}
 		var walk func(t2 reflect.Type, path string)

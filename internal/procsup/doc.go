@@ -18,6 +18,11 @@
 //     the job left: the groups in its process record (a Recorder) and every
 //     process carrying the job's tag, and wait until they are gone.
 //
+//   - Agents may run as users of their own (Users: a uid, a name or a
+//     range, one uid per agent running at once; never root or the engine's
+//     user), each process started with that credential and no
+//     supplementary groups.
+//
 // Limits: a process that both leaves the group and clears its environment
 // (setsid env -i …), or that runs as another user, is not found; its output
 // is dropped after the output grace.
