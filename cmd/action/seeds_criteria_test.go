@@ -24,7 +24,7 @@ var seedCriteria = map[string][]string{
 	"Cleanup failures logged at WARN level with full context":                                     {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
 	"Cleanup error handling consistent across all merge paths (success/failure)":                  {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan", "runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning"},
 	"MapReduce event `AgentCompleted` includes cleanup status as metadata (not as failure)":       {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Orphaned worktrees tracked and reported separately from agent failures":                      {"main.TestSeedSpec136CleanupFailure", "main.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
+	"Orphaned worktrees tracked and reported separately from agent failures":                      {"main.TestSeedSpec136CleanupFailure", "worktreecmd.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
 	"Existing tests pass with updated cleanup handling":                                           {"main.TestSeedAcceptanceCriteria"}, // the suite itself (.ci/test)
 	"New tests verify agent success despite cleanup failure":                                      {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
 	"Documentation updated to explain cleanup failure handling":                                   {"main.TestSeedAcceptanceCriteria"}, // README, checked below
