@@ -7,11 +7,8 @@ package clitest
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/cli"
@@ -95,27 +92,4 @@ func (c *noSleep) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	c.mu.Unlock()
 	return nil
-}
-
-// Workflow writes body as a workflow file in a new temporary directory and
-// returns its path.
-func Workflow(t testing.TB, body string) string {
-	t.Helper()
-	wf := filepath.Join(t.TempDir(), "wf.yml")
-	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return wf
-}
-
-// FakeClaude writes an executable Claude Code stand-in that runs script
-// in bash (its arguments are Claude Code's: the prompt comes last) and
-// returns its path, for Run.Claude or PRODIGY_CLAUDE_COMMAND.
-func FakeClaude(t testing.TB, script string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "claude")
-	if err := os.WriteFile(p, []byte("#!/usr/bin/env bash\n"+script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
