@@ -1,6 +1,7 @@
 package clitest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,4 +68,42 @@ func DLQSummary(t testing.TB, home, repo, job string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// CommitItem is a shell step that commits its item: the item's JSON in
+// out-<index>.txt, one commit named after the item's id.
+const CommitItem = `echo "${item}" > "out-${item_index}.txt" && git add . && git commit -qm "${item_id}"`
+
+// NumberedItems is a JSON array of n items {"n": 0} … {"n": n-1}.
+func NumberedItems(n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"n": %d}`, i)
+	}
+	return "[" + strings.Join(items, ",") + "]"
+}
+
+// Cost is the spend part of the --json result of run, resume, status or
+// dlq retry.
+type Cost struct {
+	Status     string  `json:"status"`
+	CostUSD    float64 `json:"cost_usd"`
+	MaxCostUSD float64 `json:"max_cost_usd"`
+	Pending    int     `json:"pending"`
+	Successful int     `json:"successful"`
+	Items      []struct {
+		ItemID  string  `json:"item_id"`
+		State   string  `json:"state"`
+		CostUSD float64 `json:"cost_usd"`
+	} `json:"items"`
+}
+
+// DecodeCost decodes out, a --json result, or fails t.
+func DecodeCost(t testing.TB, out string) Cost {
+	t.Helper()
+	var r Cost
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
+	}
+	return r
 }

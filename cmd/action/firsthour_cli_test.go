@@ -168,50 +168,6 @@ map:
 	}
 }
 
-// TestDLQRetryFilterNamesAndEmptySelection: unknown --filter names are an
-// error listing the known ones; a retry selecting nothing skips reduce.
-func TestDLQRetryFilterNamesAndEmptySelection(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"ok.go"},{"path":"bad.go","prio":3}]`})
-	marker := filepath.Join(t.TempDir(), "reduced")
-	wf := writeWorkflow(t, fmt.Sprintf(`name: redrive
-map:
-  input: items.json
-  id_field: path
-  agent_template:
-    - shell: |
-        [ "${item.path}" != bad.go ] || { echo "boom" >&2; exit 4; }
-        `+commitItem+`
-reduce:
-  - shell: echo x >> %s
-`, marker))
-	home := t.TempDir()
-	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "rd"); code != 0 {
-		t.Fatalf("run exit %d\n%s", code, errOut)
-	}
-	code, _, errOut := runCLI(t, home, "dlq", "retry", "rd", "--filter", "item.prio >= 1 && item.priorty > 2")
-	if code != 2 || !strings.Contains(errOut, "unknown identifier(s) item.priorty; known: ") ||
-		!strings.Contains(errOut, "item.path") || !strings.Contains(errOut, "item.prio") || !strings.Contains(errOut, "item.failure_count") {
-		t.Errorf("unknown name: exit %d\n%s", code, errOut)
-	}
-	code, _, errOut = runCLI(t, home, "dlq", "retry", "rd", "--filter", "priority > 1")
-	if code != 2 || !strings.Contains(errOut, "unknown identifier(s) priority;") {
-		t.Errorf("bare name: exit %d\n%s", code, errOut)
-	}
-	code, _, errOut = runCLI(t, home, "dlq", "retry", "rd", "--filter", `item.path == "nope.go"`)
-	if code != 0 || !strings.Contains(errOut, "nothing to retry, reduce not run") {
-		t.Errorf("empty selection: exit %d\n%s", code, errOut)
-	}
-	if b, _ := os.ReadFile(marker); string(b) != "x\n" {
-		t.Errorf("reduce ran %q times (want once, by the run)", b)
-	}
-	// --dry-run lists the items with their labels.
-	code, out, _ := runCLI(t, home, "dlq", "retry", "rd", "--dry-run")
-	if code != 0 || out != "bad.go\tbad.go\n" {
-		t.Errorf("dry run: exit %d %q", code, out)
-	}
-}
-
 // fakeClaude writes an executable Claude stand-in running script.
 func fakeClaude(t *testing.T, script string) string {
 	t.Helper()

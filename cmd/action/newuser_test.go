@@ -83,53 +83,6 @@ map:
 	}
 }
 
-// TestRedriveUsageErrorsLeaveNoWorktree: `dlq retry` that ends with exit
-// 2 (an --onto that names nothing, a filter that cannot be evaluated) or
-// finds nothing to retry leaves the repository's worktrees as they were:
-// the completed job had none registered, and has none after.
-func TestRedriveUsageErrorsLeaveNoWorktree(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1},{"n":2}]`})
-	wf := writeWorkflow(t, `name: fails
-map:
-  input: items.json
-  agent_template:
-    - shell: exit 3
-`)
-	home := t.TempDir()
-	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "f"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, errOut)
-	}
-	before := gitOut(t, repo, "worktree", "list", "--porcelain")
-	if n := strings.Count(before, "worktree "); n != 1 {
-		t.Fatalf("after the run %d worktrees:\n%s", n, before)
-	}
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"--onto", "nosuchref"}, 2, "--onto nosuchref: no such branch or revision"},
-		{[]string{"--filter", "item.n >"}, 2, "--filter"},
-		{[]string{"--filter", "item.n > 5"}, 0, "nothing to retry"},
-	} {
-		code, _, errOut := runCLI(t, home, append([]string{"dlq", "retry", "f"}, tc.args...)...)
-		if code != tc.code || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, want %d and %q:\n%s", tc.args, code, tc.code, tc.want, errOut)
-		}
-		if after := gitOut(t, repo, "worktree", "list", "--porcelain"); after != before {
-			t.Errorf("%v left worktrees:\n%s", tc.args, after)
-		}
-	}
-	// The job is still redrivable afterwards, and a real redrive tidies up.
-	if code, _, errOut := runCLI(t, home, "dlq", "retry", "f"); code != 0 || !strings.Contains(errOut, "redriving 2 DLQ item(s)") {
-		t.Errorf("redrive after: exit %d\n%s", code, errOut)
-	}
-	if after := gitOut(t, repo, "worktree", "list", "--porcelain"); after != before {
-		t.Errorf("the redrive left worktrees:\n%s", after)
-	}
-}
-
 // TestUnwritableStateDirectoryExitsTwo: a new run whose state directory
 // cannot be written is an input error (exit 2) that says so, and leaves no
 // branch or worktree in the repository. Root ignores file modes, so the
