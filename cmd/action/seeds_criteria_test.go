@@ -32,7 +32,7 @@ var seedCriteria = map[string][]string{
 	"Pure function `agent_result_to_dlq_item()` converts AgentResult to DeadLetteredItem": {"dlq.TestFromAgentResult", "dlq.TestFromAgentResultKeepsDetails"},
 	"Orchestrator calls DLQ add on AgentStatus::Failed":                                   {"runner.TestRealFailuresHaveTheSeedShape", "dlqcmd.TestDLQEndToEnd"},
 	"Orchestrator calls DLQ add on AgentStatus::Timeout":                                  {"runner.TestRealFailuresHaveTheSeedShape"},
-	"DLQ entry includes json_log_location from AgentResult":                               {"runner.TestRealFailuresHaveTheSeedShape", "main.TestClaudeFailuresGroupWell"},
+	"DLQ entry includes json_log_location from AgentResult":                               {"runner.TestRealFailuresHaveTheSeedShape", "jobcmd.TestClaudeFailuresGroupWell"},
 	"DLQ entry includes worktree_path for debugging":                                      {"runner.TestRealFailuresHaveTheSeedShape", "main.TestSeedStorageShapes"},
 	"Error signature is generated from error message":                                     {"dlq.TestSignature"},
 	"Unit test: Pure conversion function with various error types":                        {"dlq.TestFromAgentResult"},

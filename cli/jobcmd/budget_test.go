@@ -1,52 +1,13 @@
-package main
+package jobcmd_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
-
-// runCLIClaude runs the CLI in-process with claude as the Claude command.
-func runCLIClaude(t *testing.T, home, claude string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f.Engine.ClaudeCommand = claude
-	code := execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
-}
-
-type costResult struct {
-	Status     string  `json:"status"`
-	CostUSD    float64 `json:"cost_usd"`
-	MaxCostUSD float64 `json:"max_cost_usd"`
-	Pending    int     `json:"pending"`
-	Successful int     `json:"successful"`
-	Items      []struct {
-		ItemID  string  `json:"item_id"`
-		State   string  `json:"state"`
-		CostUSD float64 `json:"cost_usd"`
-	} `json:"items"`
-}
-
-func decodeCost(t *testing.T, out string) costResult {
-	t.Helper()
-	var r costResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("decode %q: %v", out, err)
-	}
-	return r
-}
 
 func TestBudgetExhaustedCLI(t *testing.T) {
 	t.Parallel()
@@ -82,7 +43,7 @@ map:
 	if code != 1 {
 		t.Fatalf("run exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
-	r := decodeCost(t, out)
+	r := clitest.DecodeCost(t, out)
 	// a and b reserve $1 each; after them $1.60 is spent and c's $1 does not fit.
 	if r.Status != "budget_exhausted" || r.Pending != 1 || r.Successful != 2 || r.CostUSD != 1.6 || r.MaxCostUSD != 2 {
 		t.Fatalf("run --json = %s", out)
@@ -91,7 +52,7 @@ map:
 		t.Errorf("stderr does not say what was spent and how to continue:\n%s", errOut)
 	}
 	code, out, _ = runCLIClaude(t, home, claude, "status", "j1", "--json")
-	if r := decodeCost(t, out); code != 0 || r.CostUSD != 1.6 || r.Items[0].CostUSD != 0.8 || r.Items[2].State != "pending" || r.Items[2].CostUSD != 0 {
+	if r := clitest.DecodeCost(t, out); code != 0 || r.CostUSD != 1.6 || r.Items[0].CostUSD != 0.8 || r.Items[2].State != "pending" || r.Items[2].CostUSD != 0 {
 		t.Errorf("status --json (exit %d) = %s", code, out)
 	}
 	code, out, _ = runCLIClaude(t, home, claude, "status", "j1")
@@ -99,7 +60,7 @@ map:
 		t.Errorf("status (exit %d):\n%s", code, out)
 	}
 	code, out, errOut = runCLIClaude(t, home, claude, "resume", "j1", "--max-cost-usd", "3", "--json")
-	if r := decodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 3 || r.CostUSD != 2.4 || r.MaxCostUSD != 3 {
+	if r := clitest.DecodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 3 || r.CostUSD != 2.4 || r.MaxCostUSD != 3 {
 		t.Fatalf("resume --max-cost-usd (exit %d) = %s\n%s", code, out, errOut)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "budgets"))

@@ -1,15 +1,15 @@
-package main
+package jobcmd_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
 
 // TestOwnUntrackedWorkflowIsNoUncommittedChange: the workflow file a user
@@ -62,7 +62,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wf := writeWorkflow(t, `name: small-budget
+	wf := clitest.Workflow(t, `name: small-budget
 budget:
   max_cost_usd: 0.05
   item_max_cost_usd: 0.02
@@ -78,7 +78,7 @@ map:
 		t.Fatalf("run: exit %d, stderr lacks %q:\n%s%s", code, want, out, errOut)
 	}
 	code, out, errOut = runCLIClaude(t, home, claude, "resume", "small", "--max-cost-usd", "0.0769", "--json")
-	if r := decodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 5 {
+	if r := clitest.DecodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 5 {
 		t.Errorf("resume with the suggestion: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
@@ -91,7 +91,7 @@ map:
 func TestUnwritableStateDirectoryExitsTwo(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
-	wf := writeWorkflow(t, `name: ro
+	wf := clitest.Workflow(t, `name: ro
 map:
   input: items.json
   agent_template:
@@ -114,10 +114,10 @@ map:
 		if code != 2 || !strings.Contains(errOut, "the state directory "+home+" cannot be written (set PRODIGY_HOME to a writable directory)") {
 			t.Errorf("%s: exit %d\n%s", home, code, errOut)
 		}
-		if b := gitOut(t, repo, "branch", "--list", "prodigy/*"); b != "" {
+		if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/*"); b != "" {
 			t.Errorf("branch left: %s", b)
 		}
-		if wt := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		if wt := gitopstest.Out(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 			t.Errorf("worktrees left:\n%s", wt)
 		}
 	}
@@ -134,7 +134,7 @@ func TestMissingInputNamesTheRepositoryNotTheWorktree(t *testing.T) {
 		"plain": "name: m\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
 		"setup": "name: m\nsetup:\n  - shell: \"true\"\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
 	} {
-		code, _, errOut := runCLI(t, home, "run", writeWorkflow(t, body), "--repo", repo, "--job-id", "m-"+name)
+		code, _, errOut := runCLI(t, home, "run", clitest.Workflow(t, body), "--repo", repo, "--job-id", "m-"+name)
 		want := `map.input: input file "nosuch.json" does not exist (looked in HEAD of ` + repo + ` and in its working tree)`
 		if name == "setup" {
 			want = `map.input: input file "nosuch.json" does not exist (looked in results branch prodigy/m-setup after setup; it starts from HEAD of ` + repo + `)`
@@ -149,16 +149,14 @@ func TestMissingInputNamesTheRepositoryNotTheWorktree(t *testing.T) {
 // with several jobs, shows the newest and says so, naming `latest`.
 func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
-	wf := writeWorkflow(t, "name: s\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
+	wf := clitest.Workflow(t, "name: s\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
 	home := t.TempDir()
 	// The real clock: "b-older" starts first, so it is not the newest
 	// although its id sorts last.
+	realClock := clitest.Run{Home: home, Setup: func(f *cmdutil.Factory) { f.Engine.Clock = nil }}
 	for _, id := range []string{"b-older", "a-newer"} {
-		var out, errb bytes.Buffer
-		env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-		f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-		if code := execute(context.Background(), f, []string{"run", wf, "--repo", repo, "--job-id", id}); code != 0 {
-			t.Fatalf("run %s: exit %d\n%s", id, code, errb.String())
+		if code, _, errOut := realClock.Exec("run", wf, "--repo", repo, "--job-id", id); code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", id, code, errOut)
 		}
 	}
 	t.Chdir(repo)
@@ -174,7 +172,7 @@ func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
 func TestRetryDelaysPrintRounded(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1},{"n":2},{"n":3}]`})
-	wf := writeWorkflow(t, `name: delays
+	wf := clitest.Workflow(t, `name: delays
 map:
   input: items.json
   error_policy:
@@ -212,7 +210,7 @@ func TestTyposAreCaughtBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"field":"a","n":1},{"field":"b","n":2}]`})
 	home := t.TempDir()
-	envTypo := writeWorkflow(t, `name: envtypo
+	envTypo := clitest.Workflow(t, `name: envtypo
 env:
   MAX_LINES: "5"
 map:
@@ -231,7 +229,7 @@ map:
 			t.Errorf("%s: exit %d, want 2 and %q and %q:\n%s", args[0], code, want, want2, errOut)
 		}
 	}
-	fine := writeWorkflow(t, `name: fine
+	fine := clitest.Workflow(t, `name: fine
 env:
   MAX_LINES: "5"
 map:
@@ -255,7 +253,7 @@ map:
 		t.Errorf("validate of a script that sets its own variable: exit %d\n%s%s", code, out, errOut)
 	}
 
-	fieldTypo := writeWorkflow(t, `name: fieldtypo
+	fieldTypo := clitest.Workflow(t, `name: fieldtypo
 map:
   input: items.json
   agent_template:
@@ -269,7 +267,7 @@ map:
 	if strings.Contains(errOut, "✗") || strings.Contains(errOut, "succeeded") {
 		t.Errorf("agents ran:\n%s", errOut)
 	}
-	if b := gitOut(t, repo, "branch", "--list", "prodigy/fieldtypo"); b != "" {
+	if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/fieldtypo"); b != "" {
 		t.Errorf("results branch left: %s", b)
 	}
 	if _, err := os.Stat(filepath.Join(home, "dlq", "repo", "fieldtypo")); !os.IsNotExist(err) {
@@ -286,7 +284,7 @@ map:
 func TestItemOutputIsKeptPerAttempt(t *testing.T) {
 	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"uint.go"},{"path":"bad.go"},{"path":"big.go"}]`})
 	const token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	wf := writeWorkflow(t, `name: vet
+	wf := clitest.Workflow(t, `name: vet
 map:
   input: items.json
   id_field: path
