@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
-
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
 // cliRepo makes a git repository with the given files committed.
@@ -25,15 +22,11 @@ func cliRepo(t *testing.T, files map[string]string) string { return gitopstest.R
 
 func gitOut(t *testing.T, dir string, args ...string) string { return gitopstest.Out(t, dir, args...) }
 
-// runCLI runs the CLI in-process.
+// runCLI runs the CLI in-process (clitest.Home), e.g. to look at and go
+// on with what a real process that a test ended left behind.
 func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
-	code := execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
+	return clitest.Home(home, args...)
 }
 
 func TestKillNineThenResumeRunsEveryItemExactlyOnce(t *testing.T) {
