@@ -1,6 +1,7 @@
 package worktreecmd_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,5 +49,42 @@ map:
 	}
 	if wts := gitopstest.Out(t, repo, "worktree", "list"); strings.Contains(wts, parent) {
 		t.Errorf("git still lists it: %s", wts)
+	}
+}
+
+func TestCleanOrphanedCLI(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	wt := filepath.Join(t.TempDir(), "orphan")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(home, "orphaned_worktrees", "repo", "job-x.json")
+	if err := os.MkdirAll(filepath.Dir(reg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"job_id":"job-x","repo":"repo","repo_dir":"","orphaned_worktrees":[{"path":%q,"agent_id":"agent-1","item_id":"item_0","failed_at":"2026-01-01T00:00:00Z","error":"busy"}]}`, wt)
+	if err := os.WriteFile(reg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := clitest.Home(home, "worktree", "clean-orphaned", "--dry-run")
+	if code != 0 || !strings.Contains(out, wt) {
+		t.Fatalf("dry run: %d %s", code, out)
+	}
+	// No confirmation (empty stdin) → nothing removed, exit 2 (as dlq clear).
+	if code, _, _ := clitest.Home(home, "worktree", "clean-orphaned", "job-x"); code != 2 {
+		t.Fatalf("unconfirmed clean exit %d", code)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("removed without confirmation")
+	}
+	if code, _, errOut := clitest.Home(home, "worktree", "clean-orphaned", "job-x", "--force"); code != 0 {
+		t.Fatalf("forced clean: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("orphan not removed")
+	}
+	if _, err := os.Stat(reg); !os.IsNotExist(err) {
+		t.Fatalf("registry not removed")
 	}
 }

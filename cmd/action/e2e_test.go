@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
-
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
 // cliRepo makes a git repository with the given files committed.
@@ -25,15 +22,11 @@ func cliRepo(t *testing.T, files map[string]string) string { return gitopstest.R
 
 func gitOut(t *testing.T, dir string, args ...string) string { return gitopstest.Out(t, dir, args...) }
 
-// runCLI runs the CLI in-process.
+// runCLI runs the CLI in-process (clitest.Home), e.g. to look at and go
+// on with what a real process that a test ended left behind.
 func runCLI(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // no real backoff sleeps
-	code := execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
+	return clitest.Home(home, args...)
 }
 
 func TestKillNineThenResumeRunsEveryItemExactlyOnce(t *testing.T) {
@@ -138,87 +131,6 @@ map:
 	}
 }
 
-func TestMalformedInputsExitTwoAndCreateNoState(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[{"a": 1}]`, "obj.json": `{"a": 1}`})
-	cases := []struct {
-		name, yaml, repo, want string
-	}{
-		{"bad yaml", "name: x\nmode: mapreduce\nmap:\n  input: [unclosed\n", "", "wf.yml:"},
-		{"unknown key", "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_templat:\n    - shell: echo\n", "", "agent_templat"},
-		{"bad duration", "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: echo\n  error_policy:\n    retry_config:\n      initial_delay: 1 second\n", "", "initial_delay"},
-		{"bad jsonpath", "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  json_path: \"$[?(\"\n  agent_template:\n    - shell: echo\n", "", "json_path"},
-		{"bad filter", "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  filter: \"a >>> 1\"\n  agent_template:\n    - shell: echo\n", "", "filter"},
-		{"non-array input", "name: x\nmode: mapreduce\nmap:\n  input: obj.json\n  agent_template:\n    - shell: echo\n", "", "array"},
-		{"missing file", "name: x\nmode: mapreduce\nmap:\n  input: nope.json\n  agent_template:\n    - shell: echo\n", "", "nope.json"},
-		{"not a git repo", "name: x\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n    - shell: echo\n", t.TempDir(), "not a git repository"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			wf := filepath.Join(t.TempDir(), "wf.yml")
-			if err := os.WriteFile(wf, []byte(tc.yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			home := filepath.Join(t.TempDir(), "home")
-			dir := repo
-			if tc.repo != "" {
-				dir = tc.repo
-			}
-			code, _, errOut := runCLI(t, home, "run", wf, "--repo", dir)
-			if code != 2 {
-				t.Fatalf("exit %d, want 2:\n%s", code, errOut)
-			}
-			if !strings.Contains(errOut, tc.want) {
-				t.Errorf("message lacks %q:\n%s", tc.want, errOut)
-			}
-			if entries, err := os.ReadDir(home); err == nil && len(entries) > 0 {
-				var names []string
-				_ = filepath.Walk(home, func(p string, info os.FileInfo, err error) error {
-					if err == nil && !info.IsDir() {
-						names = append(names, p)
-					}
-					return nil
-				})
-				if len(names) > 0 {
-					t.Errorf("state written: %v", names)
-				}
-			}
-		})
-	}
-	if b := gitOut(t, repo, "branch", "--list"); b != "* main" {
-		t.Errorf("branches created: %q", b)
-	}
-}
-
-func TestDemoRunsEndToEnd(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "home")
-	dir := filepath.Join(t.TempDir(), "demo")
-	code, out, errOut := runCLI(t, home, "demo", "--dir", dir, "--json")
-	if code != 0 {
-		t.Fatalf("demo exit %d:\n%s", code, errOut)
-	}
-	var res struct {
-		Successful, Failed, Total, DLQCount int
-		ResultsBranch                       string `json:"results_branch"`
-		JobID                               string `json:"job_id"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Total != 4 || res.Successful != 3 || res.Failed != 1 {
-		t.Fatalf("demo result = %+v\n%s", res, errOut)
-	}
-	if !strings.Contains(errOut, "retrying in") {
-		t.Errorf("the failing item was not retried:\n%s", errOut)
-	}
-	code, out, errOut = runCLI(t, home, "dlq", "inspect", "item_2", "--job-id", res.JobID)
-	if code != 0 || !strings.Contains(out, `"failure_count": 2`) || !strings.Contains(out, "Claude") {
-		t.Errorf("dlq inspect item_2: exit %d\n%s\n%s", code, out, errOut)
-	}
-}
-
 func TestSIGTERMCheckpointsAndExits130(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a process")
@@ -279,42 +191,5 @@ map:
 	code, out, errOut = runCLI(t, home, "resume", "term", "--json")
 	if code != 0 || !strings.Contains(out, `"successful": 20`) {
 		t.Fatalf("resume: %d %s\n%s", code, out, errOut)
-	}
-}
-
-func TestCleanOrphanedCLI(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "home")
-	wt := filepath.Join(t.TempDir(), "orphan")
-	if err := os.MkdirAll(wt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	reg := filepath.Join(home, "orphaned_worktrees", "repo", "job-x.json")
-	if err := os.MkdirAll(filepath.Dir(reg), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	body := fmt.Sprintf(`{"job_id":"job-x","repo":"repo","repo_dir":"","orphaned_worktrees":[{"path":%q,"agent_id":"agent-1","item_id":"item_0","failed_at":"2026-01-01T00:00:00Z","error":"busy"}]}`, wt)
-	if err := os.WriteFile(reg, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, _ := runCLI(t, home, "worktree", "clean-orphaned", "--dry-run")
-	if code != 0 || !strings.Contains(out, wt) {
-		t.Fatalf("dry run: %d %s", code, out)
-	}
-	// No confirmation (empty stdin) → nothing removed, exit 2 (as dlq clear).
-	if code, _, _ := runCLI(t, home, "worktree", "clean-orphaned", "job-x"); code != 2 {
-		t.Fatalf("unconfirmed clean exit %d", code)
-	}
-	if _, err := os.Stat(wt); err != nil {
-		t.Fatalf("removed without confirmation")
-	}
-	if code, _, errOut := runCLI(t, home, "worktree", "clean-orphaned", "job-x", "--force"); code != 0 {
-		t.Fatalf("forced clean: %d %s", code, errOut)
-	}
-	if _, err := os.Stat(wt); !os.IsNotExist(err) {
-		t.Fatalf("orphan not removed")
-	}
-	if _, err := os.Stat(reg); !os.IsNotExist(err) {
-		t.Fatalf("registry not removed")
 	}
 }

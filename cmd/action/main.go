@@ -38,12 +38,7 @@ func main() {
 	// is lost and the job finishes. Agents' processes still start with the
 	// default SIGPIPE disposition.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	code := execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
+	code := cli.Execute(ctx, cmdutil.NewFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Args[1:])
 	stop()
 	os.Exit(code)
-}
-
-// execute runs the CLI (cli.Execute); tests call it in-process.
-func execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
-	return cli.Execute(ctx, f, args)
 }

@@ -1,47 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
-
-	"github.com/goccy/go-yaml"
-
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
 )
-
-// TestHelpAndUsageUseTheBinarysName: help, usage lines and hints call the
-// program prodigy-action, the name README installs it under.
-func TestHelpAndUsageUseTheBinarysName(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	_, out, _ := runCLI(t, home, "--help")
-	if !strings.Contains(out, "Usage:\n  prodigy-action [flags]\n  prodigy-action [command]") ||
-		!strings.Contains(out, `Use "prodigy-action [command] --help"`) {
-		t.Errorf("root help:\n%s", out)
-	}
-	_, out, _ = runCLI(t, home, "dlq", "retry", "--help")
-	if !strings.Contains(out, "Usage:\n  prodigy-action dlq retry") {
-		t.Errorf("dlq retry help:\n%s", out)
-	}
-	code, _, errOut := runCLI(t, home, "dlq", "lst")
-	if code != 2 || !strings.Contains(errOut, `(see prodigy-action dlq --help)`) {
-		t.Errorf("hint: exit %d %s", code, errOut)
-	}
-	for _, args := range [][]string{{"--help"}, {"dlq", "--help"}, {"worktree", "--help"}, {"completion", "bash"}} {
-		_, out, _ := runCLI(t, home, args...)
-		for _, bad := range []string{"\n  action ", `"action `, " action [", "__start_action "} {
-			if strings.Contains(out, bad) {
-				t.Errorf("%v prints %q:\n%s", args, bad, out)
-			}
-		}
-	}
-}
 
 // TestCompletionBashCompletesTheInstalledName sources `prodigy-action
 // completion bash` in a real bash, with the real CLI (this test binary
@@ -94,114 +59,5 @@ comp prodigy-action in
 		if !strings.Contains(string(out), want) {
 			t.Errorf("completion lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-// TestVersionNamesModuleCommitAndClaudeCode: --version prints the module
-// version and commit from the build information and the Claude Code
-// version the image records (or the environment overrides); unknown parts
-// say so.
-func TestVersionNamesModuleCommitAndClaudeCode(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	vfile := filepath.Join(dir, "VERSION")
-	if err := os.WriteFile(vfile, []byte("@anthropic-ai/claude-code-linux-x64@2.0.14\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func(env map[string]string, bi *debug.BuildInfo, file string, args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-		f.BuildInfo = func() (*debug.BuildInfo, bool) { return bi, bi != nil }
-		f.ClaudeVersionFile = file
-		code := execute(context.Background(), f, args)
-		return code, out.String() + errb.String()
-	}
-	bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/prodigy-action/prodigy-action", Version: "v1.2.3"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
-	code, out := run(nil, bi, vfile, "--version")
-	want := "prodigy-action v1.2.3\ncommit: 0123abcd (modified)\nclaude code: 2.0.14 (@anthropic-ai/claude-code-linux-x64@2.0.14)\n"
-	if code != 0 || out != want {
-		t.Errorf("--version: exit %d\n%q\nwant\n%q", code, out, want)
-	}
-	code, out = run(map[string]string{"PRODIGY_CLAUDE_CODE_VERSION": "2.1.0"}, nil, filepath.Join(dir, "none"), "-v")
-	want = "prodigy-action (devel)\ncommit: unknown\nclaude code: 2.1.0\n"
-	if code != 0 || out != want {
-		t.Errorf("-v: exit %d\n%q\nwant\n%q", code, out, want)
-	}
-	code, out = run(nil, nil, filepath.Join(dir, "none"), "--version")
-	if code != 0 || !strings.HasSuffix(out, "claude code: unknown\n") {
-		t.Errorf("no Claude Code: exit %d %q", code, out)
-	}
-}
-
-// TestInitWritesARunnableStarter: init writes a commented workflow that
-// validates and runs as it is on a repository, and with --actions an
-// Actions workflow that runs it with ANTHROPIC_API_KEY in the step's env.
-// An existing file is refused with exit 2 and nothing written.
-func TestInitWritesARunnableStarter(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"README.md": "# hi\n", "guide.md": "a\nb\n", "main.go": "package main\n"})
-	home := t.TempDir()
-	code, _, errOut := runCLI(t, home, "init", "--dir", repo)
-	if code != 0 || !strings.Contains(errOut, "wrote "+filepath.Join(repo, "workflow.yml")) {
-		t.Fatalf("init: exit %d\n%s", code, errOut)
-	}
-	body, err := os.ReadFile(filepath.Join(repo, "workflow.yml"))
-	if err != nil || !strings.HasPrefix(string(body), "# A starter prodigy-action workflow") {
-		t.Fatalf("workflow.yml: %v\n%s", err, body)
-	}
-	if _, err := os.Stat(filepath.Join(repo, ".github")); !os.IsNotExist(err) {
-		t.Errorf("init without --actions wrote .github: %v", err)
-	}
-	wf := filepath.Join(repo, "workflow.yml")
-	if code, out, errOut := runCLI(t, home, "validate", wf); code != 0 {
-		t.Fatalf("validate: exit %d\n%s%s", code, out, errOut)
-	}
-	code, out, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "starter", "--json")
-	if code != 0 || !strings.Contains(out, `"successful": 2`) || !strings.Contains(errOut, "README.md succeeded") ||
-		!strings.Contains(errOut, "guide.md succeeded") || !strings.Contains(errOut, "checked 2 of 2 files") {
-		t.Fatalf("run the starter: exit %d\n%s\n%s", code, out, errOut)
-	}
-
-	// A second init (now with --actions) refuses: nothing is written.
-	code, _, errOut = runCLI(t, home, "init", "--dir", repo, "--actions")
-	if code != 2 || !strings.Contains(errOut, "workflow.yml exists; nothing was written (--force replaces it)") {
-		t.Errorf("second init: exit %d\n%s", code, errOut)
-	}
-	if _, err := os.Stat(filepath.Join(repo, ".github")); !os.IsNotExist(err) {
-		t.Errorf("a refused init wrote .github: %v", err)
-	}
-	code, _, errOut = runCLI(t, home, "init", "--dir", repo, "--actions", "--force")
-	if code != 0 {
-		t.Fatalf("init --force --actions: exit %d\n%s", code, errOut)
-	}
-	raw, err := os.ReadFile(filepath.Join(repo, ".github", "workflows", "prodigy.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gha struct {
-		Jobs map[string]struct {
-			Steps []struct {
-				Uses string            `yaml:"uses"`
-				Env  map[string]string `yaml:"env"`
-				With map[string]string `yaml:"with"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(raw, &gha); err != nil {
-		t.Fatalf("prodigy.yml: %v\n%s", err, raw)
-	}
-	found := false
-	for _, s := range gha.Jobs["fanout"].Steps {
-		if s.Uses == "prodigy-action/prodigy-action@v1" {
-			found = s.Env["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}" && s.With["workflow"] == "workflow.yml"
-		}
-	}
-	if !found {
-		t.Errorf("no Action step with ANTHROPIC_API_KEY in env running workflow.yml:\n%s", raw)
-	}
-	// Not a directory: exit 2.
-	if code, _, errOut := runCLI(t, home, "init", "--dir", filepath.Join(repo, "README.md")); code != 2 {
-		t.Errorf("--dir on a file: exit %d\n%s", code, errOut)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
 
 // TestClosedPipeDoesNotKillTheJob runs the real CLI (this test binary
@@ -24,7 +26,7 @@ func TestClosedPipeDoesNotKillTheJob(t *testing.T) {
 	}
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]`})
 	marker := filepath.Join(t.TempDir(), "head-gone")
-	wf := writeWorkflow(t, fmt.Sprintf(`name: pipe
+	wf := clitest.Workflow(t, fmt.Sprintf(`name: pipe
 map:
   input: items.json
   max_parallel: 1

@@ -24,21 +24,21 @@ var seedCriteria = map[string][]string{
 	"Cleanup failures logged at WARN level with full context":                                     {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
 	"Cleanup error handling consistent across all merge paths (success/failure)":                  {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan", "runner.TestCleanupFailureOfAFailedItemIsOnlyAWarning"},
 	"MapReduce event `AgentCompleted` includes cleanup status as metadata (not as failure)":       {"main.TestSeedSpec136CleanupFailure", "runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
-	"Orphaned worktrees tracked and reported separately from agent failures":                      {"main.TestSeedSpec136CleanupFailure", "main.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
+	"Orphaned worktrees tracked and reported separately from agent failures":                      {"main.TestSeedSpec136CleanupFailure", "worktreecmd.TestCleanOrphanedCLI", "jobstore.TestOrphanRegistry"},
 	"Existing tests pass with updated cleanup handling":                                           {"main.TestSeedAcceptanceCriteria"}, // the suite itself (.ci/test)
 	"New tests verify agent success despite cleanup failure":                                      {"runner.TestCleanupFailureKeepsItemSuccessfulAndRecordsOrphan"},
 	"Documentation updated to explain cleanup failure handling":                                   {"main.TestSeedAcceptanceCriteria"}, // README, checked below
 	// spec-138-dlq-integration.md
 	"Pure function `agent_result_to_dlq_item()` converts AgentResult to DeadLetteredItem": {"dlq.TestFromAgentResult", "dlq.TestFromAgentResultKeepsDetails"},
-	"Orchestrator calls DLQ add on AgentStatus::Failed":                                   {"runner.TestRealFailuresHaveTheSeedShape", "main.TestDLQEndToEnd"},
+	"Orchestrator calls DLQ add on AgentStatus::Failed":                                   {"runner.TestRealFailuresHaveTheSeedShape", "dlqcmd.TestDLQEndToEnd"},
 	"Orchestrator calls DLQ add on AgentStatus::Timeout":                                  {"runner.TestRealFailuresHaveTheSeedShape"},
-	"DLQ entry includes json_log_location from AgentResult":                               {"runner.TestRealFailuresHaveTheSeedShape", "main.TestClaudeFailuresGroupWell"},
+	"DLQ entry includes json_log_location from AgentResult":                               {"runner.TestRealFailuresHaveTheSeedShape", "jobcmd.TestClaudeFailuresGroupWell"},
 	"DLQ entry includes worktree_path for debugging":                                      {"runner.TestRealFailuresHaveTheSeedShape", "main.TestSeedStorageShapes"},
 	"Error signature is generated from error message":                                     {"dlq.TestSignature"},
 	"Unit test: Pure conversion function with various error types":                        {"dlq.TestFromAgentResult"},
 	"Unit test: Success status returns None (no DLQ entry)":                               {"dlq.TestFromAgentResultSuccessIsNil"},
-	"Integration test: Failed agent appears in DLQ":                                       {"main.TestDLQEndToEnd", "main.TestSeedDLQGuideCommandsRunAsWritten"},
-	"Integration test: `prodigy dlq retry` processes failed items":                        {"runner.TestDLQRetryRedrivesThroughTheRealWorkflow", "main.TestDLQEndToEnd"},
+	"Integration test: Failed agent appears in DLQ":                                       {"dlqcmd.TestDLQEndToEnd", "main.TestSeedDLQGuideCommandsRunAsWritten"},
+	"Integration test: `prodigy dlq retry` processes failed items":                        {"runner.TestDLQRetryRedrivesThroughTheRealWorkflow", "dlqcmd.TestDLQEndToEnd"},
 	"Integration test: Resume with `include_dlq_items: true` loads failures":              {"runner.TestResumeIncludeDLQRedrivesEligibleItems"},
 	"All tests pass without modification":                                                 {"main.TestSeedAcceptanceCriteria"}, // the suite itself (.ci/test)
 	"No unwrap() or panic!() in new production code":                                      {"main.TestSeedAcceptanceCriteria"}, // no panic( outside tests, checked below

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/validate"
@@ -752,7 +753,7 @@ func TestSeedStorageShapes(t *testing.T) {
 	}
 	// A real job: a timeout, a failed command (exit 101), a missing commit.
 	repo := cliRepo(t, map[string]string{"items.json": `[{"id": "t"}, {"id": "c"}, {"id": "n"}, {"id": "ok"}]`})
-	wf := writeWorkflow(t, `name: shapes
+	wf := clitest.Workflow(t, `name: shapes
 map:
   input: items.json
   id_field: id

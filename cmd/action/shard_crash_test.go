@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/shard"
 )
@@ -175,7 +176,7 @@ func (e *shardCrashEnv) result(repo, home string) string {
 		e.t.Fatalf("gathered job not completed:\n%s", st)
 	}
 	tree := gitOut(e.t, repo, "rev-parse", "prodigy/fan^{tree}")
-	return fmt.Sprintf("%s %v", tree, dlqSummary(e.t, home, filepath.Base(repo), "fan"))
+	return fmt.Sprintf("%s %v", tree, clitest.DLQSummary(e.t, home, filepath.Base(repo), "fan"))
 }
 
 func (e *shardCrashEnv) cliOut(home string, args ...string) string {
@@ -204,7 +205,7 @@ func TestShardCrashWindows(t *testing.T) {
 	_, shards, _, _, scaled := shardCrashScale(t)
 	ref := newShardCrashEnv(t)
 	fresh := func(e *shardCrashEnv, name string) (string, string) {
-		return cloneRepo(t, e.origin, name), t.TempDir()
+		return clitest.Clone(t, e.origin, name), t.TempDir()
 	}
 	all := func(e *shardCrashEnv, planned bool) string {
 		if !planned {
@@ -497,7 +498,7 @@ func TestShardAndGatherRandomKills(t *testing.T) {
 	kills, rng := crashLoop(t, 3)
 	t.Setenv("PRODIGY_SHARD_SCALE", "")
 	e := newShardCrashEnv(t)
-	fresh := func(name string) (string, string) { return cloneRepo(t, e.origin, name), t.TempDir() }
+	fresh := func(name string) (string, string) { return clitest.Clone(t, e.origin, name), t.TempDir() }
 	e.run(e.planCmd(fresh("planner")))
 	// The reference: both shards and a gather never killed.
 	var ref shardCrashEnv = *e
@@ -553,8 +554,8 @@ func TestShardAndGatherRandomKills(t *testing.T) {
 	// history (a lost attempt that ran is a failure_history entry, and it
 	// does not spend the item's budget), so attempts may only be more.
 	got := e.result(g, h)
-	wantDLQ := dlqSummary(t, refHome, filepath.Base(refRepo), "fan")
-	gotDLQ := dlqSummary(t, h, filepath.Base(g), "fan")
+	wantDLQ := clitest.DLQSummary(t, refHome, filepath.Base(refRepo), "fan")
+	gotDLQ := clitest.DLQSummary(t, h, filepath.Base(g), "fan")
 	if strings.Fields(got)[0] != strings.Fields(want)[0] || len(gotDLQ) != len(wantDLQ) {
 		t.Fatalf("after random kills: %s\nwant %s", got, want)
 	}

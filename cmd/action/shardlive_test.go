@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
 
 // A shard killed outright (SIGKILL: a runner past GitHub's cancel
@@ -30,7 +32,7 @@ func TestKilledShardLeavesWhatFinished(t *testing.T) {
 	t.Parallel()
 	pidDir := t.TempDir()
 	origin, planDir := killableShardJob(t, pidDir)
-	shardRepo := cloneRepo(t, origin, "shard")
+	shardRepo := clitest.Clone(t, origin, "shard")
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "shard", planDir, "0", "--out", out, "--repo", shardRepo)
 	cmd.Env = append(os.Environ(), "PRODIGY_ACTION_TEST_MAIN=1", "PRODIGY_HOME="+t.TempDir())
@@ -72,7 +74,7 @@ func TestKilledShardLeavesWhatFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	gatherRepo := cloneRepo(t, origin, "gather")
+	gatherRepo := clitest.Clone(t, origin, "gather")
 	home := t.TempDir()
 	// Gather merges shards in plan order and waits for a shard whose output
 	// still has pending items (it may be run again to finish them) ...
@@ -105,14 +107,14 @@ func TestKilledShardLeavesWhatFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	out2 := filepath.Join(t.TempDir(), "out2")
-	if code, _, serr := runCLI(t, t.TempDir(), "shard", planDir, "0", "--out", out2, "--repo", cloneRepo(t, origin, "rerun"), "--continue", out); code != 0 {
+	if code, _, serr := runCLI(t, t.TempDir(), "shard", planDir, "0", "--out", out2, "--repo", clitest.Clone(t, origin, "rerun"), "--continue", out); code != 0 {
 		t.Fatalf("re-run: exit %d\n%s", code, serr)
 	}
 	runs, _ := os.ReadFile(filepath.Join(pidDir, "runs"))
 	if got := strings.Fields(string(runs)); strings.Join(got, " ") != "0 1 2 3 4" {
 		t.Errorf("items run (in order, over both attempts) = %v, want each once: 0 1 2 3 4", got)
 	}
-	gatherRepo2 := cloneRepo(t, origin, "gather2")
+	gatherRepo2 := clitest.Clone(t, origin, "gather2")
 	code, stdout, gerr = runCLI(t, t.TempDir(), "gather", planDir, out2, "--repo", gatherRepo2, "--json")
 	if code != 0 {
 		t.Fatalf("gather of the re-run: exit %d\n%s\n%s", code, stdout, gerr)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
 
 // shellQuote quotes s for bash.
@@ -24,7 +26,7 @@ func TestLiveProgressLineOnATerminal(t *testing.T) {
 		t.Skip("needs util-linux script for a pseudo-terminal")
 	}
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n": 0}, {"n": 1}, {"n": 2}]`})
-	wf := writeWorkflow(t, `name: tty
+	wf := clitest.Workflow(t, `name: tty
 map:
   input: items.json
   max_parallel: 1

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
 
 // artifactService is the v4 artifact service as a shard's live uploads
@@ -202,7 +204,7 @@ func TestVanishedShardRunnerLosesOnlyItsItemsInFlight(t *testing.T) {
 	pidDir := t.TempDir()
 	origin, planDir := killableShardJob(t, pidDir)
 	svc := newArtifactService(t)
-	cmd := actionShard(t, svc, cloneRepo(t, origin, "runner1"), planDir, filepath.Join(t.TempDir(), "out"), "", 1)
+	cmd := actionShard(t, svc, clitest.Clone(t, origin, "runner1"), planDir, filepath.Join(t.TempDir(), "out"), "", 1)
 	var stderr syncedBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
@@ -261,7 +263,7 @@ func TestVanishedShardRunnerLosesOnlyItsItemsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	out2 := filepath.Join(t.TempDir(), "out2")
-	rerun := actionShard(t, svc, cloneRepo(t, origin, "runner2"), planDir, out2, prev, 2)
+	rerun := actionShard(t, svc, clitest.Clone(t, origin, "runner2"), planDir, out2, prev, 2)
 	var stderr2 syncedBuffer
 	rerun.Stdout, rerun.Stderr = &stderr2, &stderr2
 	if err := rerun.Run(); err != nil {
@@ -277,7 +279,7 @@ func TestVanishedShardRunnerLosesOnlyItsItemsInFlight(t *testing.T) {
 			t.Errorf("the re-run's snapshot has run_attempt %d, want 2", attempt)
 		}
 	}
-	code, stdout, gerr := runCLI(t, t.TempDir(), "gather", planDir, out2, "--repo", cloneRepo(t, origin, "gather"), "--json")
+	code, stdout, gerr := runCLI(t, t.TempDir(), "gather", planDir, out2, "--repo", clitest.Clone(t, origin, "gather"), "--json")
 	if code != 0 {
 		t.Fatalf("gather: exit %d\n%s\n%s", code, stdout, gerr)
 	}

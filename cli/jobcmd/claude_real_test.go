@@ -1,4 +1,4 @@
-package main
+package jobcmd_test
 
 // Tests with the real Claude Code binary (npm, the version in
 // .ci/claude-code-version; .ci/test fetches it and sets PRODIGY_REAL_CLAUDE)
@@ -7,20 +7,18 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/internal/fakeanthropic"
 	"github.com/prodigy-action/prodigy-action/internal/permtest"
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
 )
 
 // realClaude is the path of the real Claude Code binary; the test is
@@ -52,19 +50,14 @@ func fakeAPI(t *testing.T, script ...fakeanthropic.Turn) *fakeanthropic.Server {
 // a minimal environment with a private HOME for Claude Code.
 func runReal(t *testing.T, home string, srv *fakeanthropic.Server, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f.Engine.ClaudeCommand = realClaude(t)
+	claude := realClaude(t)
 	claudeHome := t.TempDir()
-	f.Engine.Environ = append([]string{
+	environ := append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + claudeHome, "LANG=C.UTF-8",
 		"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com",
 		"GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com",
 	}, srv.Env()...)
-	code := execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
+	return clitest.Run{Home: home, Claude: claude, Setup: func(f *cmdutil.Factory) { f.Engine.Environ = environ }}.Exec(args...)
 }
 
 // resultEvents reads the result events of every transcript under home's
@@ -137,7 +130,7 @@ func TestRealClaudeEditsCommitsAndMerges(t *testing.T) {
 		fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Bash", Input: map[string]any{"command": "git add greeting.txt && git commit -q -m 'claude: greeting'", "description": "commit the greeting"}}},
 		fakeanthropic.Turn{Text: "Committed greeting.txt."},
 	)
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude
 map:
   input: items.json
@@ -150,10 +143,10 @@ map:
 	if code != 0 || r.Status != "completed" || r.Successful != 1 || len(r.Items) != 1 || r.Items[0].State != "merged" || r.Items[0].Commits != 1 {
 		t.Fatalf("exit %d, result %+v\nstderr:\n%s\nrequests: %+v", code, r, errOut, srv.Requests())
 	}
-	if got := gitOut(t, repo, "show", r.Branch+":greeting.txt"); got != "hello from claude" {
+	if got := gitopstest.Out(t, repo, "show", r.Branch+":greeting.txt"); got != "hello from claude" {
 		t.Fatalf("results branch greeting.txt = %q", got)
 	}
-	if !strings.Contains(gitOut(t, repo, "log", "--format=%s", r.Branch), "claude: greeting") {
+	if !strings.Contains(gitopstest.Out(t, repo, "log", "--format=%s", r.Branch), "claude: greeting") {
 		t.Fatal("the agent's commit is not on the results branch")
 	}
 	// What we record equals what the result event says.
@@ -187,7 +180,7 @@ func TestRealClaudeDeniedToolFailsTheAttempt(t *testing.T) {
 		fakeanthropic.Turn{Text: "I could not commit."},
 	)
 	// Bash is not granted: only edits.
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-denied
 claude:
   allowed_tools: []
@@ -219,7 +212,7 @@ map:
 	// The same workflow with on_permission_denial: ignore succeeds.
 	home2 := t.TempDir()
 	srv2 := fakeAPI(t, fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Bash", Input: map[string]any{"command": "true", "description": "x"}}})
-	wf2 := writeWorkflow(t, `
+	wf2 := clitest.Workflow(t, `
 name: real-claude-ignore
 claude:
   allowed_tools: []
@@ -241,7 +234,7 @@ func TestRealClaudeMaxTurnsIsItsOwnError(t *testing.T) {
 	home := t.TempDir()
 	ls := fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Bash", Input: map[string]any{"command": "ls", "description": "list"}}}
 	srv := fakeAPI(t, ls, ls, ls, ls)
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-turns
 map:
   input: items.json
@@ -268,7 +261,7 @@ map:
 func TestRealClaudeProviderErrors(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"name": "alpha"}]`})
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-busy
 map:
   input: items.json
@@ -311,7 +304,7 @@ func TestRealClaudeHonoursTheItemBudget(t *testing.T) {
 	big := fakeanthropic.Usage{InputTokens: 200000, OutputTokens: 10}
 	ls := fakeanthropic.Turn{Tool: &fakeanthropic.ToolUse{Name: "Bash", Input: map[string]any{"command": "ls", "description": "list"}}, Usage: big}
 	srv := fakeAPI(t, ls, ls, ls, fakeanthropic.Turn{Text: "done"})
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-budget
 budget:
   item_max_cost_usd: 0.25
@@ -348,7 +341,7 @@ func TestRealClaudePromptIsNeverAnOption(t *testing.T) {
 	repo := cliRepo(t, map[string]string{"items.json": `[{"p": "--version"}, {"p": "--dangerously-skip-permissions"}]`})
 	home := t.TempDir()
 	srv := fakeAPI(t, fakeanthropic.Turn{Text: "ok"})
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-dash
 map:
   input: items.json
@@ -380,7 +373,7 @@ func jobIDOf(t *testing.T, home, repo string) string {
 // secrets redacted), in text and in --json.
 func TestValidatePrintsEachClaudeCommandLine(t *testing.T) {
 	t.Parallel()
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: claude-lines
 claude:
   model: sonnet
@@ -437,8 +430,8 @@ map:
 func TestRealClaudeStormAndOverload(t *testing.T) {
 	t.Parallel()
 	realClaude(t)
-	repo := cliRepo(t, map[string]string{"items.json": numberedItems(12)})
-	wf := writeWorkflow(t, `
+	repo := cliRepo(t, map[string]string{"items.json": clitest.NumberedItems(12)})
+	wf := clitest.Workflow(t, `
 name: real-claude-storm
 rate_limit:
   max_waits: 1
@@ -497,7 +490,7 @@ func TestRealClaudeRunsAsItsOwnUser(t *testing.T) {
 			"description": "commit"}}},
 		fakeanthropic.Turn{Text: "Committed."},
 	)
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: real-claude-own-user
 map:
   input: items.json
@@ -505,19 +498,19 @@ map:
     - claude: "Write a greeting for ${item.name} and commit it"
       commit_required: true
 `)
-	config := gitOut(t, repo, "config", "--local", "--list")
+	config := gitopstest.Out(t, repo, "config", "--local", "--list")
 	code, out, errOut := runReal(t, home, srv, "run", wf, "--repo", repo, "--json", "--agent-user", "70200-70209")
 	r := decodeRealRun(t, out, errOut)
 	if code != 0 || r.Status != "completed" || r.Successful != 1 || r.Items[0].Commits != 1 {
 		t.Fatalf("exit %d, result %+v\nstderr:\n%s\nrequests: %+v", code, r, errOut, srv.Requests())
 	}
-	if got := gitOut(t, repo, "show", r.Branch+":uid.txt"); got != "70200" {
+	if got := gitopstest.Out(t, repo, "show", r.Branch+":uid.txt"); got != "70200" {
 		t.Errorf("Claude's Bash ran as uid %q, want 70200", got)
 	}
-	if files := gitOut(t, repo, "ls-tree", "--name-only", r.Branch); strings.Contains(files, "escaped.txt") {
+	if files := gitopstest.Out(t, repo, "ls-tree", "--name-only", r.Branch); strings.Contains(files, "escaped.txt") {
 		t.Error("the agent wrote the repository's git configuration")
 	}
-	if got := gitOut(t, repo, "config", "--local", "--list"); got != config {
+	if got := gitopstest.Out(t, repo, "config", "--local", "--list"); got != config {
 		t.Errorf("the repository's configuration changed:\n%s", got)
 	}
 }

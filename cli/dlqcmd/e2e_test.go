@@ -1,4 +1,4 @@
-package main
+package dlqcmd_test
 
 import (
 	"encoding/csv"
@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
+	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
 
 // TestDLQEndToEnd: a run with failures → list/inspect/stats/analyze/export
@@ -15,7 +19,7 @@ import (
 // the rest updated.
 func TestDLQEndToEnd(t *testing.T) {
 	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[
+	repo := gitopstest.Repo(t, map[string]string{"items.json": `[
 		{"id": "ok", "priority": 1},
 		{"id": "net", "priority": 5},
 		{"id": "perm", "priority": 9}
@@ -44,7 +48,7 @@ map:
 		t.Fatal(err)
 	}
 	home := filepath.Join(t.TempDir(), "home")
-	code, out, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "e2e", "--json")
+	code, out, errOut := clitest.Home(home, "run", wf, "--repo", repo, "--job-id", "e2e", "--json")
 	if code != 0 {
 		t.Fatalf("run exit %d\n%s", code, errOut)
 	}
@@ -56,31 +60,31 @@ map:
 		t.Fatalf("run result: %s", out)
 	}
 
-	code, out, _ = runCLI(t, home, "dlq", "list", "--json")
+	code, out, _ = clitest.Home(home, "dlq", "list", "--json")
 	if code != 0 || !strings.Contains(out, "item_1") || !strings.Contains(out, "item_2") {
 		t.Fatalf("dlq list: %d %s", code, out)
 	}
-	code, out, _ = runCLI(t, home, "dlq", "list", "--eligible", "--json")
+	code, out, _ = clitest.Home(home, "dlq", "list", "--eligible", "--json")
 	if code != 0 || !strings.Contains(out, "item_1") || strings.Contains(out, "item_2") {
 		t.Fatalf("dlq list --eligible: %d %s", code, out)
 	}
-	code, out, _ = runCLI(t, home, "dlq", "inspect", "item_2")
+	code, out, _ = clitest.Home(home, "dlq", "inspect", "item_2")
 	if code != 0 || !strings.Contains(out, `"exit_code": 13`) || !strings.Contains(out, `"manual_review_required": true`) {
 		t.Fatalf("dlq inspect: %d %s", code, out)
 	}
-	code, out, _ = runCLI(t, home, "dlq", "stats", "--json")
+	code, out, _ = clitest.Home(home, "dlq", "stats", "--json")
 	var st map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["total_items"].(float64) != 2 || st["eligible_for_reprocess"].(float64) != 1 {
 		t.Fatalf("dlq stats: %d %s", code, out)
 	}
 	analysis := filepath.Join(t.TempDir(), "analysis.json")
-	code, _, errOut = runCLI(t, home, "dlq", "analyze", "--export", analysis)
+	code, _, errOut = clitest.Home(home, "dlq", "analyze", "--export", analysis)
 	data, _ := os.ReadFile(analysis)
 	if code != 0 || !strings.Contains(string(data), "pattern_groups") || !strings.Contains(string(data), "temporal_distribution") {
 		t.Fatalf("dlq analyze: %d %s %s", code, data, errOut)
 	}
 	csvPath := filepath.Join(t.TempDir(), "dlq.csv")
-	if code, _, errOut = runCLI(t, home, "dlq", "export", csvPath, "--format", "csv"); code != 0 {
+	if code, _, errOut = clitest.Home(home, "dlq", "export", csvPath, "--format", "csv"); code != 0 {
 		t.Fatalf("dlq export: %d %s", code, errOut)
 	}
 	f, _ := os.Open(csvPath)
@@ -95,7 +99,7 @@ map:
 	if err := os.WriteFile(fixed, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = runCLI(t, home, "dlq", "retry", "e2e", "--dry-run", "--json")
+	code, out, _ = clitest.Home(home, "dlq", "retry", "e2e", "--dry-run", "--json")
 	if code != 0 || !strings.Contains(out, "item_1") || strings.Contains(out, "item_2") {
 		t.Fatalf("dry run: %d %s", code, out)
 	}
@@ -106,7 +110,7 @@ map:
 		plan["successful"] != 0.0 || plan["failed"] != 0.0 || plan["skipped"] != 0.0 {
 		t.Fatalf("dry-run plan mixes job totals: %v\n%s", err, out)
 	}
-	code, out, errOut = runCLI(t, home, "dlq", "retry", "e2e", "--force", "--max-retries", "1", "--json")
+	code, out, errOut = clitest.Home(home, "dlq", "retry", "e2e", "--force", "--max-retries", "1", "--json")
 	if code != 0 {
 		t.Fatalf("dlq retry exit %d\n%s", code, errOut)
 	}
@@ -116,16 +120,55 @@ map:
 	if res["successful"].(float64) != 2 || res["dlq_count"].(float64) != 1 {
 		t.Fatalf("retry result: %s\n%s", out, errOut)
 	}
-	code, out, _ = runCLI(t, home, "dlq", "inspect", "item_2", "--job-id", "e2e")
+	code, out, _ = clitest.Home(home, "dlq", "inspect", "item_2", "--job-id", "e2e")
 	var rec map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec["failure_count"].(float64) != 3 {
 		t.Fatalf("perm after redrive: %s", out)
 	}
-	if code, _, _ = runCLI(t, home, "dlq", "inspect", "item_1", "--job-id", "e2e"); code == 0 {
+	if code, _, _ = clitest.Home(home, "dlq", "inspect", "item_1", "--job-id", "e2e"); code == 0 {
 		t.Errorf("item_1 should have left the DLQ")
 	}
-	files := gitOut(t, repo, "ls-tree", "-r", "--name-only", "prodigy/e2e")
+	files := gitopstest.Out(t, repo, "ls-tree", "-r", "--name-only", "prodigy/e2e")
 	if !strings.Contains(files, "out-net.txt") || !strings.Contains(files, "out-ok.txt") || strings.Contains(files, "out-perm.txt") {
 		t.Errorf("results branch files:\n%s", files)
+	}
+}
+
+// TestEveryDLQStoreIsClosed runs every command that opens a job's DLQ, in
+// process, and checks after each that no store was left open (an open
+// store may hold an index it has not written). Not parallel: the count is
+// the process's.
+func TestEveryDLQStoreIsClosed(t *testing.T) {
+	repo := gitopstest.Repo(t, map[string]string{"items.json": clitest.NumberedItems(4)})
+	wf := clitest.Workflow(t, `
+name: leak
+map:
+  input: items.json
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        if [ $(( ${item.n} % 2 )) = 1 ]; then echo "odd item" >&2; exit 1; fi
+        echo "${item.n}" > "f${item.n}.txt" && git add -A && git commit -qm "item ${item.n}"
+`)
+	home := t.TempDir()
+	export := filepath.Join(t.TempDir(), "dlq.json")
+	base := dlq.OpenStores()
+	for _, args := range [][]string{
+		{"run", wf, "--repo", repo, "--job-id", "leak"},
+		{"status", "leak"}, {"status", "leak", "--json"}, {"jobs"},
+		{"dlq", "list", "--job-id", "leak"}, {"dlq", "inspect", "item_1", "--job-id", "leak"},
+		{"dlq", "stats", "--job-id", "leak"}, {"dlq", "analyze", "--job-id", "leak"},
+		{"dlq", "export", export, "--job-id", "leak"},
+		{"dlq", "retry", "leak", "--dry-run"}, {"dlq", "retry", "leak", "--signature", "CommandFailed::odd item", "--sample", "1", "--dry-run"},
+		{"dlq", "retry", "leak"}, {"resume", "leak", "--include-dlq"},
+		{"dlq", "clear", "leak", "--yes"},
+	} {
+		code, _, errOut := clitest.Home(home, args...)
+		if code > 1 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+		}
+		if n := dlq.OpenStores() - base; n != 0 {
+			t.Errorf("%v left %d DLQ store(s) open", args, n)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package jobcmd_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
 
 // TestCLIHostileAgentFailsTheJobAndResumeRedoesItsVictim: through the CLI,
@@ -68,7 +70,7 @@ map:
 	if !strings.Contains(errOut, "changed outside the engine") {
 		t.Errorf("stderr does not say what happened:\n%s", errOut)
 	}
-	gitOut(t, repo, "config", "--unset", "credential.helper")
+	gitopstest.Out(t, repo, "config", "--unset", "credential.helper")
 	code, out, errOut = runCLI(t, home, "resume", "h1", "--json")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
@@ -77,10 +79,10 @@ map:
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != "completed" || res.IntegrityError != "" || res.ResultsTip != gitOut(t, repo, "rev-parse", "refs/heads/"+res.ResultsBranch) {
+	if res.Status != "completed" || res.IntegrityError != "" || res.ResultsTip != gitopstest.Out(t, repo, "rev-parse", "refs/heads/"+res.ResultsBranch) {
 		t.Fatalf("resume result: %+v", res)
 	}
-	files := gitOut(t, repo, "ls-tree", "--name-only", res.ResultsBranch)
+	files := gitopstest.Out(t, repo, "ls-tree", "--name-only", res.ResultsBranch)
 	for _, f := range []string{"out-0.txt", "out-1.txt", "out-2.txt"} {
 		if !strings.Contains(files, f) {
 			t.Errorf("%s missing from the results branch: %s", f, files)

@@ -1,61 +1,16 @@
-package main
+package jobcmd_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
-
-// runCLIEnv is runCLI with extra environment variables.
-func runCLIEnv(t *testing.T, home string, extra map[string]string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	for k, v := range extra {
-		env[k] = v
-	}
-	f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	code := execute(context.Background(), f, args)
-	return code, out.String(), errb.String()
-}
-
-// writeWorkflow writes body to a temp workflow file.
-func writeWorkflow(t *testing.T, body string) string {
-	t.Helper()
-	wf := filepath.Join(t.TempDir(), "wf.yml")
-	if err := os.WriteFile(wf, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return wf
-}
-
-// readRecord reads one DLQ record of a job.
-func readRecord(t *testing.T, home, repo, jobID, itemID string) dlq.DeadLetteredItem {
-	t.Helper()
-	p := filepath.Join(home, "dlq", repo, jobID, "mapreduce", "dlq", jobID, "items", dlq.ItemFileName(itemID))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dlq.DeadLetteredItem
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-const commitItem = `echo "${item}" > "out-${item_index}.txt" && git add . && git commit -qm "${item_id}"`
 
 func TestRunFirstLineLabelsAndDirtyCheckoutWarnings(t *testing.T) {
 	t.Parallel()
@@ -67,12 +22,12 @@ func TestRunFirstLineLabelsAndDirtyCheckoutWarnings(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf := writeWorkflow(t, `name: labels
+	wf := clitest.Workflow(t, `name: labels
 map:
   input: items.json
   max_parallel: 1
   agent_template:
-    - shell: `+commitItem+`
+    - shell: `+clitest.CommitItem+`
 `)
 	home := t.TempDir()
 	code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "dirty")
@@ -95,13 +50,13 @@ map:
 	}
 
 	// With setup the count is not known up front: the line still comes first.
-	wf2 := writeWorkflow(t, `name: with-setup
+	wf2 := clitest.Workflow(t, `name: with-setup
 setup:
   - shell: echo '["x"]' > gen.json
 map:
   input: gen.json
   agent_template:
-    - shell: `+commitItem+`
+    - shell: `+clitest.CommitItem+`
 `)
 	code, _, errOut = runCLI(t, home, "run", wf2, "--repo", repo, "--job-id", "setup1")
 	if code != 0 || !strings.HasPrefix(errOut, "job setup1 · results branch prodigy/setup1 · items listed after setup\n") {
@@ -112,7 +67,7 @@ map:
 func TestZeroItemsWarnLoudlyAndRequireItemsFails(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `{"findings":[{"sev":1},{"sev":2}]}`})
-	wf := writeWorkflow(t, `name: none
+	wf := clitest.Workflow(t, `name: none
 map:
   input: items.json
   json_path: "$.findings[*]"
@@ -141,7 +96,7 @@ reduce:
 	if _, err := os.Stat(filepath.Join(home, "state", "repo", "jobs", "zero2")); !os.IsNotExist(err) {
 		t.Errorf("a failed --require-items run left state: %v", err)
 	}
-	if b := gitOut(t, repo, "branch", "--list", "prodigy/zero2"); b != "" {
+	if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/zero2"); b != "" {
 		t.Errorf("results branch left: %s", b)
 	}
 }
@@ -149,7 +104,7 @@ reduce:
 func TestIDFieldInputErrorsNameBothItems(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"a.go"},{"path":"b.go"},{"path":"a.go","n":2}]`})
-	wf := writeWorkflow(t, `name: dup
+	wf := clitest.Workflow(t, `name: dup
 map:
   input: items.json
   id_field: path
@@ -162,70 +117,16 @@ map:
 	if code != 2 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, want 2 and %q:\n%s", code, want, errOut)
 	}
-	code, _, errOut = runCLI(t, home, "validate", writeWorkflow(t, "name: x\nmap:\n  input: i.json\n  id_field: \"a..b\"\n  agent_template:\n    - shell: \"true\"\n"))
+	code, _, errOut = runCLI(t, home, "validate", clitest.Workflow(t, "name: x\nmap:\n  input: i.json\n  id_field: \"a..b\"\n  agent_template:\n    - shell: \"true\"\n"))
 	if code != 2 || !strings.Contains(errOut, `invalid id_field "a..b"`) {
 		t.Errorf("validate of a bad id_field: exit %d %s", code, errOut)
 	}
 }
 
-// TestDLQRetryFilterNamesAndEmptySelection: unknown --filter names are an
-// error listing the known ones; a retry selecting nothing skips reduce.
-func TestDLQRetryFilterNamesAndEmptySelection(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"ok.go"},{"path":"bad.go","prio":3}]`})
-	marker := filepath.Join(t.TempDir(), "reduced")
-	wf := writeWorkflow(t, fmt.Sprintf(`name: redrive
-map:
-  input: items.json
-  id_field: path
-  agent_template:
-    - shell: |
-        [ "${item.path}" != bad.go ] || { echo "boom" >&2; exit 4; }
-        `+commitItem+`
-reduce:
-  - shell: echo x >> %s
-`, marker))
-	home := t.TempDir()
-	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "rd"); code != 0 {
-		t.Fatalf("run exit %d\n%s", code, errOut)
-	}
-	code, _, errOut := runCLI(t, home, "dlq", "retry", "rd", "--filter", "item.prio >= 1 && item.priorty > 2")
-	if code != 2 || !strings.Contains(errOut, "unknown identifier(s) item.priorty; known: ") ||
-		!strings.Contains(errOut, "item.path") || !strings.Contains(errOut, "item.prio") || !strings.Contains(errOut, "item.failure_count") {
-		t.Errorf("unknown name: exit %d\n%s", code, errOut)
-	}
-	code, _, errOut = runCLI(t, home, "dlq", "retry", "rd", "--filter", "priority > 1")
-	if code != 2 || !strings.Contains(errOut, "unknown identifier(s) priority;") {
-		t.Errorf("bare name: exit %d\n%s", code, errOut)
-	}
-	code, _, errOut = runCLI(t, home, "dlq", "retry", "rd", "--filter", `item.path == "nope.go"`)
-	if code != 0 || !strings.Contains(errOut, "nothing to retry, reduce not run") {
-		t.Errorf("empty selection: exit %d\n%s", code, errOut)
-	}
-	if b, _ := os.ReadFile(marker); string(b) != "x\n" {
-		t.Errorf("reduce ran %q times (want once, by the run)", b)
-	}
-	// --dry-run lists the items with their labels.
-	code, out, _ := runCLI(t, home, "dlq", "retry", "rd", "--dry-run")
-	if code != 0 || out != "bad.go\tbad.go\n" {
-		t.Errorf("dry run: exit %d %q", code, out)
-	}
-}
-
-// fakeClaude writes an executable Claude stand-in running script.
-func fakeClaude(t *testing.T, script string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "claude")
-	if err := os.WriteFile(p, []byte("#!/usr/bin/env bash\n"+script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestClaudeFailuresGroupWell(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"k":"is_error"},{"k":"exit"},{"k":"nocommit"}]`})
-	claude := fakeClaude(t, `prompt="${@: -1}"
+	claude := clitest.FakeClaude(t, `prompt="${@: -1}"
 case "$prompt" in
   is_error) echo '{"type":"result","subtype":"success","is_error":true,"result":"Credit balance too low"}' ;;
   exit)
@@ -237,7 +138,7 @@ case "$prompt" in
   nocommit) echo '{"type":"result","subtype":"success","is_error":false,"result":"done, nothing to change"}' ;;
 esac
 `)
-	wf := writeWorkflow(t, `name: claude-fail
+	wf := clitest.Workflow(t, `name: claude-fail
 map:
   input: items.json
   id_field: k
@@ -247,7 +148,7 @@ map:
 `)
 	home := t.TempDir()
 	runClaude := func(jobID string) {
-		code, _, errOut := runCLIEnv(t, home, map[string]string{"PRODIGY_CLAUDE_COMMAND": claude}, "run", wf, "--repo", repo, "--job-id", jobID)
+		code, _, errOut := clitest.Run{Home: home, Env: map[string]string{"PRODIGY_CLAUDE_COMMAND": claude}}.Exec("run", wf, "--repo", repo, "--job-id", jobID)
 		if code != 0 {
 			t.Fatalf("run exit %d\n%s", code, errOut)
 		}
@@ -285,7 +186,7 @@ map:
 	if err := os.Remove(claude); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLIEnv(t, home, map[string]string{"PRODIGY_CLAUDE_COMMAND": claude}, "dlq", "retry", "c1", "--dry-run", "--force")
+	code, out, errOut := clitest.Run{Home: home, Env: map[string]string{"PRODIGY_CLAUDE_COMMAND": claude}}.Exec("dlq", "retry", "c1", "--dry-run", "--force")
 	if code != 0 || !strings.Contains(out, "is_error\tis_error") || !strings.Contains(out, "exit\texit") {
 		t.Errorf("dry run without claude: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -295,14 +196,14 @@ func TestArtifactsSayWhetherTheyExistAndCleanOrphanedOffersThem(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `["good","bad"]`})
 	for _, preserve := range []bool{false, true} {
-		wf := writeWorkflow(t, fmt.Sprintf(`name: artifacts
+		wf := clitest.Workflow(t, fmt.Sprintf(`name: artifacts
 preserve_failed_worktrees: %t
 map:
   input: items.json
   agent_template:
     - shell: |
         [ "${item}" != bad ] || exit 5
-        `+commitItem+`
+        `+clitest.CommitItem+`
 `, preserve))
 		home := t.TempDir()
 		job := fmt.Sprintf("art-%t", preserve)
@@ -316,7 +217,7 @@ map:
 		}
 		logs = *wt.ErrorLogs
 		_, statErr := os.Stat(wt.WorktreePath)
-		branch := gitOut(t, repo, "branch", "--list", wt.BranchName)
+		branch := gitopstest.Out(t, repo, "branch", "--list", wt.BranchName)
 		if !preserve {
 			if !strings.HasPrefix(logs, "[worktree_artifacts] removed: ") || branch != "" {
 				t.Errorf("not preserved: error_logs %q, branch %q", logs, branch)
@@ -337,7 +238,7 @@ map:
 		if _, err := os.Stat(wt.WorktreePath); !os.IsNotExist(err) {
 			t.Errorf("preserved worktree still there: %v", err)
 		}
-		if b := gitOut(t, repo, "branch", "--list", wt.BranchName); b != "" {
+		if b := gitopstest.Out(t, repo, "branch", "--list", wt.BranchName); b != "" {
 			t.Errorf("its branch is still there: %s", b)
 		}
 	}
@@ -349,14 +250,14 @@ map:
 func TestJobsDiscardRemovesPreservedWorktrees(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `["good","bad"]`})
-	wf := writeWorkflow(t, `name: discard
+	wf := clitest.Workflow(t, `name: discard
 preserve_failed_worktrees: true
 map:
   input: items.json
   agent_template:
     - shell: |
         [ "${item}" != bad ] || exit 5
-        `+commitItem+`
+        `+clitest.CommitItem+`
 `)
 	home := t.TempDir()
 	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "dj"); code != 0 {
@@ -380,10 +281,10 @@ map:
 	if _, err := os.Stat(wt.WorktreePath); !os.IsNotExist(err) {
 		t.Errorf("preserved worktree still there: %v", err)
 	}
-	if b := gitOut(t, repo, "branch", "--list", "prodigy-agent/*"); b != "" {
+	if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy-agent/*"); b != "" {
 		t.Errorf("agent branches left: %s", b)
 	}
-	if b := gitOut(t, repo, "branch", "--list", "prodigy/dj"); b == "" {
+	if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/dj"); b == "" {
 		t.Errorf("results branch deleted without --delete-branch")
 	}
 	if code, out, _ := runCLI(t, home, "jobs", "--all", "--json"); code != 0 || !strings.Contains(out, `"jobs": []`) {

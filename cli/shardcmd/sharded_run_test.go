@@ -1,4 +1,4 @@
-package main
+package shardcmd_test
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prodigy-action/prodigy-action/dlq"
-	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/runner"
 	"github.com/prodigy-action/prodigy-action/shard"
 )
@@ -65,41 +65,11 @@ var shardItems = []string{
 	`{"kind": "second"}`, `{"kind": "fail"}`, `{"kind": "ok"}`,
 }
 
-func cloneRepo(t *testing.T, origin, name string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	gitOut(t, filepath.Dir(dir), "clone", "-q", origin, dir)
-	return dir
-}
-
-// dlqSummary is id → "ErrorType/failure_count/attempts…" of a job's DLQ.
-func dlqSummary(t *testing.T, home, repo, job string) map[string]string {
-	t.Helper()
-	p := jobstore.Paths{Home: home, Repo: repo, JobID: job}
-	store, err := dlq.Open(p.DLQRoot(), job, dlq.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	if err := store.Each(func(r dlq.DeadLetteredItem) error {
-		var attempts []string
-		for _, f := range r.FailureHistory {
-			attempts = append(attempts, fmt.Sprint(f.AttemptNumber))
-		}
-		last := r.FailureHistory[len(r.FailureHistory)-1]
-		out[r.ItemID] = fmt.Sprintf("%s/%d/%s", last.ErrorType, r.FailureCount, strings.Join(attempts, ","))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five clones")
 	}
-	origin := cliRepo(t, map[string]string{"items.json": "[" + strings.Join(shardItems, ",") + "]"})
+	origin := gitopstest.Repo(t, map[string]string{"items.json": "[" + strings.Join(shardItems, ",") + "]"})
 	sync := t.TempDir()
 	wfPath := filepath.Join(t.TempDir(), "wf.yml")
 	if err := os.WriteFile(wfPath, []byte(fmt.Sprintf(shardWorkflow, sync)), 0o644); err != nil {
@@ -107,9 +77,9 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	}
 
 	// The single runner.
-	single := cloneRepo(t, origin, "single")
+	single := clitest.Clone(t, origin, "single")
 	homeS := t.TempDir()
-	code, stdout, stderr := runCLI(t, homeS, "run", wfPath, "--repo", single, "--job-id", "solo", "--json")
+	code, stdout, stderr := clitest.Home(homeS, "run", wfPath, "--repo", single, "--job-id", "solo", "--json")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
@@ -119,9 +89,9 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	}
 
 	// Plan in one clone, three shards in three more, gather in a fifth.
-	planRepo := cloneRepo(t, origin, "planner")
+	planRepo := clitest.Clone(t, origin, "planner")
 	planDir := filepath.Join(t.TempDir(), "plan")
-	code, stdout, stderr = runCLI(t, t.TempDir(), "plan", wfPath, "--out", planDir, "--shards", "3", "--repo", planRepo, "--job-id", "fan", "--json")
+	code, stdout, stderr = clitest.Home(t.TempDir(), "plan", wfPath, "--out", planDir, "--shards", "3", "--repo", planRepo, "--job-id", "fan", "--json")
 	if code != 0 {
 		t.Fatalf("plan: exit %d\n%s", code, stderr)
 	}
@@ -145,9 +115,9 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	}
 	var outs []string
 	for k := range 3 {
-		clone := cloneRepo(t, origin, fmt.Sprintf("shard%d", k))
+		clone := clitest.Clone(t, origin, fmt.Sprintf("shard%d", k))
 		out := filepath.Join(t.TempDir(), fmt.Sprintf("out%d", k))
-		code, _, stderr := runCLI(t, t.TempDir(), "shard", planDir, fmt.Sprint(k), "--out", out, "--repo", clone, "--json")
+		code, _, stderr := clitest.Home(t.TempDir(), "shard", planDir, fmt.Sprint(k), "--out", out, "--repo", clone, "--json")
 		if code != 0 {
 			t.Fatalf("shard %d: exit %d\n%s", k, code, stderr)
 		}
@@ -158,12 +128,12 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
-	gatherRepo := cloneRepo(t, origin, "gatherer")
+	gatherRepo := clitest.Clone(t, origin, "gatherer")
 	homeG := t.TempDir()
 
 	// Shard 1's output is missing: its items stay pending and shard 2 is
 	// held back (shards merge in plan order), exit 1.
-	code, stdout, stderr = runCLI(t, homeG, "gather", planDir, outs[0], outs[2], "--repo", gatherRepo, "--json")
+	code, stdout, stderr = clitest.Home(homeG, "gather", planDir, outs[0], outs[2], "--repo", gatherRepo, "--json")
 	if code != 1 || !strings.Contains(stderr, "shard 1") || !strings.Contains(stderr, "held back") {
 		t.Fatalf("gather without shard 1: exit %d, want 1 naming shard 1 and holding shard 2\n%s", code, stderr)
 	}
@@ -179,7 +149,7 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	}
 
 	// A later gather with every output completes the job.
-	code, stdout, stderr = runCLI(t, homeG, "gather", planDir, outs[2], outs[1], outs[0], "--repo", gatherRepo, "--json")
+	code, stdout, stderr = clitest.Home(homeG, "gather", planDir, outs[2], outs[1], outs[0], "--repo", gatherRepo, "--json")
 	if code != 0 {
 		t.Fatalf("gather: exit %d\n%s", code, stderr)
 	}
@@ -202,15 +172,15 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	if states(fan) != states(solo) {
 		t.Fatalf("item outcomes differ:\nsharded %s\nsingle  %s", states(fan), states(solo))
 	}
-	treeS := gitOut(t, single, "rev-parse", "refs/heads/prodigy/solo^{tree}")
-	treeF := gitOut(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan^{tree}")
+	treeS := gitopstest.Out(t, single, "rev-parse", "refs/heads/prodigy/solo^{tree}")
+	treeF := gitopstest.Out(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan^{tree}")
 	if treeS != treeF {
-		t.Fatalf("results differ:\nsingle:\n%s\nsharded:\n%s", gitOut(t, single, "ls-tree", "-r", "prodigy/solo"), gitOut(t, gatherRepo, "ls-tree", "-r", "prodigy/fan"))
+		t.Fatalf("results differ:\nsingle:\n%s\nsharded:\n%s", gitopstest.Out(t, single, "ls-tree", "-r", "prodigy/solo"), gitopstest.Out(t, gatherRepo, "ls-tree", "-r", "prodigy/fan"))
 	}
-	if got := gitOut(t, gatherRepo, "show", "prodigy/fan:shared.txt"); got != "first" {
+	if got := gitopstest.Out(t, gatherRepo, "show", "prodigy/fan:shared.txt"); got != "first" {
 		t.Fatalf("shared.txt = %q, want the first item's", got)
 	}
-	dlqS, dlqF := dlqSummary(t, homeS, "single", "solo"), dlqSummary(t, homeG, "gatherer", "fan")
+	dlqS, dlqF := clitest.DLQSummary(t, homeS, "single", "solo"), clitest.DLQSummary(t, homeG, "gatherer", "fan")
 	if fmt.Sprint(dlqS) != fmt.Sprint(dlqF) {
 		t.Fatalf("DLQs differ:\nsingle  %v\nsharded %v", dlqS, dlqF)
 	}
@@ -224,8 +194,8 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	}
 
 	// A second gather is a no-op.
-	tip := gitOut(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan")
-	code, stdout, stderr = runCLI(t, homeG, "gather", planDir, outs[0], outs[1], outs[2], "--repo", gatherRepo, "--json")
+	tip := gitopstest.Out(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan")
+	code, stdout, stderr = clitest.Home(homeG, "gather", planDir, outs[0], outs[1], outs[2], "--repo", gatherRepo, "--json")
 	if code != 0 {
 		t.Fatalf("second gather: exit %d\n%s", code, stderr)
 	}
@@ -234,10 +204,10 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	if states(again) != states(fan) || again.DLQCount != fan.DLQCount {
 		t.Fatalf("second gather changed the result:\n%s\n%s", states(again), states(fan))
 	}
-	if now := gitOut(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan"); now != tip {
+	if now := gitopstest.Out(t, gatherRepo, "rev-parse", "refs/heads/prodigy/fan"); now != tip {
 		t.Fatal("second gather moved the results branch")
 	}
-	if got := dlqSummary(t, homeG, "gatherer", "fan"); fmt.Sprint(got) != fmt.Sprint(dlqF) {
+	if got := clitest.DLQSummary(t, homeG, "gatherer", "fan"); fmt.Sprint(got) != fmt.Sprint(dlqF) {
 		t.Fatalf("second gather changed the DLQ: %v", got)
 	}
 	if runs2, _ := os.ReadFile(filepath.Join(sync, "reduce-runs")); string(runs2) != string(runs) {
@@ -246,7 +216,7 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 
 	// plan --from-dlq re-packs exactly the (eligible) failures.
 	plan2 := filepath.Join(t.TempDir(), "plan2")
-	code, _, stderr = runCLI(t, homeG, "plan", wfPath, "--out", plan2, "--shards", "2", "--repo", gatherRepo, "--job-id", "fan2", "--from-dlq", "fan", "--json")
+	code, _, stderr = clitest.Home(homeG, "plan", wfPath, "--out", plan2, "--shards", "2", "--repo", gatherRepo, "--job-id", "fan2", "--from-dlq", "fan", "--json")
 	if code != 0 {
 		t.Fatalf("plan --from-dlq: exit %d\n%s", code, stderr)
 	}
@@ -269,21 +239,21 @@ func TestShardedRunMatchesSingleRunner(t *testing.T) {
 	// The redrive runs like any plan; histories continue in attempt order.
 	var outs2 []string
 	for k := range p2.Shards {
-		clone := cloneRepo(t, origin, fmt.Sprintf("redrive%d", k))
+		clone := clitest.Clone(t, origin, fmt.Sprintf("redrive%d", k))
 		out := filepath.Join(t.TempDir(), fmt.Sprintf("r%d", k))
-		if code, _, stderr := runCLI(t, t.TempDir(), "shard", plan2, fmt.Sprint(k), "--out", out, "--repo", clone); code != 0 {
+		if code, _, stderr := clitest.Home(t.TempDir(), "shard", plan2, fmt.Sprint(k), "--out", out, "--repo", clone); code != 0 {
 			t.Fatalf("redrive shard %d: exit %d\n%s", k, code, stderr)
 		}
 		outs2 = append(outs2, out)
 	}
-	code, _, stderr = runCLI(t, homeG, append([]string{"gather", plan2, "--repo", gatherRepo}, outs2...)...)
+	code, _, stderr = clitest.Home(homeG, append([]string{"gather", plan2, "--repo", gatherRepo}, outs2...)...)
 	if code != 0 {
 		t.Fatalf("redrive gather: exit %d\n%s", code, stderr)
 	}
-	if got := fmt.Sprint(dlqSummary(t, homeG, "gatherer", "fan2")); got != "map[item_2:CommandFailed/2/1,2 item_7:CommandFailed/2/1,2]" {
+	if got := fmt.Sprint(clitest.DLQSummary(t, homeG, "gatherer", "fan2")); got != "map[item_2:CommandFailed/2/1,2 item_7:CommandFailed/2/1,2]" {
 		t.Fatalf("redrive DLQ = %s", got)
 	}
-	if got := gitOut(t, gatherRepo, "show", "prodigy/fan2:shared.txt"); got != "second" {
+	if got := gitopstest.Out(t, gatherRepo, "show", "prodigy/fan2:shared.txt"); got != "second" {
 		t.Fatalf("redriven item_6 did not land on the earlier results: shared.txt = %q", got)
 	}
 	if runs3, _ := os.ReadFile(filepath.Join(sync, "reduce-runs")); string(runs3) != "solo\nfan\nfan2\n" {

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 	"github.com/prodigy-action/prodigy-action/redact/redacttest"
 )
 
@@ -45,13 +47,13 @@ func TestCLIRedactsEverySink(t *testing.T) {
 	t.Setenv("GH_PAT", testGHP)
 	t.Setenv("API_SECRET", testAPISecret)
 	t.Setenv("GITHUB_TOKEN", testGHToken)
-	repo := cliRepo(t, map[string]string{"items.json": `[{"n": 1}, {"n": 2}]`})
+	repo := gitopstest.Repo(t, map[string]string{"items.json": `[{"n": 1}, {"n": 2}]`})
 	home := t.TempDir()
 	wf := filepath.Join(t.TempDir(), "wf.yml")
 	if err := os.WriteFile(wf, []byte("name: leaky\nmode: mapreduce\nmap:\n  input: items.json\n  agent_template:\n"+secretStep), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "leak", "--json")
+	code, out, errOut := clitest.Home(home, "run", wf, "--repo", repo, "--job-id", "leak", "--json")
 	if code != 0 || !strings.Contains(out, `"dlq_count": 2`) && !strings.Contains(out, `"dlq_count":2`) {
 		t.Fatalf("run: code %d\n%s\n%s", code, out, errOut)
 	}
@@ -71,7 +73,7 @@ func TestCLIRedactsEverySink(t *testing.T) {
 		{"dlq", "analyze", "--job-id", "leak"}, {"dlq", "analyze", "--job-id", "leak", "--json"},
 		{"dlq", "analyze", "--job-id", "leak", "--export", filepath.Join(exportDir, "analysis.json")},
 	} {
-		code, out, errOut := runCLI(t, home, args...)
+		code, out, errOut := clitest.Home(home, args...)
 		if code != 0 {
 			t.Errorf("%v: exit %d\n%s", args, code, errOut)
 		}

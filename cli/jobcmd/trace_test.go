@@ -1,17 +1,13 @@
-package main
+package jobcmd_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/telemetry/otlptest"
 )
 
@@ -31,15 +27,7 @@ map:
 		t.Fatal(err)
 	}
 	cli := func(vars map[string]string, args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-		for k, v := range vars {
-			env[k] = v
-		}
-		f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-		f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		code := execute(context.Background(), f, args)
-		return code, out.String(), errb.String()
+		return clitest.Run{Home: home, Env: vars}.Exec(args...)
 	}
 	otel := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlpURL}
 

@@ -1,15 +1,15 @@
-package main
+package jobcmd_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
 
 // TestOwnUntrackedWorkflowIsNoUncommittedChange: the workflow file a user
@@ -62,7 +62,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wf := writeWorkflow(t, `name: small-budget
+	wf := clitest.Workflow(t, `name: small-budget
 budget:
   max_cost_usd: 0.05
   item_max_cost_usd: 0.02
@@ -78,55 +78,8 @@ map:
 		t.Fatalf("run: exit %d, stderr lacks %q:\n%s%s", code, want, out, errOut)
 	}
 	code, out, errOut = runCLIClaude(t, home, claude, "resume", "small", "--max-cost-usd", "0.0769", "--json")
-	if r := decodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 5 {
+	if r := clitest.DecodeCost(t, out); code != 0 || r.Status != "completed" || r.Successful != 5 {
 		t.Errorf("resume with the suggestion: exit %d\n%s\n%s", code, out, errOut)
-	}
-}
-
-// TestRedriveUsageErrorsLeaveNoWorktree: `dlq retry` that ends with exit
-// 2 (an --onto that names nothing, a filter that cannot be evaluated) or
-// finds nothing to retry leaves the repository's worktrees as they were:
-// the completed job had none registered, and has none after.
-func TestRedriveUsageErrorsLeaveNoWorktree(t *testing.T) {
-	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1},{"n":2}]`})
-	wf := writeWorkflow(t, `name: fails
-map:
-  input: items.json
-  agent_template:
-    - shell: exit 3
-`)
-	home := t.TempDir()
-	if code, _, errOut := runCLI(t, home, "run", wf, "--repo", repo, "--job-id", "f"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, errOut)
-	}
-	before := gitOut(t, repo, "worktree", "list", "--porcelain")
-	if n := strings.Count(before, "worktree "); n != 1 {
-		t.Fatalf("after the run %d worktrees:\n%s", n, before)
-	}
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"--onto", "nosuchref"}, 2, "--onto nosuchref: no such branch or revision"},
-		{[]string{"--filter", "item.n >"}, 2, "--filter"},
-		{[]string{"--filter", "item.n > 5"}, 0, "nothing to retry"},
-	} {
-		code, _, errOut := runCLI(t, home, append([]string{"dlq", "retry", "f"}, tc.args...)...)
-		if code != tc.code || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, want %d and %q:\n%s", tc.args, code, tc.code, tc.want, errOut)
-		}
-		if after := gitOut(t, repo, "worktree", "list", "--porcelain"); after != before {
-			t.Errorf("%v left worktrees:\n%s", tc.args, after)
-		}
-	}
-	// The job is still redrivable afterwards, and a real redrive tidies up.
-	if code, _, errOut := runCLI(t, home, "dlq", "retry", "f"); code != 0 || !strings.Contains(errOut, "redriving 2 DLQ item(s)") {
-		t.Errorf("redrive after: exit %d\n%s", code, errOut)
-	}
-	if after := gitOut(t, repo, "worktree", "list", "--porcelain"); after != before {
-		t.Errorf("the redrive left worktrees:\n%s", after)
 	}
 }
 
@@ -138,7 +91,7 @@ map:
 func TestUnwritableStateDirectoryExitsTwo(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
-	wf := writeWorkflow(t, `name: ro
+	wf := clitest.Workflow(t, `name: ro
 map:
   input: items.json
   agent_template:
@@ -161,10 +114,10 @@ map:
 		if code != 2 || !strings.Contains(errOut, "the state directory "+home+" cannot be written (set PRODIGY_HOME to a writable directory)") {
 			t.Errorf("%s: exit %d\n%s", home, code, errOut)
 		}
-		if b := gitOut(t, repo, "branch", "--list", "prodigy/*"); b != "" {
+		if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/*"); b != "" {
 			t.Errorf("branch left: %s", b)
 		}
-		if wt := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		if wt := gitopstest.Out(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 			t.Errorf("worktrees left:\n%s", wt)
 		}
 	}
@@ -181,7 +134,7 @@ func TestMissingInputNamesTheRepositoryNotTheWorktree(t *testing.T) {
 		"plain": "name: m\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
 		"setup": "name: m\nsetup:\n  - shell: \"true\"\nmap:\n  input: nosuch.json\n  agent_template:\n    - shell: \"true\"\n",
 	} {
-		code, _, errOut := runCLI(t, home, "run", writeWorkflow(t, body), "--repo", repo, "--job-id", "m-"+name)
+		code, _, errOut := runCLI(t, home, "run", clitest.Workflow(t, body), "--repo", repo, "--job-id", "m-"+name)
 		want := `map.input: input file "nosuch.json" does not exist (looked in HEAD of ` + repo + ` and in its working tree)`
 		if name == "setup" {
 			want = `map.input: input file "nosuch.json" does not exist (looked in results branch prodigy/m-setup after setup; it starts from HEAD of ` + repo + `)`
@@ -196,16 +149,14 @@ func TestMissingInputNamesTheRepositoryNotTheWorktree(t *testing.T) {
 // with several jobs, shows the newest and says so, naming `latest`.
 func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1}]`})
-	wf := writeWorkflow(t, "name: s\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
+	wf := clitest.Workflow(t, "name: s\nmap:\n  input: items.json\n  agent_template:\n    - shell: \"true\"\n")
 	home := t.TempDir()
 	// The real clock: "b-older" starts first, so it is not the newest
 	// although its id sorts last.
+	realClock := clitest.Run{Home: home, Setup: func(f *cmdutil.Factory) { f.Engine.Clock = nil }}
 	for _, id := range []string{"b-older", "a-newer"} {
-		var out, errb bytes.Buffer
-		env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-		f := cmdutil.NewFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
-		if code := execute(context.Background(), f, []string{"run", wf, "--repo", repo, "--job-id", id}); code != 0 {
-			t.Fatalf("run %s: exit %d\n%s", id, code, errb.String())
+		if code, _, errOut := realClock.Exec("run", wf, "--repo", repo, "--job-id", id); code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", id, code, errOut)
 		}
 	}
 	t.Chdir(repo)
@@ -221,7 +172,7 @@ func TestStatusWithSeveralJobsShowsTheNewest(t *testing.T) {
 func TestRetryDelaysPrintRounded(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"n":1},{"n":2},{"n":3}]`})
-	wf := writeWorkflow(t, `name: delays
+	wf := clitest.Workflow(t, `name: delays
 map:
   input: items.json
   error_policy:
@@ -259,7 +210,7 @@ func TestTyposAreCaughtBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
 	repo := cliRepo(t, map[string]string{"items.json": `[{"field":"a","n":1},{"field":"b","n":2}]`})
 	home := t.TempDir()
-	envTypo := writeWorkflow(t, `name: envtypo
+	envTypo := clitest.Workflow(t, `name: envtypo
 env:
   MAX_LINES: "5"
 map:
@@ -278,7 +229,7 @@ map:
 			t.Errorf("%s: exit %d, want 2 and %q and %q:\n%s", args[0], code, want, want2, errOut)
 		}
 	}
-	fine := writeWorkflow(t, `name: fine
+	fine := clitest.Workflow(t, `name: fine
 env:
   MAX_LINES: "5"
 map:
@@ -302,7 +253,7 @@ map:
 		t.Errorf("validate of a script that sets its own variable: exit %d\n%s%s", code, out, errOut)
 	}
 
-	fieldTypo := writeWorkflow(t, `name: fieldtypo
+	fieldTypo := clitest.Workflow(t, `name: fieldtypo
 map:
   input: items.json
   agent_template:
@@ -316,7 +267,7 @@ map:
 	if strings.Contains(errOut, "✗") || strings.Contains(errOut, "succeeded") {
 		t.Errorf("agents ran:\n%s", errOut)
 	}
-	if b := gitOut(t, repo, "branch", "--list", "prodigy/fieldtypo"); b != "" {
+	if b := gitopstest.Out(t, repo, "branch", "--list", "prodigy/fieldtypo"); b != "" {
 		t.Errorf("results branch left: %s", b)
 	}
 	if _, err := os.Stat(filepath.Join(home, "dlq", "repo", "fieldtypo")); !os.IsNotExist(err) {
@@ -333,7 +284,7 @@ map:
 func TestItemOutputIsKeptPerAttempt(t *testing.T) {
 	repo := cliRepo(t, map[string]string{"items.json": `[{"path":"uint.go"},{"path":"bad.go"},{"path":"big.go"}]`})
 	const token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	wf := writeWorkflow(t, `name: vet
+	wf := clitest.Workflow(t, `name: vet
 map:
   input: items.json
   id_field: path

@@ -1,17 +1,16 @@
-package main
+package jobcmd_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 	"github.com/prodigy-action/prodigy-action/cli/cmdutil"
-	"github.com/prodigy-action/prodigy-action/retry/retrytest"
+	"github.com/prodigy-action/prodigy-action/gitops/gitopstest"
 )
 
 // glanceWriter records, at its first write, how many pool worktrees were
@@ -51,12 +50,9 @@ map:
 	}
 	home := filepath.Join(t.TempDir(), "home")
 	out := &glanceWriter{home: home}
-	var errb bytes.Buffer
-	env := map[string]string{"PRODIGY_HOME": home, "HOME": home}
-	f := cmdutil.NewFactory(strings.NewReader(""), out, &errb, func(k string) string { return env[k] })
-	f.Engine.Clock = retrytest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	if code := execute(context.Background(), f, []string{"run", wfPath, "--repo", repo, "--json", "--job-id", "td"}); code != 0 {
-		t.Fatalf("run exit %d:\n%s", code, errb.String())
+	run := clitest.Run{Home: home, Setup: func(f *cmdutil.Factory) { f.Out = out }}
+	if code, _, errOut := run.Exec("run", wfPath, "--repo", repo, "--json", "--job-id", "td"); code != 0 {
+		t.Fatalf("run exit %d:\n%s", code, errOut)
 	}
 	var res struct {
 		Status     string `json:"status"`
@@ -71,7 +67,7 @@ map:
 	if m, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*", ".discarded-*")); len(m) != 0 {
 		t.Errorf("left after the command: %q", m)
 	}
-	if wt := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+	if wt := gitopstest.Out(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
 		t.Errorf("worktrees still registered:\n%s", wt)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package jobcmd_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prodigy-action/prodigy-action/cli/clitest"
 )
 
 type stormResult struct {
@@ -31,10 +33,10 @@ type stormResult struct {
 // after the fix one command finishes every item.
 func TestFailureStormBreaker(t *testing.T) {
 	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": numberedItems(200)})
+	repo := cliRepo(t, map[string]string{"items.json": clitest.NumberedItems(200)})
 	dir := t.TempDir()
 	broken, runs, fixed := filepath.Join(dir, "broken"), filepath.Join(dir, "runs"), filepath.Join(dir, "fixed")
-	wf := writeWorkflow(t, fmt.Sprintf(`
+	wf := clitest.Workflow(t, fmt.Sprintf(`
 name: storm
 map:
   input: items.json
@@ -103,12 +105,12 @@ map:
 // holds them instead), and `circuit_breaker: false` turns it off.
 func TestBreakerIgnoresOverloads(t *testing.T) {
 	t.Parallel()
-	repo := cliRepo(t, map[string]string{"items.json": numberedItems(14)})
-	claude := fakeClaude(t, `echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":1,"error_status":529,"error":"overloaded"}'
+	repo := cliRepo(t, map[string]string{"items.json": clitest.NumberedItems(14)})
+	claude := clitest.FakeClaude(t, `echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":1,"error_status":529,"error":"overloaded"}'
 echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: Repeated 529 Overloaded errors","api_error_status":529}'
 exit 1
 `)
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: overload
 map:
   input: items.json
@@ -126,7 +128,7 @@ map:
 		t.Fatalf("the breaker tripped on overloads: exit %d, %+v\n%s", code, r, errOut)
 	}
 	// Off: 14 identical failures, no storm.
-	off := writeWorkflow(t, `
+	off := clitest.Workflow(t, `
 name: off
 error_policy:
   circuit_breaker: false
@@ -155,7 +157,7 @@ func TestCostPerMergedItem(t *testing.T) {
 	fixed := filepath.Join(dir, "fixed")
 	// a, b: $0.10 and done. c: fails once ($0.05), then $0.10. d: fails
 	// ($0.05 each attempt) until fixed, then $0.20.
-	claude := fakeClaude(t, fmt.Sprintf(`item="${@: -1}"; item="${item#do }"
+	claude := clitest.FakeClaude(t, fmt.Sprintf(`item="${@: -1}"; item="${item#do }"
 n=$(cat %[1]q/"$item" 2>/dev/null || echo 0); echo $((n+1)) > %[1]q/"$item"
 fail() { echo '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"tool broke","total_cost_usd":0.05}'; exit 1; }
 case "$item" in
@@ -165,7 +167,7 @@ case "$item" in
 esac
 echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":'"$cost"'}'
 `, dir, fixed))
-	wf := writeWorkflow(t, `
+	wf := clitest.Workflow(t, `
 name: costs
 map:
   input: items.json
@@ -224,13 +226,4 @@ error_policy:
 	if got != want {
 		t.Fatalf("redrive: %+v\nwant %+v\n%s", got, want, errOut)
 	}
-}
-
-// numberedItems is a JSON array of n items {"n": 0} … {"n": n-1}.
-func numberedItems(n int) string {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = fmt.Sprintf(`{"n": %d}`, i)
-	}
-	return "[" + strings.Join(items, ",") + "]"
 }
