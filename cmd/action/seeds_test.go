@@ -1015,13 +1015,18 @@ func newCustomEnv(t *testing.T, killAt string) *customEnv {
 	}
 	// killAt "step:<item>:<n>" kills the engine (kill -9 of the real
 	// binary, the step's parent) at the item's n-th step attempt;
-	// "handler:<item>" in that item's custom handler; each once.
+	// "handler:<item>" in that item's custom handler; each once. Items run
+	// one at a time, in order: with two at once, a kill in one item's
+	// handler could land before the other item's outcome was checkpointed,
+	// and resume then runs that item's handler again (handlers run at
+	// least once), which the counts below would not expect.
 	c.wf = filepath.Join(dir, "wf.yml")
 	body := fmt.Sprintf(`name: custom-handler
 mode: mapreduce
 map:
   input: items.json
   id_field: id
+  max_parallel: 1
   agent_template:
     - shell: |
         f=%[1]s/${item.id}; n=$(( $(cat "$f" 2>/dev/null || echo 0) + 1 )); echo $n > "$f"
