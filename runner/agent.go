@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -46,7 +47,7 @@ type itemRunner struct {
 	// this run's.
 	failures  []dlq.Failure
 	failedNow int
-	tree      *agentTree
+	tree      *worktree.Tree
 	log       *procsup.TailBuffer
 	commits   int
 	lastLog   string
@@ -240,12 +241,12 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	t0 := time.Now()
 	if ir.tree == nil {
-		t, err := d.trees.acquire(ctx, ir.agentID, ir.branch, head)
+		t, err := d.trees.Acquire(ctx, ir.agentID, ir.branch, head)
 		if err != nil {
 			return gitFailure(ctx, "prepare the agent worktree", err)
 		}
 		ir.tree = t
-	} else if err := d.trees.reset(ctx, ir.tree, head); err != nil {
+	} else if err := d.trees.Reset(ctx, ir.tree, head); err != nil {
 		// A retry reuses the item's worktree, reset to the new head.
 		return gitFailure(ctx, "reset the agent worktree for a retry", err)
 	}
@@ -261,14 +262,14 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	if who != nil {
 		owner = &who.owner
 	}
-	repo, err := d.git.HandOut(ctx, ir.tree.path, owner)
+	repo, err := d.git.HandOut(ctx, ir.tree.Path, owner)
 	if err != nil {
 		return gitFailure(ctx, "hand the worktree to the agent", err)
 	}
 	ir.tPrepare += time.Since(t0)
 	vars := ir.vars(n)
 	sc := &stepContext{
-		dir:        ir.tree.path,
+		dir:        ir.tree.Path,
 		vars:       vars,
 		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), n)...),
 		log:        out,
@@ -318,7 +319,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
 			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
 	}
-	commits, err := d.git.CommitsSince(ctx, ir.tree.path, head)
+	commits, err := d.git.CommitsSince(ctx, ir.tree.Path, head)
 	if err != nil {
 		return gitFailure(ctx, "list the agent's commits", err)
 	}
@@ -412,7 +413,7 @@ func (ir *itemRunner) captureArtifacts(ctx context.Context, f *stepFailure) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s, err := d.git.StatusSummary(ctx, ir.tree.path); err == nil {
+	if s, err := d.git.StatusSummary(ctx, ir.tree.Path); err == nil {
 		ir.uncommitted = d.redact(s)
 	}
 }
@@ -427,7 +428,7 @@ func (ir *itemRunner) release(ctx context.Context, keep bool) CleanupStatus {
 	ir.tree = nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	return d.trees.release(ctx, t, ir.agentID, ir.it.id, keep)
+	return d.trees.Release(ctx, t, ir.agentID, ir.it.id, keep)
 }
 
 // vars is the interpolation scope of the item's agent.

@@ -35,7 +35,7 @@ func (j *job) end(cause error) (*Result, error) {
 	default:
 		status = StatusFailed
 	}
-	purge := j.trees.detach(ctx, j.deferTeardown)
+	purge := j.trees.Detach(ctx, j.deferTeardown)
 	j.steps.values.close()
 	j.cool.Finish()
 	j.deadMu.Lock()
@@ -142,7 +142,7 @@ func (j *job) rollback() {
 		j.events.close()
 	}
 	if j.trees != nil {
-		j.trees.close(ctx)
+		j.trees.Close(ctx)
 	}
 	if j.steps != nil {
 		j.steps.values.close()

@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -59,7 +60,7 @@ type itemDeps struct {
 	state   *jobstore.State
 	events  *eventLog
 	store   *dlq.Store
-	trees   *worktrees
+	trees   *worktree.Pool
 	budget  *spend.Budget
 	cool    *spend.Cooldown
 	prog    *progress

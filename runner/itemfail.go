@@ -65,7 +65,7 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 	}
 	path := ""
 	if ir.tree != nil {
-		path = ir.tree.path
+		path = ir.tree.Path
 	}
 	ctx := []string{
 		fmt.Sprintf("Executing agent %s for %s", ir.agentID, ir.it.id),
@@ -111,7 +111,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	d, it := ir.d, ir.it
 	path, branch := "", ir.branch
 	if ir.tree != nil {
-		path = ir.tree.path
+		path = ir.tree.Path
 	}
 	keep := d.wf.PreserveFailedWorktrees && ir.tree != nil
 	last := ir.failures[len(ir.failures)-1]

@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -71,7 +72,7 @@ type services struct {
 	events  *eventLog
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
-	trees   *worktrees
+	trees   *worktree.Pool
 	guard   *guard          // the results branch's and git configuration's integrity (integrity.go)
 	agents  *agentUsers     // who agents run as (Agents.User); nil: the engine's user (agentuser.go)
 	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)

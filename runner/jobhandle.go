@@ -183,7 +183,7 @@ func (j *Job) Release(ctx context.Context) {
 	fault(ctx, FaultPlanWritten, jb.id)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	jb.trees.close(cctx)
+	jb.trees.Close(cctx)
 	jb.steps.values.close()
 	_ = jb.git.WorktreeRemove(cctx, jb.parentDir)
 	_ = jb.git.WorktreePrune(cctx)

@@ -51,7 +51,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
 	if head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch); err == nil {
-		j.trees.warm(ctx, min(j.maxParallel, len(pending)), head)
+		j.trees.Warm(ctx, min(j.maxParallel, len(pending)), head)
 	}
 	j.prog.begin(len(pending))
 	j.mapSpan = j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseMap})

@@ -43,7 +43,7 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	}
 	defer unlock()
 	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
-		j.trees.removeDiscarded(j.trees.discarded())
+		j.trees.RemoveDiscarded(j.trees.Discarded())
 		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
 		res := resultOf(cp)
 		res.OrphanedWorktrees = orEmpty(nil)

@@ -156,8 +156,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.redact = j.red.String
 	j.steps.red = j.red
 	j.prog = newProgress(&j.logMu, o.Stderr, o.ProgressInterval)
-	j.trees, err = newWorktrees(worktreeDeps{git: j.git, paths: j.paths, parentDir: j.parentDir, branch: j.branch, wf: j.wf,
-		isolation: j.isolation, mergeMode: j.mergeMode, clock: j.clock, rand: j.rand, job: j}, o.Sparse)
+	j.trees, err = j.newTrees(o.Sparse)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +180,7 @@ func (j *job) create(ctx context.Context, o *options, head string) error {
 	cp := &jobstore.Checkpoint{CheckpointHead: jobstore.CheckpointHead{FormatVersion: jobstore.CheckpointFormat, JobID: j.id, Repo: j.paths.Repo, RepoDir: j.git.TopLevel(),
 		WorkflowPath: absPath(j.wf.Path), WorkflowName: j.wf.Name, ResultsBranch: j.branch, BaseCommit: head,
 		ParentWorktree: j.parentDir, Isolation: string(j.isolation), Merge: string(j.mergeMode), MaxParallel: j.maxParallel,
-		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudecode.EncodeOverrides(o.Claude), Sparse: j.trees.flagSparse,
+		ClaudeCommand: o.ClaudeCommand, ClaudeArgs: o.ClaudeArgs, ClaudeOverrides: claudecode.EncodeOverrides(o.Claude), Sparse: j.trees.FlagSparse(),
 		Status: StatusRunning, Phase: jobstore.PhaseSetup, StartedAt: now, Vars: map[string]string{}}, Items: []*jobstore.CheckpointItem{}}
 	if data, err := os.ReadFile(j.wf.Path); err == nil {
 		if err := jobstore.SaveWorkflowCopy(j.paths, j.red.Bytes(data)); err != nil {
@@ -193,7 +192,7 @@ func (j *job) create(ctx context.Context, o *options, head string) error {
 		return fmt.Errorf("record the job: %w", err)
 	}
 	fault(ctx, FaultJobIntent, j.id)
-	if err := j.trees.createParent(ctx, head); err != nil {
+	if err := j.trees.CreateParent(ctx, head); err != nil {
 		return fmt.Errorf("create the parent worktree: %w", err)
 	}
 	fault(ctx, FaultJobCreated, j.id)
