@@ -10,7 +10,7 @@
 //	events/<repo>/<job_id>/events.jsonl          event log (OpenEvents)
 //	worktrees/<repo>/<job_id>/…                  parent and agent worktrees
 //	orphaned_worktrees/<repo>/<job_id>.json      worktrees cleanup could not remove (OpenOrphans)
-//	logs/<repo>/<job_id>/<item>/attempt-<n>.log   an attempt's output (AttemptLog, ItemLogs)
+//	logs/<repo>/<job_id>/<item>/attempt-<n>.log   an attempt's output (AttemptLog, CreateAttemptLog, ItemLogs)
 //	logs/<repo>/<job_id>/<item>/attempt-<n>.jsonl claude transcripts (AttemptTranscript)
 //	dlq/<repo>/<job_id>/                         the job's DLQ root, handed to dlq.Open
 //

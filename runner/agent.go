@@ -225,11 +225,11 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		defer cancel()
 	}
 	n := ir.base + attempt
-	// Every attempt's output is kept per item (attemptlog.go); ir.log, the
+	// Every attempt's output is kept per item (jobstore.CreateAttemptLog); ir.log, the
 	// tail of all attempts, feeds the hooks and the Action.
 	var out io.Writer = ir.log
 	logPath := d.paths.AttemptLog(ir.it.id, n)
-	if al := openAttemptLog(logPath, d.red, MaxAttemptLog); al != nil {
+	if al := d.paths.CreateAttemptLog(ir.it.id, n, d.red, jobstore.MaxAttemptLog); al != nil {
 		defer al.Close()
 		out = io.MultiWriter(ir.log, al)
 		ir.attemptLog = logPath

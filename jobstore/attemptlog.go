@@ -1,4 +1,4 @@
-package runner
+package jobstore
 
 import (
 	"fmt"
@@ -10,24 +10,29 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 )
 
-// MaxAttemptLog bounds one attempt's output log (jobstore.Paths.AttemptLog):
+// MaxAttemptLog bounds one attempt's output log (Paths.AttemptLog):
 // the first and the last half are kept, with a line saying how much was
 // left out between them.
 const MaxAttemptLog = 1 << 20
 
-// attemptLog is one attempt's output log: writes are redacted as a stream,
-// then bounded (boundedFile). Safe for concurrent use (a step's stdout and
-// stderr are copied by two goroutines). Close flushes it.
-type attemptLog struct {
+// AttemptLogWriter writes one attempt's output log: writes are redacted as
+// a stream, then bounded (the first and the last half of max kept). Safe
+// for concurrent use (a step's stdout and stderr are copied by two
+// goroutines). A write never fails: a log that cannot be written never
+// fails a step. Close flushes it.
+type AttemptLogWriter struct {
 	mu   sync.Mutex
 	red  *redact.Writer
 	file *boundedFile
 }
 
-// openAttemptLog creates (or truncates: an attempt re-run after a crash
-// starts again) the log at path; nil when it cannot be created, and the
-// attempt runs without it.
-func openAttemptLog(path string, red *redact.Redactor, max int) *attemptLog {
+// CreateAttemptLog creates (or truncates: an attempt re-run after a crash
+// starts again) the output log of attempt n of item itemID
+// (Paths.AttemptLog), redacted by red (nil: written as it is) and bounded
+// to max bytes; nil when it cannot be created, and the attempt runs
+// without it.
+func (p Paths) CreateAttemptLog(itemID string, n int, red *redact.Redactor, max int) *AttemptLogWriter {
+	path := p.AttemptLog(itemID, n)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil
 	}
@@ -40,10 +45,10 @@ func openAttemptLog(path string, red *redact.Redactor, max int) *attemptLog {
 	if red != nil {
 		w = red.Writer(bf)
 	}
-	return &attemptLog{red: w, file: bf}
+	return &AttemptLogWriter{red: w, file: bf}
 }
 
-func (l *attemptLog) Write(p []byte) (int, error) {
+func (l *AttemptLogWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.red != nil {
@@ -55,7 +60,7 @@ func (l *attemptLog) Write(p []byte) (int, error) {
 }
 
 // Close flushes the redactor and writes the kept tail.
-func (l *attemptLog) Close() error {
+func (l *AttemptLogWriter) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.red != nil {
@@ -107,4 +112,4 @@ func (b *boundedFile) Close() error {
 	return cerr
 }
 
-var _ io.WriteCloser = (*attemptLog)(nil)
+var _ io.WriteCloser = (*AttemptLogWriter)(nil)
