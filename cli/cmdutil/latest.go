@@ -29,3 +29,19 @@ func (f *Factory) ResolveJobID(jobID, repoDir string) (string, error) {
 	}
 	return p.JobID, nil
 }
+
+// Job finds the job a command names: jobID, or the newest job of the
+// checkout in the current directory for jobstore.Latest (ResolveJobID),
+// under the state directory (FindJob: a job that does not exist is a
+// *UsageError).
+func (f *Factory) Job(jobID string) (jobstore.Paths, error) {
+	home, err := f.Home()
+	if err != nil {
+		return jobstore.Paths{}, err
+	}
+	id, err := f.ResolveJobID(jobID, "")
+	if err != nil {
+		return jobstore.Paths{}, err
+	}
+	return FindJob(home, "", id)
+}

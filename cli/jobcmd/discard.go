@@ -43,15 +43,7 @@ unless --yes. JOB_ID may be "latest".`,
 }
 
 func runDiscard(cmd *cobra.Command, f *cmdutil.Factory, opts *discardOptions) error {
-	home, err := f.Home()
-	if err != nil {
-		return err
-	}
-	id, err := f.ResolveJobID(opts.jobID, "")
-	if err != nil {
-		return err
-	}
-	p, err := cmdutil.FindJob(home, "", id)
+	p, err := f.Job(opts.jobID)
 	if err != nil {
 		return err
 	}

@@ -48,15 +48,7 @@ func runLogs(f *cmdutil.Factory, opts *logsOptions) error {
 	if opts.attempt < 0 {
 		return cmdutil.UsageErrorf("--attempt must be 1 or more")
 	}
-	home, err := f.Home()
-	if err != nil {
-		return err
-	}
-	id, err := f.ResolveJobID(opts.jobID, "")
-	if err != nil {
-		return err
-	}
-	p, err := cmdutil.FindJob(home, "", id)
+	p, err := f.Job(opts.jobID)
 	if err != nil {
 		return err
 	}
@@ -77,7 +69,7 @@ func runLogs(f *cmdutil.Factory, opts *logsOptions) error {
 			}
 		}
 		if len(only) == 0 {
-			return cmdutil.UsageErrorf("item %s of job %s has no attempt %d (kept: %v)", opts.itemID, id, opts.attempt, have)
+			return cmdutil.UsageErrorf("item %s of job %s has no attempt %d (kept: %v)", opts.itemID, p.JobID, opts.attempt, have)
 		}
 		attempts = only
 	}
