@@ -140,7 +140,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (d.halted() && errors.Is(err, d.halt.Err())):
 		ir.release(ctx, false)
 		d.persisted("item "+it.id+" back to pending", it.backToPending())
-		d.prog.interrupted()
+		d.prog.Interrupted()
 		d.logf("⏸ %s interrupted; it stays pending for resume", d.itemName(it))
 	default:
 		ir.failed(ctx, err, duration)
@@ -163,7 +163,7 @@ func (ir *itemRunner) announce() {
 		ceiling = jobstore.RoundUSD(ir.priorCost + ir.reservation)
 	}
 	d.persisted("item "+it.id+" started", it.start(ir.agentNum, first, ceiling))
-	d.prog.started()
+	d.prog.Started()
 	d.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + 1, Branch: ir.branch})
 }
 

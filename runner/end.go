@@ -85,7 +85,7 @@ func (j *job) end(cause error) (*Result, error) {
 			cp.Error = cause.Error()
 		}
 	})
-	j.prog.stop()
+	j.prog.Stop()
 	if err := j.store.Close(); err != nil {
 		j.warn(fmt.Sprintf("DLQ: could not write its index: %v", err))
 	}

@@ -35,8 +35,8 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 	}
 	defer procRec.close()
 	runCtx = withProcessRecord(runCtx, procRec)
-	j.prog.start()
-	defer j.prog.stop()
+	j.prog.Start()
+	defer j.prog.Stop()
 
 	var setupDone bool
 	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })

@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -63,7 +64,7 @@ type itemDeps struct {
 	trees   *worktree.Pool
 	budget  *spend.Budget
 	cool    *spend.Cooldown
-	prog    *progress
+	prog    *progress.Line
 	hooks   Hooks
 	mergeMu *sync.Mutex // one worktree merge (or failure handler) at a time in parentDir
 	mapSpan Span        // the parent of item spans
@@ -113,7 +114,7 @@ func (j *job) itemEnded(state ItemState) {
 	} else {
 		j.breaker.Succeeded()
 	}
-	j.prog.finished(state)
+	j.prog.Finished(state != ItemMerged)
 }
 
 // itemFailed feeds an item that failed for good (skipped or in the DLQ)

@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -77,7 +78,7 @@ type services struct {
 	agents  *agentUsers     // who agents run as (Agents.User); nil: the engine's user (agentuser.go)
 	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)
 	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
-	prog    *progress
+	prog    *progress.Line
 	stderr  io.Writer
 	hooks   Hooks
 	logMu   sync.Mutex // one log line at a time (and the progress line)
@@ -162,9 +163,9 @@ func (nopHooks) Warning(string)                   {}
 func (j *job) logf(format string, args ...any) {
 	j.logMu.Lock()
 	defer j.logMu.Unlock()
-	j.prog.clearLine()
+	j.prog.ClearLine()
 	fmt.Fprint(j.stderr, j.redact(fmt.Sprintf(format+"\n", args...)))
-	j.prog.redraw()
+	j.prog.Redraw()
 }
 
 // warn logs a warning (WARN level), forwards it to the hooks and never fails the job.

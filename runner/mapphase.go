@@ -53,7 +53,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	if head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch); err == nil {
 		j.trees.Warm(ctx, min(j.maxParallel, len(pending)), head)
 	}
-	j.prog.begin(len(pending))
+	j.prog.Begin(len(pending))
 	j.mapSpan = j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseMap})
 	defer func() { j.mapSpan.End(SpanEnd{Outcome: mapOutcome(err)}) }()
 	deps := j.itemDeps()

@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/spend"
 	"github.com/prodigy-action/prodigy-action/validate"
 )
@@ -155,7 +156,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
 	j.steps.red = j.red
-	j.prog = newProgress(&j.logMu, o.Stderr, o.ProgressInterval)
+	j.prog = progress.New(&j.logMu, o.Stderr, o.ProgressInterval, o.Clock.Now)
 	j.trees, err = j.newTrees(o.Sparse)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,8 @@
-package runner
+// Package progress is a job's progress line: done, failed and running
+// items, elapsed time and an ETA, redrawn live on a terminal and printed
+// as a line every interval otherwise (CI logs). It shares the job's log
+// lock, so a progress line and a log line never interleave.
+package progress
 
 import (
 	"fmt"
@@ -9,13 +13,14 @@ import (
 	"time"
 )
 
-// progress prints done/failed/running/ETA to stderr: a live line on a
-// terminal, periodic lines otherwise (CI logs).
-type progress struct {
+// Line prints done/failed/running/ETA to stderr: a live line on a
+// terminal, periodic lines otherwise (CI logs). Safe for concurrent use.
+type Line struct {
 	logMu    *sync.Mutex // the job's: one log line at a time, this one included
 	w        io.Writer
 	tty      bool
 	interval time.Duration
+	now      func() time.Time
 
 	mu                           sync.Mutex
 	total, done, failed, running int
@@ -25,13 +30,15 @@ type progress struct {
 	stopOnce                     sync.Once
 }
 
-// newProgress prints to w, holding logMu (which every other log line of
-// the job holds) while it writes.
-func newProgress(logMu *sync.Mutex, w io.Writer, interval time.Duration) *progress {
+// New returns a progress line printed to w every interval (10 s when 0;
+// every second on a terminal), holding logMu (which every other log line
+// of the job holds) while it writes; now is the clock of its elapsed time
+// and ETA.
+func New(logMu *sync.Mutex, w io.Writer, interval time.Duration, now func() time.Time) *Line {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
-	p := &progress{logMu: logMu, w: w, interval: interval}
+	p := &Line{logMu: logMu, w: w, interval: interval, now: now}
 	if isTerminal(w) {
 		p.tty = true
 		p.interval = time.Second
@@ -57,8 +64,8 @@ func isTerminal(w io.Writer) bool {
 	return false
 }
 
-// start launches the ticker; stop ends it.
-func (p *progress) start() {
+// Start launches the ticker; Stop ends it and clears a live line.
+func (p *Line) Start() {
 	p.stopCh = make(chan struct{})
 	go func() {
 		t := time.NewTicker(p.interval)
@@ -74,7 +81,7 @@ func (p *progress) start() {
 	}()
 }
 
-func (p *progress) stop() {
+func (p *Line) Stop() {
 	if p.stopCh == nil {
 		return
 	}
@@ -87,28 +94,31 @@ func (p *progress) stop() {
 	}
 }
 
-func (p *progress) begin(total int) {
+// Begin starts counting a phase of total items.
+func (p *Line) Begin(total int) {
 	p.mu.Lock()
 	p.total, p.done, p.failed, p.running = total, 0, 0, 0
-	p.began = time.Now()
+	p.began = p.now()
 	p.mu.Unlock()
 }
 
-func (p *progress) started() { p.mu.Lock(); p.running++; p.mu.Unlock() }
+// Started: an item started; Interrupted: a started one stopped unfinished.
+func (p *Line) Started() { p.mu.Lock(); p.running++; p.mu.Unlock() }
 
-func (p *progress) interrupted() { p.mu.Lock(); p.running--; p.mu.Unlock() }
+func (p *Line) Interrupted() { p.mu.Lock(); p.running--; p.mu.Unlock() }
 
-func (p *progress) finished(s ItemState) {
+// Finished: a started item ended, failed or not.
+func (p *Line) Finished(failed bool) {
 	p.mu.Lock()
 	p.running--
 	p.done++
-	if s != ItemMerged {
+	if failed {
 		p.failed++
 	}
 	p.mu.Unlock()
 }
 
-func (p *progress) tick() {
+func (p *Line) tick() {
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
 	p.mu.Lock()
@@ -125,8 +135,9 @@ func (p *progress) tick() {
 	fmt.Fprintln(p.w, line)
 }
 
-// clearLine and redraw bracket a log line on a terminal; callers hold j.logMu.
-func (p *progress) clearLine() {
+// ClearLine and Redraw bracket a log line on a terminal; callers hold the
+// log lock.
+func (p *Line) ClearLine() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live {
@@ -135,7 +146,7 @@ func (p *progress) clearLine() {
 	}
 }
 
-func (p *progress) redraw() {
+func (p *Line) Redraw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty && p.total > 0 && p.stopCh != nil {
@@ -149,8 +160,8 @@ func (p *progress) redraw() {
 	}
 }
 
-func (p *progress) lineLocked() string {
-	elapsed := time.Since(p.began)
+func (p *Line) lineLocked() string {
+	elapsed := p.now().Sub(p.began)
 	eta := "?"
 	if p.done > 0 && p.done < p.total {
 		left := time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done))
