@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/trace"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -82,8 +83,8 @@ type itemRunner struct {
 func (ir *itemRunner) run(ctx context.Context) {
 	d, it := ir.d, ir.it
 	defer ir.releaseBudget()
-	ir.span = spanOr(d.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.id, ItemLabel: it.label})
-	if recorded(ir.span) {
+	ir.span = trace.Or(d.mapSpan).Start(SpanStart{Kind: SpanItem, ItemID: it.id, ItemLabel: it.label})
+	if trace.Recorded(ir.span) {
 		defer func() { ir.span.End(ir.itemSpanEnd()) }()
 	}
 	ir.began = time.Now()

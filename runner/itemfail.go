@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/trace"
 )
 
 // recordFailure makes a failed attempt durable before anything else
@@ -142,7 +143,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	if policy == config.OnFailureCustom && ir.runCustomHandler(ctx, last, lastType) {
 		state = ItemSkipped
 	}
-	if recorded(ir.span) {
+	if trace.Recorded(ir.span) {
 		ir.signature = dlq.Signature(lastType, last.Message)
 	}
 	if state != ItemDLQ {
