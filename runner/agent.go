@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/trace"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
@@ -218,7 +219,7 @@ func (ir *itemRunner) inFlight(n int) inFlightAttempt {
 
 // attempt runs the agent template once in a clean worktree and merges the
 // agent's commits. A nil result means the attempt succeeded.
-func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
+func (ir *itemRunner) attempt(ctx context.Context, attempt int) *step.Failure {
 	d := ir.d
 	if d.agentTO > 0 {
 		var cancel context.CancelFunc
@@ -269,26 +270,26 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 	}
 	ir.tPrepare += time.Since(t0)
 	vars := ir.vars(n)
-	sc := &stepContext{
-		dir:        ir.tree.Path,
-		vars:       vars,
-		env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), n)...),
-		log:        out,
-		transcript: d.paths.AttemptTranscript(ir.it.id, n),
-		spend:      ir.spend,
-		span:       ir.attemptSpan,
-		owner:      owner,
+	sc := &step.Context{
+		Dir:        ir.tree.Path,
+		Vars:       vars,
+		Env:        append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), n)...),
+		Log:        out,
+		Transcript: d.paths.AttemptTranscript(ir.it.id, n),
+		Spend:      ir.spend,
+		Span:       ir.attemptSpan,
+		Owner:      owner,
 	}
 	if who != nil {
-		sc.env = withEnv(sc.env, []string{"HOME=" + who.home})
+		sc.Env = step.WithEnv(sc.Env, []string{"HOME=" + who.home})
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: d.wf.Map.AgentTemplate}}) {
-		ir.lastLog = sc.transcript
+		ir.lastLog = sc.Transcript
 	} else if ir.attemptLog != "" {
 		ir.lastLog = ir.attemptLog // shell only: the output log is the log
 	}
 	t0 = time.Now()
-	f := d.steps.run(ctx, d.wf.Map.AgentTemplate, sc)
+	f := d.steps.Run(ctx, d.wf.Map.AgentTemplate, sc)
 	ir.tSteps += time.Since(t0)
 	if f == nil {
 		fault(ctx, FaultAgentCommitted, ir.it.id)
@@ -311,13 +312,13 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *stepFailure {
 		if ctx.Err() != nil {
 			return gitFailure(ctx, "take the agent's commit", rerr)
 		}
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+		return &step.Failure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
 			Message: fmt.Sprintf("could not take the agent's commit: %v", rerr)}
 	}
 	if ok, err := d.git.IsAncestor(ctx, head, theirs); err != nil {
 		return gitFailure(ctx, "check the agent's commit", err)
 	} else if !ok {
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
+		return &step.Failure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
 			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
 	}
 	commits, err := d.git.CommitsSince(ctx, ir.tree.Path, head)
@@ -348,24 +349,24 @@ func (ir *itemRunner) reclaim(ctx context.Context, repo *gitops.AgentRepo) (stri
 }
 
 // gitFailure classifies a git error during an attempt.
-func gitFailure(ctx context.Context, what string, err error) *stepFailure {
+func gitFailure(ctx context.Context, what string, err error) *step.Failure {
 	if c := context.Cause(ctx); c != nil {
 		if errors.Is(c, errAgentTimeout) {
-			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.Timeout}, Message: what + ": agent timeout exceeded", Step: "agent"}
+			return &step.Failure{Type: dlq.ErrorType{Kind: dlq.Timeout}, Message: what + ": agent timeout exceeded", Step: "agent"}
 		}
-		return &stepFailure{Message: "interrupted", Interrupted: true}
+		return &step.Failure{Message: "interrupted", Interrupted: true}
 	}
 	kind := dlq.WorktreeError
 	if dlq.IsDiskFull(err) {
 		kind = dlq.ResourceExhausted
 	}
-	return &stepFailure{Type: dlq.ErrorType{Kind: kind}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
+	return &step.Failure{Type: dlq.ErrorType{Kind: kind}, Message: fmt.Sprintf("%s: %v", what, err), Step: "agent"}
 }
 
 // merge merges the agent branch into the results branch. Worktree merges
 // run one at a time (they share the parent worktree); tree merges run
 // concurrently, gitops serialising only their ref update.
-func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
+func (ir *itemRunner) merge(ctx context.Context, theirs string) *step.Failure {
 	d := ir.d
 	msg := fmt.Sprintf("Merge %s (item %s)\n\nProdigy-Job: %s\nProdigy-Item: %s\n", ir.branch, brief.OneLine(ir.it.id, 100), d.jobID, strconv.Quote(ir.it.id))
 	var err error
@@ -397,7 +398,7 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 		if len(mc.Files) > 0 {
 			msg += ": " + strings.Join(mc.Files, ", ")
 		}
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.MergeConflict}, Message: msg, Step: "merge", Tail: mc.Detail}
+		return &step.Failure{Type: dlq.ErrorType{Kind: dlq.MergeConflict}, Message: msg, Step: "merge", Tail: mc.Detail}
 	}
 	f := gitFailure(ctx, "merge "+ir.branch, err)
 	f.Step = "merge"
@@ -406,7 +407,7 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *stepFailure {
 
 // captureArtifacts records what the failed worktree looks like; it runs
 // even after ctx ended, for a bounded time.
-func (ir *itemRunner) captureArtifacts(ctx context.Context, f *stepFailure) {
+func (ir *itemRunner) captureArtifacts(ctx context.Context, f *step.Failure) {
 	d := ir.d
 	ir.errorLogs = d.redact(f.Tail)
 	if ir.tree == nil || f.Interrupted {
@@ -449,19 +450,6 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	if s == "" {
-		return ""
-	}
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // timings reports the item's wall-time split; bookkeeping is the rest.

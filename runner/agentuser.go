@@ -11,6 +11,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 )
 
 // Agents as another user (Agents.User, --agent-user, the Action's
@@ -104,7 +105,7 @@ func (a *agentUsers) prepare(ctx context.Context, commonDir string) error {
 	}
 	objects := filepath.Join(commonDir, "objects")
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `test -x "$1" || exit 3; test -r "$2" && test -x "$2" || exit 4`, "sh", a.worktrees, objects)
-	cmd.SysProcAttr = procsup.SysProcAttr(credentialOf(&o))
+	cmd.SysProcAttr = procsup.SysProcAttr(step.Credential(&o))
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	err := cmd.Run()
 	var ee *exec.ExitError

@@ -15,7 +15,7 @@
 // setup and reduce run. The map phase starts every pending item through an
 // itemRunner, at most max_parallel at once (errgroup with SetLimit): the
 // item's agent template runs in its own worktree (a reused pool slot or a
-// fresh worktree) through a stepRunner (shell via bash, claude without a
+// fresh worktree) through a step.Runner (runner/step: shell via bash, claude without a
 // shell, write_file), with step and agent timeouts that kill whole process
 // groups, and is retried with the workflow's backoff (validate.RetryPolicy).
 // A claude step runs the command line package claudecode builds and fails

@@ -36,7 +36,7 @@ func (j *job) end(cause error) (*Result, error) {
 		status = StatusFailed
 	}
 	purge := j.trees.Detach(ctx, j.deferTeardown)
-	j.steps.values.close()
+	j.steps.Close()
 	j.cool.Finish()
 	j.deadMu.Lock()
 	dead := uniqueStrings(j.deadBranches)
@@ -145,7 +145,7 @@ func (j *job) rollback() {
 		j.trees.Close(ctx)
 	}
 	if j.steps != nil {
-		j.steps.values.close()
+		j.steps.Close()
 	}
 	_ = j.git.WorktreeRemove(ctx, j.parentDir)
 	_ = j.git.WorktreePrune(ctx)

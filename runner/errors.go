@@ -1,6 +1,10 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/prodigy-action/prodigy-action/runner/step"
+)
 
 // Sentinel errors callers map to exit codes.
 var (
@@ -23,7 +27,6 @@ func usage(err error) error { return &UsageError{Err: err} }
 // Causes attached to contexts so a killed process can be classified
 // (procsup.Result.Cause).
 var (
-	errStepTimeout  = errors.New("step timeout")
-	errAgentTimeout = errors.New("agent timeout")
-	errInterrupted  = errors.New("interrupted")
+	errAgentTimeout = step.ErrAgentTimeout
+	errInterrupted  = step.ErrInterrupted
 )

@@ -131,7 +131,7 @@ func (j *job) graceContext(ctx context.Context) (context.Context, func()) {
 		case <-ctx.Done():
 		}
 		if j.interruptGrace < time.Millisecond { // the Action: stop at once
-			j.logf("interrupt received: no new items start; running agents are stopped (SIGTERM, SIGKILL %s later)", j.steps.grace)
+			j.logf("interrupt received: no new items start; running agents are stopped (SIGTERM, SIGKILL %s later)", j.steps.Grace)
 		} else {
 			j.logf("interrupt received: no new items start; running agents get %s to finish (interrupt again to abort)", j.interruptGrace)
 		}

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/prodigy-action/prodigy-action/runner/step"
 )
 
 // Fault points: the moments of a job where a crash is most likely to break
@@ -34,7 +36,7 @@ const (
 	FaultAgentCommitted = "agent-committed"
 	// FaultClaudeDone: a claude step's process ended (what it spent is
 	// in its transcript); the item's spend is not checkpointed yet.
-	FaultClaudeDone = "claude-done"
+	FaultClaudeDone = step.FaultClaudeDone
 	// FaultGatherIntent: a gather's state and checkpoint are on disk; its
 	// results branch and parent worktree may not exist yet.
 	FaultGatherIntent = "gather-intent"

@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -57,7 +58,7 @@ type itemDeps struct {
 	halt context.Context
 
 	git     *gitops.Client
-	steps   *stepRunner
+	steps   *step.Runner
 	state   *jobstore.State
 	events  *eventLog
 	store   *dlq.Store

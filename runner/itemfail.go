@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/trace"
 )
 
@@ -52,7 +53,7 @@ func (ir *itemRunner) lostAttempt(a inFlightAttempt) *dlq.Failure {
 }
 
 // failureOf turns a failed attempt into a DLQ failure detail.
-func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration) dlq.Failure {
+func (ir *itemRunner) failureOf(attempt int, f *step.Failure, took time.Duration) dlq.Failure {
 	d := ir.d
 	var t *dlq.ErrorType
 	if f.Type.Kind != "" {
@@ -81,7 +82,7 @@ func (ir *itemRunner) failureOf(attempt int, f *stepFailure, took time.Duration)
 		Type:       t,
 		Message:    d.redact(f.Message),
 		Context:    ctx,
-		StackTrace: d.redact(lastLines(f.Tail, 30)),
+		StackTrace: d.redact(brief.LastLines(f.Tail, 30)),
 		AgentID:    ir.agentID,
 		Step:       d.redact(orDash(f.Step)),
 		Duration:   took,
@@ -100,11 +101,11 @@ func orAttemptLog(transcript, attemptLog string) string {
 
 // diskFull reports whether a failure says the disk is full: in its message
 // or the last lines of its output. Timeouts keep their type.
-func diskFull(f *stepFailure) bool {
+func diskFull(f *step.Failure) bool {
 	if f.Type.Kind == dlq.Timeout {
 		return false
 	}
-	return dlq.SaysDiskFull(f.Message) || dlq.SaysDiskFull(lastLines(f.Tail, 5))
+	return dlq.SaysDiskFull(f.Message) || dlq.SaysDiskFull(brief.LastLines(f.Tail, 5))
 }
 
 // failed applies on_item_failure after the attempts are exhausted.
@@ -159,7 +160,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	rec := dlq.FromAgentResult(dlq.AgentResult{
 		ItemID: it.id, ItemData: ir.raw, Status: status, Failures: ir.failures,
 		WorktreePath: path, BranchName: branch, UncommittedChanges: ir.uncommitted,
-		ErrorLogs: strings.TrimRight(note+"\n"+lastLines(ir.errorLogs, 100), "\n"),
+		ErrorLogs: strings.TrimRight(note+"\n"+brief.LastLines(ir.errorLogs, 100), "\n"),
 	})
 	// The record is checkpointed before it is written: a crash or a write
 	// failure leaves the item failed-unrecorded, and resume writes it.
@@ -286,10 +287,10 @@ func (ir *itemRunner) runCustomHandler(ctx context.Context, last dlq.Failure, t 
 	}
 	vars := ir.vars(ir.base + ir.attempts)
 	vars["error"] = map[string]any{"message": last.Message, "type": t.String(), "step": last.Step}
-	sc := &stepContext{dir: d.parentDir, vars: vars, env: append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), ir.base+ir.attempts)...), log: ir.log}
+	sc := &step.Context{Dir: d.parentDir, Vars: vars, Env: append(append([]string{}, d.baseEnv...), interp.ItemEnv(ir.data, ir.it.id, ir.it.index, d.total(), ir.base+ir.attempts)...), Log: ir.log}
 	d.mergeMu.Lock() // the parent worktree is shared with merges
 	defer d.mergeMu.Unlock()
-	if f := d.steps.run(ctx, steps, sc); f != nil {
+	if f := d.steps.Run(ctx, steps, sc); f != nil {
 		d.warn(fmt.Sprintf("custom failure handler for %s failed: %s; the item goes to the DLQ", ir.it.id, f.Message))
 		return false
 	}

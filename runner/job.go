@@ -20,13 +20,14 @@ import (
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // job is one execution (run, resume or redrive) of a job: what it runs
 // with, the services its items share and what it has done so far. The
-// work of one item is an itemRunner's, step execution a stepRunner's.
+// work of one item is an itemRunner's, step execution a step.Runner's.
 type job struct {
 	settings
 	services
@@ -68,7 +69,7 @@ type settings struct {
 // concurrent use.
 type services struct {
 	git     *gitops.Client
-	steps   *stepRunner
+	steps   *step.Runner
 	state   *jobstore.State
 	events  *eventLog
 	store   *dlq.Store

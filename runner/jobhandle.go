@@ -184,7 +184,7 @@ func (j *Job) Release(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	jb.trees.Close(cctx)
-	jb.steps.values.close()
+	jb.steps.Close()
 	_ = jb.git.WorktreeRemove(cctx, jb.parentDir)
 	_ = jb.git.WorktreePrune(cctx)
 	if err := jb.store.Close(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"path/filepath"
 
-	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
@@ -98,13 +97,4 @@ func endJobLeftovers(p Paths, logf func(string, ...any)) error {
 func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
-}
-
-// credentialOf is the procsup credential of an agent's user (nil: the
-// engine's).
-func credentialOf(o *gitops.Owner) *procsup.Credential {
-	if o == nil {
-		return nil
-	}
-	return &procsup.Credential{UID: o.UID, GID: o.GID}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 )
 
 // FleetCooldownStarted: an attempt failed because the provider
@@ -29,11 +30,11 @@ func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
 // the item's backoff) and runs again after it, at most
 // rate_limit.max_waits times per item. The item's spend is checkpointed
 // after every run.
-func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFailure {
+func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *step.Failure {
 	d := ir.d
 	for {
 		if err := d.cool.Gate(d.halt, nil); err != nil {
-			return &stepFailure{Message: "interrupted", Interrupted: true}
+			return &step.Failure{Message: "interrupted", Interrupted: true}
 		}
 		ir.spend.BeginAttempt()
 		f := ir.tracedAttempt(ctx, attempt)
@@ -58,7 +59,7 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *stepFa
 				d.stop(fmt.Sprintf("the provider's limit (%s) resets at %s, in %s: longer than rate_limit.max_cooldown (%s); `resume %s` after that",
 					reason, resetsAt.UTC().Format(time.RFC3339), until.Round(time.Minute), maxWait, d.jobID))
 				fmt.Fprintf(ir.log, "--- %s until %s; the item stays pending\n", reason, resetsAt.UTC().Format(time.RFC3339))
-				return &stepFailure{Message: "interrupted", Interrupted: true}
+				return &step.Failure{Message: "interrupted", Interrupted: true}
 			}
 			delay = max(until, time.Second)
 		}

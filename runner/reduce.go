@@ -9,6 +9,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -108,7 +109,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 	}
 	j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
 	span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseReduce})
-	var failed *stepFailure
+	var failed *step.Failure
 	defer func() { span.End(j.phaseEnd(failed)) }()
 	for i := first; i < n; i++ {
 		head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
@@ -121,10 +122,10 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 		before := maps.Clone(vars)
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: env, log: j.phaseLog("reduce"), first: i, total: n,
-			transcript: j.paths.AttemptTranscript("_reduce", 1), spend: &spend.ItemSpend{}, span: span}
-		f := j.steps.run(ctx, j.wf.Reduce[i:i+1], sc)
-		j.savePhaseSpend(sc.spend)
+		sc := &step.Context{Dir: j.parentDir, Vars: vars, Env: env, Log: j.phaseLog("reduce"), First: i, Total: n,
+			Transcript: j.paths.AttemptTranscript("_reduce", 1), Spend: &spend.ItemSpend{}, Span: span}
+		f := j.steps.Run(ctx, j.wf.Reduce[i:i+1], sc)
+		j.savePhaseSpend(sc.Spend)
 		if f != nil {
 			failed = f
 			if f.Interrupted || j.halted() {

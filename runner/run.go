@@ -20,6 +20,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
 	"github.com/prodigy-action/prodigy-action/validate"
 )
@@ -144,7 +145,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 		services: services{
 			git:    git,
-			steps:  &stepRunner{git: git, bash: bash, claudeCode: claudecode.Command{Path: claude, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}, grace: killGrace, clock: o.Clock, rand: o.Rand},
+			steps:  &step.Runner{Git: git, Bash: bash, Claude: claudecode.Command{Path: claude, Args: o.ClaudeArgs, Workflow: wf.Claude, Overrides: o.Claude}, Grace: killGrace, Clock: o.Clock, Rand: o.Rand, Fault: fault},
 			stderr: o.Stderr, hooks: o.Hooks, agents: au,
 		},
 	}
@@ -155,7 +156,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	j.breaker = &spend.Breaker{Limit: wf.ErrorPolicy.CircuitBreaker}
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
-	j.steps.red = j.red
+	j.steps.Red = j.red
 	j.prog = progress.New(&j.logMu, o.Stderr, o.ProgressInterval, o.Clock.Now)
 	j.trees, err = j.newTrees(o.Sparse)
 	if err != nil {
@@ -239,8 +240,8 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	for k, v := range cp.Vars {
 		j.vars[k] = v
 	}
-	env := withEnv(filterEnv(j.environ), ident)
-	env = append(env, envMap(j.wf.Env)...)
+	env := step.WithEnv(filterEnv(j.environ), ident)
+	env = append(env, step.EnvPairs(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
 	j.state.Read(func(cp *jobstore.Checkpoint) {

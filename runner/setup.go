@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
 	"github.com/prodigy-action/prodigy-action/validate"
 )
@@ -25,9 +26,9 @@ func (j *job) setup(ctx context.Context) error {
 		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
-		sc := &stepContext{dir: j.parentDir, vars: vars, env: j.baseEnv, log: j.phaseLog("setup"), transcript: j.paths.AttemptTranscript("_setup", 1), spend: &spend.ItemSpend{}, span: span}
-		f := j.steps.run(ctx, j.wf.Setup, sc)
-		j.savePhaseSpend(sc.spend)
+		sc := &step.Context{Dir: j.parentDir, Vars: vars, Env: j.baseEnv, Log: j.phaseLog("setup"), Transcript: j.paths.AttemptTranscript("_setup", 1), Spend: &spend.ItemSpend{}, Span: span}
+		f := j.steps.Run(ctx, j.wf.Setup, sc)
+		j.savePhaseSpend(sc.Spend)
 		span.End(j.phaseEnd(f))
 		if f != nil {
 			if f.Interrupted || j.halted() {

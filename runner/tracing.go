@@ -3,10 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
-	"strings"
 
-	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/dlq"
+	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/trace"
 )
 
@@ -43,88 +41,11 @@ func (j *job) endJobSpan(e SpanEnd) {
 	j.span = nil
 }
 
-// spanError is the SpanError of a step failure (nil for none); the
-// signature is the one its DLQ record would get.
-func spanError(f *stepFailure, redact func(string) string) *SpanError {
-	if f == nil {
-		return nil
-	}
-	msg := redact(f.Message)
-	t := f.Type
-	if t.Kind == "" {
-		t = dlq.Classify(msg)
-	}
-	return &SpanError{Type: t.String(), Message: msg, Signature: dlq.Signature(t, msg)}
-}
-
-// spanEnd is the end of a phase, attempt or step span: failed with f, or
-// succeeded.
-func spanEnd(f *stepFailure, redact func(string) string) SpanEnd {
-	switch {
-	case f == nil:
-		return SpanEnd{Outcome: "succeeded"}
-	case f.Interrupted:
-		return SpanEnd{Outcome: "interrupted"}
-	}
-	return SpanEnd{Outcome: "failed", Error: spanError(f, redact)}
-}
-
 // phaseEnd is the end of a setup or reduce span.
-func (j *job) phaseEnd(f *stepFailure) SpanEnd { return spanEnd(f, j.redact) }
-
-// tracedOne runs one step (runOne) inside its span.
-func (s *stepRunner) tracedOne(ctx context.Context, st config.Step, sc *stepContext) *stepFailure {
-	if !trace.Recorded(sc.span) {
-		return s.runOne(ctx, st, sc)
-	}
-	kind := stepKind(st)
-	ss := SpanStart{Kind: SpanStep, Step: sc.label, StepKind: kind, StepIndex: sc.index}
-	if kind == "claude" {
-		ss.Model = flagValue(s.claudeCode.Args, "--model")
-	}
-	span := sc.span.Start(ss)
-	sc.claude = nil
-	f := s.runOne(ctx, st, sc)
-	e := spanEnd(f, s.red.String)
-	if run := sc.claude; run != nil && run.Found {
-		e.Claude = true
-		e.CostUSD = run.CostUSD
-		e.InputTokens, e.OutputTokens = run.Tokens.Input, run.Tokens.Output
-		if run.Models != "" {
-			e.Models = strings.Split(run.Models, ",")
-		}
-	}
-	sc.claude = nil
-	span.End(e)
-	return f
-}
-
-// stepKind is "shell", "claude" or "write_file".
-func stepKind(st config.Step) string {
-	switch {
-	case st.Claude != "":
-		return "claude"
-	case st.WriteFile != nil:
-		return "write_file"
-	}
-	return "shell"
-}
-
-// flagValue is the value of --name VALUE or --name=VALUE in args ("" when absent).
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		if a == name && i+1 < len(args) {
-			return args[i+1]
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func (j *job) phaseEnd(f *step.Failure) SpanEnd { return step.SpanEnd(f, j.redact) }
 
 // tracedAttempt runs one attempt of the item (attempt) inside its span.
-func (ir *itemRunner) tracedAttempt(ctx context.Context, attempt int) *stepFailure {
+func (ir *itemRunner) tracedAttempt(ctx context.Context, attempt int) *step.Failure {
 	if !trace.Recorded(ir.span) {
 		return ir.attempt(ctx, attempt)
 	}
@@ -149,8 +70,8 @@ func (ir *itemRunner) itemSpanEnd() SpanEnd {
 
 // attemptSpanEnd is the end of an attempt's span: f is its failure (nil
 // when it succeeded).
-func (ir *itemRunner) attemptSpanEnd(f *stepFailure) SpanEnd {
-	e := spanEnd(f, ir.d.redact)
+func (ir *itemRunner) attemptSpanEnd(f *step.Failure) SpanEnd {
+	e := step.SpanEnd(f, ir.d.redact)
 	if f != nil && !f.Interrupted {
 		if reason, _, _ := ir.spend.RateLimited(); reason != "" {
 			e.Outcome = "rate_limited"

@@ -27,3 +27,16 @@ func FirstN(s []string, n int) []string {
 	}
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }
+
+// LastLines is the last n lines of s (trailing newlines dropped).
+func LastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

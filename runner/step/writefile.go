@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"errors"
@@ -13,30 +13,30 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 )
 
-func (s *stepRunner) writeFile(st config.Step, sc *stepContext) *stepFailure {
+func (s *Runner) writeFile(st config.Step, sc *Context) *Failure {
 	wf := st.WriteFile
-	rel, err := interp.Interpolate(wf.Path, sc.vars)
+	rel, err := interp.Interpolate(wf.Path, sc.Vars)
 	if err != nil {
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file path: %v", err), Permanent: true}
+		return &Failure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file path: %v", err), Permanent: true}
 	}
 	if !filepath.IsLocal(rel) {
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file path %q leaves the worktree", rel), Permanent: true}
+		return &Failure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file path %q leaves the worktree", rel), Permanent: true}
 	}
-	content, err := interp.Interpolate(wf.Content, sc.vars)
+	content, err := interp.Interpolate(wf.Content, sc.Vars)
 	if err != nil {
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file content: %v", err), Permanent: true}
+		return &Failure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("interpolate write_file content: %v", err), Permanent: true}
 	}
 	mode := wf.Mode
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := writeInside(sc.dir, rel, []byte(content), mode, wf.CreateDirs, sc.owner); err != nil {
+	if err := writeInside(sc.Dir, rel, []byte(content), mode, wf.CreateDirs, sc.Owner); err != nil {
 		if errors.Is(err, errEscapes) {
-			return &stepFailure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file %s: %v", rel, err), Permanent: true}
+			return &Failure{Type: dlq.ErrorType{Kind: dlq.ValidationFailed}, Message: fmt.Sprintf("write_file %s: %v", rel, err), Permanent: true}
 		}
-		return &stepFailure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
+		return &Failure{Type: dlq.ErrorType{Kind: dlq.CommandFailed, ExitCode: 1}, Message: fmt.Sprintf("write_file %s: %v", rel, err)}
 	}
-	fmt.Fprintf(sc.log, "wrote %s (%d bytes)\n", rel, len(content))
+	fmt.Fprintf(sc.Log, "wrote %s (%d bytes)\n", rel, len(content))
 	return nil
 }
 

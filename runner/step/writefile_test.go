@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"errors"
@@ -36,8 +36,8 @@ func TestWriteFileStaysInWorktree(t *testing.T) {
 	} {
 		t.Run(path, func(t *testing.T) {
 			st := config.Step{WriteFile: &config.WriteFile{Path: path, Content: "pwned", CreateDirs: true}}
-			sc := &stepContext{dir: wt, vars: interp.Vars{"item": map[string]any{"p": "outdir/victim.txt"}}, log: io.Discard}
-			f := (&stepRunner{}).writeFile(st, sc)
+			sc := &Context{Dir: wt, Vars: interp.Vars{"item": map[string]any{"p": "outdir/victim.txt"}}, Log: io.Discard}
+			f := (&Runner{}).writeFile(st, sc)
 			if f == nil {
 				t.Fatalf("write_file %q succeeded", path)
 			}
@@ -63,8 +63,8 @@ func TestWriteFileInside(t *testing.T) {
 	}
 	mustSymlink(t, "real", filepath.Join(wt, "alias")) // a link that stays inside is fine
 	st := config.Step{WriteFile: &config.WriteFile{Path: "alias/${item.name}/out.txt", Content: "v=${item.name}", CreateDirs: true}}
-	sc := &stepContext{dir: wt, vars: interp.Vars{"item": map[string]any{"name": "a"}}, log: io.Discard}
-	if f := (&stepRunner{}).writeFile(st, sc); f != nil {
+	sc := &Context{Dir: wt, Vars: interp.Vars{"item": map[string]any{"name": "a"}}, Log: io.Discard}
+	if f := (&Runner{}).writeFile(st, sc); f != nil {
 		t.Fatalf("write_file: %v", f)
 	}
 	if b, err := os.ReadFile(filepath.Join(wt, "real", "a", "out.txt")); err != nil || string(b) != "v=a" {
