@@ -18,6 +18,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/trace"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
@@ -106,7 +107,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 				return
 			}
 			msg := d.redact(errText(a.Err))
-			d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
+			d.events.Emit(event.AgentRetrying{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + a.Number + 1, BackoffMS: a.Delay.Milliseconds(), Error: msg})
 			d.logf("↻ %s attempt %d failed (%s); retrying in %s", d.itemName(it), ir.base+a.Number, brief.OneLine(msg, 160), roundDelay(a.Delay))
 			fault(ctx, FaultBackoff, it.id)
 		}}, func(_ context.Context, attempt int) error {
@@ -138,7 +139,7 @@ func (ir *itemRunner) run(ctx context.Context) {
 		cs := ir.release(ctx, false)
 		d.clearFromDLQ(it.id)
 		ir.finish(ItemMerged, "", "", duration, nil)
-		d.events.emit(AgentCompleted{AgentID: ir.agentID, ItemID: it.id, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: strOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
+		d.events.Emit(event.AgentCompleted{AgentID: ir.agentID, ItemID: it.id, DurationMS: duration.Milliseconds(), Commits: ir.commits, JSONLogLocation: event.StrOrNil(ir.lastLog), CleanupStatus: cs, Attempts: ir.attempts, CostUSD: ir.cost()})
 	case errors.Is(err, errInterrupted) || ir.failedNow < ir.attempts || (d.halted() && errors.Is(err, d.halt.Err())):
 		ir.release(ctx, false)
 		d.persisted("item "+it.id+" back to pending", it.backToPending())
@@ -166,7 +167,7 @@ func (ir *itemRunner) announce() {
 	}
 	d.persisted("item "+it.id+" started", it.start(ir.agentNum, first, ceiling))
 	d.prog.Started()
-	d.events.emit(AgentStarted{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + 1, Branch: ir.branch})
+	d.events.Emit(event.AgentStarted{AgentID: ir.agentID, ItemID: it.id, Attempt: ir.base + 1, Branch: ir.branch})
 }
 
 // newItemRunner returns the runner of item it, whose agent is agent-n
@@ -389,7 +390,7 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *step.Failure {
 			ir.mergeCommit = merged
 		}
 		fmt.Fprintf(ir.log, "merged %d commit(s) into %s\n", ir.commits, d.branch)
-		d.events.emit(WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.id, Branch: ir.branch, Commits: ir.commits})
+		d.events.Emit(event.WorktreeMerged{AgentID: ir.agentID, ItemID: ir.it.id, Branch: ir.branch, Commits: ir.commits})
 		return nil
 	}
 	var mc *gitops.MergeConflictError

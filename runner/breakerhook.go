@@ -9,6 +9,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
 
@@ -23,17 +24,6 @@ const StatusStoppedByBreaker = jobstore.StatusStoppedByBreaker
 // Storm is what tripped the failure-storm breaker (Result.Storm).
 type Storm = spend.Storm
 
-// BreakerTripped: error_policy.circuit_breaker saw Consecutive finished
-// items in a row fail with one error signature and stopped launching.
-type BreakerTripped struct {
-	Signature   string   `json:"signature"`
-	Items       []string `json:"items"`
-	Consecutive int      `json:"consecutive"`
-	Pending     int      `json:"pending"`
-}
-
-func (BreakerTripped) EventType() string { return "breaker_tripped" }
-
 // observeFailure feeds a finished, failed item to the breaker and stops
 // the job when it trips. A rate limit or overload says nothing about the
 // items (the fleet cool-down holds those) and is not observed.
@@ -46,7 +36,7 @@ func (j *job) observeFailure(itemID string, t dlq.ErrorType, msg string) {
 		return
 	}
 	pending := j.state.Counts().Pending
-	j.events.emit(BreakerTripped{Signature: storm.Signature, Items: storm.Items, Consecutive: storm.Limit, Pending: pending})
+	j.events.Emit(event.BreakerTripped{Signature: storm.Signature, Items: storm.Items, Consecutive: storm.Limit, Pending: pending})
 	j.stop(fmt.Sprintf("failure storm: %d items in a row failed with %s (error_policy.circuit_breaker)", storm.Limit, storm.Signature))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 )
 
 // end records the job's final status, cleans up worktrees and returns
@@ -115,11 +116,11 @@ func (j *job) end(cause error) (*Result, error) {
 	j.endJobSpan(jobSpanEnd(res))
 	switch status {
 	case StatusCompleted:
-		j.events.emit(JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})
+		j.events.Emit(event.JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})
 	case StatusInterrupted:
-		j.events.emit(JobPaused{Pending: res.Pending})
+		j.events.Emit(event.JobPaused{Pending: res.Pending})
 	default:
-		j.events.emit(JobFailed{Error: res.Error, Pending: res.Pending})
+		j.events.Emit(event.JobFailed{Error: res.Error, Pending: res.Pending})
 	}
 	j.logf("%s", summaryLine(res))
 	j.logFailedItems(res)
@@ -139,7 +140,7 @@ func (j *job) rollback() {
 	defer cancel()
 	j.endJobSpan(SpanEnd{Outcome: "rolled_back"})
 	if j.events != nil {
-		j.events.close()
+		j.events.Close()
 	}
 	if j.trees != nil {
 		j.trees.Close(ctx)

@@ -9,22 +9,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 )
 
 // eventTypes maps every event_type to its struct, the documented schema.
-var eventTypes = map[string]func() runner.Event{}
+var eventTypes = map[string]func() event.Event{}
 
 func init() {
-	for _, ev := range []runner.Event{
-		runner.JobStarted{}, runner.JobResumed{}, runner.JobCompleted{}, runner.JobPaused{}, runner.JobFailed{},
-		runner.PhaseStarted{}, runner.PhaseCompleted{}, runner.AgentStarted{}, runner.AgentRetrying{},
-		runner.AgentCompleted{}, runner.AgentFailed{}, runner.ItemSkippedEvent{}, runner.DLQItemAdded{},
-		runner.DLQItemRemoved{}, runner.DLQItemsEvicted{}, runner.WorktreeCreated{}, runner.WorktreeMerged{},
-		runner.WorktreeCleaned{}, runner.WorktreeCleanupFailed{},
+	for _, ev := range []event.Event{
+		event.JobStarted{}, event.JobResumed{}, event.JobCompleted{}, event.JobPaused{}, event.JobFailed{},
+		event.PhaseStarted{}, event.PhaseCompleted{}, event.AgentStarted{}, event.AgentRetrying{},
+		event.AgentCompleted{}, event.AgentFailed{}, event.ItemSkippedEvent{}, event.DLQItemAdded{},
+		event.DLQItemRemoved{}, event.DLQItemsEvicted{}, event.WorktreeCreated{}, event.WorktreeMerged{},
+		event.WorktreeCleaned{}, event.WorktreeCleanupFailed{},
 	} {
 		typ := reflect.TypeOf(ev)
-		eventTypes[ev.EventType()] = func() runner.Event { return reflect.New(typ).Interface().(runner.Event) }
+		eventTypes[ev.EventType()] = func() event.Event { return reflect.New(typ).Interface().(event.Event) }
 	}
 }
 
@@ -78,7 +78,7 @@ reduce:
 	}
 	seen := map[string]int{}
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var rec runner.EventRecord
+		var rec event.EventRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatalf("line %s: %v", line, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
@@ -60,7 +61,7 @@ type itemDeps struct {
 	git     *gitops.Client
 	steps   *step.Runner
 	state   *jobstore.State
-	events  *eventLog
+	events  *event.Log
 	store   *dlq.Store
 	trees   *worktree.Pool
 	budget  *spend.Budget

@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/trace"
 )
@@ -134,7 +135,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	} else {
 		note = artifactsNote(d.isolation, keep, path, branch)
 	}
-	d.events.emit(AgentFailed{AgentID: ir.agentID, ItemID: it.id, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: strOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
+	d.events.Emit(event.AgentFailed{AgentID: ir.agentID, ItemID: it.id, Error: last.Message, ErrorType: lastType, Attempts: ir.attempts, JSONLogLocation: event.StrOrNil(last.LogPath), RetryEligible: dlq.ReprocessEligible(lastType, last.Message), CostUSD: ir.cost()})
 
 	policy := d.wf.ErrorPolicy.OnItemFailure
 	state := ItemDLQ
@@ -148,7 +149,7 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 		ir.signature = dlq.Signature(lastType, last.Message)
 	}
 	if state != ItemDLQ {
-		d.events.emit(ItemSkippedEvent{ItemID: it.id, Error: last.Message, Policy: policy})
+		d.events.Emit(event.ItemSkippedEvent{ItemID: it.id, Error: last.Message, Policy: policy})
 		ir.finish(state, last.Message, lastType.String(), duration, nil)
 		d.itemFailed(it.id, lastType, last.Message, policy)
 		return
@@ -187,13 +188,13 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 // writeRecord stores rec in the DLQ (addRecord) and then clears the
 // item's pending record and failures from the checkpoint; events, when
 // not nil, gets the DLQItemAdded event.
-func writeRecord(ctx context.Context, state *jobstore.State, events *eventLog, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
+func writeRecord(ctx context.Context, state *jobstore.State, events *event.Log, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
 	stored, added, err := addRecord(store, rec)
 	if err != nil {
 		return err
 	}
 	if added && events != nil {
-		events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+		events.Emit(event.DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
 	}
 	fault(ctx, FaultDLQAdded, it.ItemID)
 	return recordStored(state, it)

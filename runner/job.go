@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
@@ -71,7 +72,7 @@ type services struct {
 	git     *gitops.Client
 	steps   *step.Runner
 	state   *jobstore.State
-	events  *eventLog
+	events  *event.Log
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktree.Pool

@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 )
 
 // Job is a handle on one job for operations built on the engine rather
@@ -179,7 +180,7 @@ func (j *Job) Origin() string { return j.origin }
 func (j *Job) Release(ctx context.Context) {
 	jb := j.j
 	jb.endJobSpan(SpanEnd{Outcome: "planned"})
-	jb.events.close()
+	jb.events.Close()
 	fault(ctx, FaultPlanWritten, jb.id)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -399,7 +400,7 @@ func (j *job) resetUnstartedParent(ctx context.Context, cp *jobstore.Checkpoint)
 // pending items (the map phase), then its reduce phase (with no reduce
 // steps in the workflow only its checks run) — and ends it (see End).
 func (j *Job) Run(ctx context.Context) (*Result, error) {
-	defer j.j.events.close()
+	defer j.j.events.Close()
 	return j.j.execute(ctx, nil)
 }
 
@@ -443,7 +444,7 @@ type Imported struct {
 	Record *dlq.DeadLetteredItem
 	// Event is emitted to the job's events once Record is stored (nil:
 	// none).
-	Event Event
+	Event event.Event
 }
 
 // Import records outcomes of the job's items reached elsewhere. First, in
@@ -464,7 +465,7 @@ func (j *Job) Import(items []Imported) ([]string, error) {
 	for i, im := range items {
 		pending[i] = jb.importRecord(im.Record)
 		if im.Event != nil {
-			jb.events.emit(im.Event)
+			jb.events.Emit(im.Event)
 		}
 		if pending[i] != nil {
 			unrecorded = append(unrecorded, im.Item.ItemID)
@@ -496,7 +497,7 @@ func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
 	stored, added, err := addRecord(j.store, *rec)
 	if err == nil {
 		if added {
-			j.events.emit(DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
+			j.events.Emit(event.DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})
 		}
 		return nil
 	}
@@ -544,7 +545,7 @@ func (j *Job) SyncParent(ctx context.Context) error {
 // found (a checkpoint write that failed, an integrity problem, failed
 // items without a DLQ record).
 func (j *Job) End(cause error) (*Result, error) {
-	defer j.j.events.close()
+	defer j.j.events.Close()
 	return j.j.end(cause)
 }
 
@@ -552,7 +553,7 @@ func (j *Job) End(cause error) (*Result, error) {
 // still open). Call it once, when done with the job.
 func (j *Job) Close() {
 	if j.j.events != nil {
-		j.j.events.close()
+		j.j.events.Close()
 	}
 	j.unlock()
 }

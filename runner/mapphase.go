@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -49,7 +50,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	if err := j.agents.prepare(ctx, j.git.CommonDir()); err != nil {
 		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
-	j.events.emit(PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
+	j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})
 	if head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch); err == nil {
 		j.trees.Warm(ctx, min(j.maxParallel, len(pending)), head)
 	}
@@ -76,7 +77,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 		})
 	}
 	_ = g.Wait()
-	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseMap})
+	j.events.Emit(event.PhaseCompleted{Phase: jobstore.PhaseMap})
 	left := j.state.Counts().Pending
 	switch {
 	case j.halted() && left > 0:

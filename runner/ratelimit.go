@@ -7,22 +7,9 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 )
-
-// FleetCooldownStarted: an attempt failed because the provider
-// rate-limited or was overloaded; no agent starts before Until (running
-// agents continue).
-type FleetCooldownStarted struct {
-	Until  time.Time `json:"until"`
-	Reason string    `json:"reason"`
-}
-
-// FleetCooldownEnded: the cool-down is over; agents start again.
-type FleetCooldownEnded struct{}
-
-func (FleetCooldownStarted) EventType() string { return "fleet_cooldown_started" }
-func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
 
 // attemptWithWaits runs attempt number attempt; an attempt that failed
 // because the provider rate-limited or was overloaded does not count: it
@@ -84,7 +71,7 @@ func (ir *itemRunner) attemptWithWaits(ctx context.Context, attempt int) *step.F
 		msg := d.redact(f.Message)
 		fmt.Fprintf(ir.log, "--- rate-limited (%s); not counted as an attempt; fleet cool-down %s\n", reason, delay)
 		d.logf("⏳ %s rate-limited (%s): fleet cool-down %s; the attempt does not count (wait %d/%d)", ir.it.id, reason, delay, ir.waits, d.wf.RateLimit.MaxWaits)
-		d.events.emit(AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.id, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
+		d.events.Emit(event.AgentRetrying{AgentID: ir.agentID, ItemID: ir.it.id, Attempt: ir.base + attempt, BackoffMS: delay.Milliseconds(), Error: msg})
 		d.cool.Start(delay, reason)
 	}
 }

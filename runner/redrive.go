@@ -11,6 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/validate"
 )
 
@@ -135,7 +136,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		if err := j.open(ctx, cp, true); err != nil {
 			return nil, err
 		}
-		defer j.events.close()
+		defer j.events.Close()
 		return j.execute(ctx, nil)
 	}
 	if len(pages.first) == 0 {
@@ -153,7 +154,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
-	defer j.events.close()
+	defer j.events.Close()
 	j.persisted("redrive start", j.state.Update(func(cp *jobstore.Checkpoint) {
 		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
@@ -347,7 +348,7 @@ func (j *job) clearFromDLQ(itemID string) {
 		j.warn(fmt.Sprintf("item %s succeeded but its DLQ record could not be removed: %v", itemID, err))
 		return
 	}
-	j.events.emit(DLQItemRemoved{ItemID: itemID})
+	j.events.Emit(event.DLQItemRemoved{ItemID: itemID})
 }
 
 // loadDLQIDs remembers which items have a DLQ record when the job starts.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
 )
@@ -107,7 +108,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, shortSHA(stepHead))
 		}
 	}
-	j.events.emit(PhaseStarted{Phase: jobstore.PhaseReduce})
+	j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseReduce})
 	span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseReduce})
 	var failed *step.Failure
 	defer func() { span.End(j.phaseEnd(failed)) }()
@@ -152,7 +153,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 	}
-	j.events.emit(PhaseCompleted{Phase: jobstore.PhaseReduce})
+	j.events.Emit(event.PhaseCompleted{Phase: jobstore.PhaseReduce})
 	return nil
 }
 

@@ -81,7 +81,7 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
 	}
-	defer j.events.close()
+	defer j.events.Close()
 	if added {
 		j.persisted("reduce to run again", j.state.Update(restartReduce))
 	}

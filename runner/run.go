@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
@@ -48,7 +49,7 @@ func runJob(ctx context.Context, o options) (*Result, error) {
 		j.rollback()
 		return nil, err
 	}
-	defer j.events.close()
+	defer j.events.Close()
 	return j.execute(ctx, nil)
 }
 
@@ -150,9 +151,9 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 		},
 	}
 	j.cool = spend.NewCooldown(o.Clock, func(until time.Time, reason string) {
-		j.events.emit(FleetCooldownStarted{Until: until, Reason: reason})
+		j.events.Emit(event.FleetCooldownStarted{Until: until, Reason: reason})
 	},
-		func() { j.events.emit(FleetCooldownEnded{}) })
+		func() { j.events.Emit(event.FleetCooldownEnded{}) })
 	j.breaker = &spend.Breaker{Limit: wf.ErrorPolicy.CircuitBreaker}
 	j.red = jobRedactor(o.Redactor, o.Environ, wf)
 	j.redact = j.red.String
@@ -210,15 +211,15 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	j.costAtOpen = cp.JobCost()
 	j.state.RedactWith(j.red.JSON)
 	j.guard = &guard{git: j.git, state: j.state, jobID: j.id, branch: j.branch, parentDir: j.parentDir, warn: j.warn, persisted: j.persisted}
-	j.events = openEventLog(j.paths, j.now, func(m string) { j.warn(m) })
-	j.events.redact = j.red.JSON
+	j.events = event.Open(j.paths, j.now, func(m string) { j.warn(m) })
+	j.events.Redact = j.red.JSON
 	j.agentSeq.Store(int64(cp.NextAgent))
 	store, err := openDLQ(j.paths, dlq.Options{
 		Now:    j.now,
 		Redact: j.red.JSON,
 		Warn:   func(m string) { j.warn("DLQ: " + m) },
 		OnEvict: func(ids []string) {
-			j.events.emit(DLQItemsEvicted{ItemIDs: ids, Count: len(ids)})
+			j.events.Emit(event.DLQItemsEvicted{ItemIDs: ids, Count: len(ids)})
 		},
 	})
 	if err != nil {
@@ -251,11 +252,11 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 		return err
 	}
 	j.startJobSpan(resumed)
-	started := JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel, TraceID: j.traceID}
+	started := event.JobStarted{Workflow: j.wf.Name, ResultsBranch: j.branch, MaxParallel: j.maxParallel, TraceID: j.traceID}
 	if resumed {
-		j.events.emit(JobResumed(started))
+		j.events.Emit(event.JobResumed(started))
 	} else {
-		j.events.emit(started)
+		j.events.Emit(started)
 	}
 	return nil
 }

@@ -8,12 +8,12 @@ import (
 // TestServicesHoldNoJob: the job's services get their dependencies when
 // they are built, never a pointer back to the job (issue 23): a field of
 // type *job, or of a struct type holding one, anywhere inside them fails.
-// (The worktree pool, the progress line and the step runner are packages
-// of their own, runner/worktree, runner/progress and runner/step: they
-// cannot name *job.)
+// (The worktree pool, the progress line, the step runner and the event log
+// are packages of their own, runner/worktree, runner/progress, runner/step
+// and runner/event: they cannot name *job.)
 func TestServicesHoldNoJob(t *testing.T) {
 	jobType := reflect.TypeFor[*job]()
-	for _, svc := range []any{itemRunner{}, itemDeps{}, guard{}, agentUsers{}, prefixWriter{}, eventLog{}} {
+	for _, svc := range []any{itemRunner{}, itemDeps{}, guard{}, agentUsers{}, prefixWriter{}} {
 		typ := reflect.TypeOf(svc)
 		seen := map[reflect.Type]bool{}
 		var walk func(t2 reflect.Type, path string)

@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/step"
 	"github.com/prodigy-action/prodigy-action/spend"
 	"github.com/prodigy-action/prodigy-action/validate"
@@ -23,7 +24,7 @@ func (j *job) setup(ctx context.Context) error {
 	j.persisted("setup phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup }))
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
-		j.events.emit(PhaseStarted{Phase: jobstore.PhaseSetup})
+		j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseSetup})
 		vars := j.baseVars()
 		span := j.rootSpan().Start(SpanStart{Kind: SpanPhase, Phase: jobstore.PhaseSetup})
 		sc := &step.Context{Dir: j.parentDir, Vars: vars, Env: j.baseEnv, Log: j.phaseLog("setup"), Transcript: j.paths.AttemptTranscript("_setup", 1), Spend: &spend.ItemSpend{}, Span: span}
@@ -48,7 +49,7 @@ func (j *job) setup(ctx context.Context) error {
 				j.vars[k] = v
 			}
 		}))
-		j.events.emit(PhaseCompleted{Phase: jobstore.PhaseSetup})
+		j.events.Emit(event.PhaseCompleted{Phase: jobstore.PhaseSetup})
 	}
 	return nil
 }

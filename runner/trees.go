@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/config"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/worktree"
 )
 
@@ -23,10 +24,10 @@ func (j *job) newTrees(sparse []string) (*worktree.Pool, error) {
 		Report: worktree.Reporter{
 			Logf: j.logf, Warn: j.warn,
 			Created: func(path, agentID, branch string, pool bool) {
-				j.events.emit(WorktreeCreated{AgentID: agentID, Path: path, Branch: branch, Pool: pool})
+				j.events.Emit(event.WorktreeCreated{AgentID: agentID, Path: path, Branch: branch, Pool: pool})
 			},
 			Cleaned: func(agentID, itemID, path string) {
-				j.events.emit(WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: path})
+				j.events.Emit(event.WorktreeCleaned{AgentID: agentID, ItemID: itemID, Path: path})
 			},
 			Orphan: j.orphan, Unremovable: j.unremovable, RetireBranch: j.retireBranch,
 		},
@@ -53,7 +54,7 @@ func (j *job) orphan(path, branch, agentID, itemID string, cause error) {
 	if err := j.orphans.Add(o); err != nil {
 		j.warn(fmt.Sprintf("could not record orphaned worktree %s: %v", path, err))
 	}
-	j.events.emit(WorktreeCleanupFailed{AgentID: agentID, ItemID: itemID, Path: path, Error: cause.Error()})
+	j.events.Emit(event.WorktreeCleanupFailed{AgentID: agentID, ItemID: itemID, Path: path, Error: cause.Error()})
 }
 
 // unremovable records a finished pool worktree's directory, already

@@ -14,6 +14,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner"
+	"github.com/prodigy-action/prodigy-action/runner/event"
 )
 
 func checkpointItems(cp *jobstore.Checkpoint) map[string]*jobstore.CheckpointItem {
@@ -124,7 +125,7 @@ func (g *gatherer) importShard(sh PlanShard, sr *Result, conflicts, rejected map
 				}}})
 				c.Record = withPrior(j, pi, rec)
 				oc.State, oc.Error, oc.ErrorType = jobstore.ItemDLQ, msg, t.String()
-				c.Event = runner.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: false}
+				c.Event = event.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: false}
 			} else if msg, bad := conflicts[id]; bad {
 				t := dlq.ErrorType{Kind: dlq.MergeConflict}
 				rec := dlq.FromAgentResult(dlq.AgentResult{ItemID: id, ItemData: pi.Data, Status: dlq.StatusFailed, Failures: []dlq.Failure{{
@@ -133,7 +134,7 @@ func (g *gatherer) importShard(sh PlanShard, sr *Result, conflicts, rejected map
 				}}})
 				c.Record = withPrior(j, pi, rec)
 				oc.State, oc.Error, oc.ErrorType = jobstore.ItemDLQ, msg, t.String()
-				c.Event = runner.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)}
+				c.Event = event.AgentFailed{ItemID: id, Error: msg, ErrorType: t, Attempts: oc.Attempts, RetryEligible: dlq.ReprocessEligible(t, msg)}
 			}
 		case jobstore.ItemDLQ:
 			var rec *dlq.DeadLetteredItem

@@ -1,4 +1,4 @@
-package runner
+package event
 
 import (
 	"crypto/rand"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/worktree"
 )
 
 // Event is one event of a job's event log (events.jsonl). Every event type
@@ -85,13 +86,13 @@ type AgentRetrying struct {
 // CleanupStatus says whether its worktree was cleaned up (spec 136);
 // JSONLogLocation is the last claude transcript, or null.
 type AgentCompleted struct {
-	AgentID         string        `json:"agent_id"`
-	ItemID          string        `json:"item_id"`
-	DurationMS      int64         `json:"duration_ms"`
-	Commits         int           `json:"commits"`
-	JSONLogLocation *string       `json:"json_log_location"`
-	CleanupStatus   CleanupStatus `json:"cleanup_status"`
-	Attempts        int           `json:"attempts"`
+	AgentID         string                 `json:"agent_id"`
+	ItemID          string                 `json:"item_id"`
+	DurationMS      int64                  `json:"duration_ms"`
+	Commits         int                    `json:"commits"`
+	JSONLogLocation *string                `json:"json_log_location"`
+	CleanupStatus   worktree.CleanupStatus `json:"cleanup_status"`
+	Attempts        int                    `json:"attempts"`
 	// CostUSD is what the item's claude steps cost (all attempts).
 	CostUSD float64 `json:"cost_usd"`
 }
@@ -199,22 +200,25 @@ type EventRecord struct {
 	Event         json.RawMessage `json:"event"`
 }
 
-// eventLog is the job's one event emitter: it appends events to
+// Log is the job's one event emitter: it appends events to
 // events.jsonl; safe for concurrent use. Write errors are reported once
 // through warn and never fail the job.
-type eventLog struct {
+type Log struct {
 	mu     sync.Mutex
 	f      *os.File
 	jobID  string
 	now    func() time.Time
 	warn   func(string)
 	failed bool
-	// redact, when set, runs over each line before it is written.
-	redact func([]byte) []byte
+	// Redact, when set, runs over each line before it is written; set it
+	// before the first Emit.
+	Redact func([]byte) []byte
 }
 
-func openEventLog(p jobstore.Paths, now func() time.Time, warn func(string)) *eventLog {
-	l := &eventLog{jobID: p.JobID, now: now, warn: warn}
+// Open opens job p's event file (jobstore.OpenEvents) for appending; now
+// stamps each event, warn reports (once) that the log cannot be written.
+func Open(p jobstore.Paths, now func() time.Time, warn func(string)) *Log {
+	l := &Log{jobID: p.JobID, now: now, warn: warn}
 	f, err := jobstore.OpenEvents(p)
 	if err != nil {
 		l.fail(err)
@@ -224,18 +228,18 @@ func openEventLog(p jobstore.Paths, now func() time.Time, warn func(string)) *ev
 	return l
 }
 
-func (l *eventLog) fail(err error) {
+func (l *Log) fail(err error) {
 	if !l.failed {
 		l.failed = true
 		l.warn(fmt.Sprintf("event log unavailable, continuing without it: %v", err))
 	}
 }
 
-// emit writes one event.
-func (l *eventLog) emit(ev Event) {
+// Emit writes one event (never failing the job).
+func (l *Log) Emit(ev Event) {
 	line, err := encodeEvent(l.jobID, newUUID(), l.now().UTC(), ev)
-	if err == nil && l.redact != nil {
-		line = l.redact(line)
+	if err == nil && l.Redact != nil {
+		line = l.Redact(line)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -277,7 +281,8 @@ func encodeEvent(jobID, id string, at time.Time, ev Event) ([]byte, error) {
 	return append(line, '\n'), nil
 }
 
-func (l *eventLog) close() {
+// Close closes the event file.
+func (l *Log) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
@@ -297,10 +302,35 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// strOrNil is s, or nil when s is empty (a JSON null).
-func strOrNil(s string) *string {
+// StrOrNil is s, or nil when s is empty (a JSON null).
+func StrOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
+
+// BreakerTripped: error_policy.circuit_breaker saw Consecutive finished
+// items in a row fail with one error signature and stopped launching.
+type BreakerTripped struct {
+	Signature   string   `json:"signature"`
+	Items       []string `json:"items"`
+	Consecutive int      `json:"consecutive"`
+	Pending     int      `json:"pending"`
+}
+
+func (BreakerTripped) EventType() string { return "breaker_tripped" }
+
+// FleetCooldownStarted: an attempt failed because the provider
+// rate-limited or was overloaded; no agent starts before Until (running
+// agents continue).
+type FleetCooldownStarted struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+// FleetCooldownEnded: the cool-down is over; agents start again.
+type FleetCooldownEnded struct{}
+
+func (FleetCooldownStarted) EventType() string { return "fleet_cooldown_started" }
+func (FleetCooldownEnded) EventType() string   { return "fleet_cooldown_ended" }
