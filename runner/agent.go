@@ -68,7 +68,7 @@ type itemRunner struct {
 	// waits counts the item's rate-limited attempts (ratelimit.go).
 	waits int
 	// mergeCommit is the results branch commit that holds the item's work
-	// after a successful attempt (integrity.go).
+	// after a successful attempt (package runner/guard).
 	mergeCommit string
 	// span is the item's span, attemptSpan its current attempt's
 	// (tracing.go); signature the error_signature it failed with.
@@ -384,7 +384,7 @@ func (ir *itemRunner) merge(ctx context.Context, theirs string) *step.Failure {
 	}
 	if err == nil {
 		// Only a commit the merge made is recorded: "already merged" may
-		// name a tip an agent forged around its own commit (integrity.go).
+		// name a tip an agent forged around its own commit (package runner/guard).
 		ir.mergeCommit = ""
 		if merged != before {
 			ir.mergeCommit = merged

@@ -25,7 +25,10 @@
 // (item: named transitions of the checkpoint row jobstore persists) and
 // gets what it uses of its job when it is built (itemDeps, an itemJob
 // reporter); so do the job's other services (the worktree pool, package
-// runner/worktree; guard; the progress line, package runner/progress). After the attempts are exhausted,
+// runner/worktree; the integrity guard, package runner/guard, which finds
+// a results branch or git configuration an agent changed before anything
+// is published; the progress line, package runner/progress). After the
+// attempts are exhausted,
 // on_item_failure decides: a DLQ record, a skip, a stop, or a custom
 // handler. Cleanup failures are warnings and go to the orphan registry.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner/event"
+	"github.com/prodigy-action/prodigy-action/runner/guard"
 )
 
 // end records the job's final status, cleans up worktrees and returns
@@ -48,9 +49,9 @@ func (j *job) end(cause error) (*Result, error) {
 			j.warn(fmt.Sprintf("could not delete %d agent branch(es): %v", len(dead), err))
 		}
 	}
-	tip, ierr := j.guard.checkIntegrity(ctx)
+	tip, ierr := j.checkIntegrity(ctx)
 	if ierr != nil {
-		if cause == nil || !errors.Is(cause, errIntegrity) {
+		if cause == nil || !errors.Is(cause, guard.ErrIntegrity) {
 			cause = errors.Join(cause, ierr)
 		}
 		status = StatusFailed

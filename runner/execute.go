@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prodigy-action/prodigy-action/internal/memlimit"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -48,8 +49,8 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			return j.end(err)
 		}
 		// The engine made this tip (setup): what agents change from here
-		// on is checked (integrity.go). It is recorded with the items.
-		tip, err := j.guard.tip(ctx)
+		// on is checked (package runner/guard). It is recorded with the items.
+		tip, err := j.resultsTip(ctx)
 		if err != nil {
 			return j.end(err)
 		}
@@ -64,15 +65,15 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			}
 		}
 	}
-	if setupDone && (j.rebase || j.guard.needsVerifiedTip()) {
+	if setupDone && (j.rebase || j.guard.NeedsVerifiedTip()) {
 		// A completed run ended at this tip, or no agent has run on it
 		// yet: what agents change from here on is checked.
-		if err := j.guard.markVerified(ctx); err != nil {
+		if err := j.markVerified(ctx); err != nil {
 			return j.end(err)
 		}
 	}
-	j.guard.auditBaseline(ctx)
-	defer j.boundHeap()()
+	j.guard.AuditBaseline(ctx)
+	defer memlimit.Bound(j.total(), j.logf)()
 	var byID map[string]*jobstore.CheckpointItem
 	for pages := 0; ; pages++ {
 		page, err := next()

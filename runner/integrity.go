@@ -2,274 +2,56 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
-	"github.com/prodigy-action/prodigy-action/gitops"
-	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/guard"
 )
 
-// Agents share the repository (its refs and configuration) and the
-// engine's user, so nothing stops one from moving the results branch or
-// adding git configuration. What the engine guarantees instead is that
-// such a change is found before anything is published:
-//
-//   - Results branch. The engine records the commit that holds each merged
-//     item's work (CheckpointItem.MergeCommit) and the last tip it verified
-//     or produced outside the map phase (Checkpoint.ResultsVerified: after
-//     setup, before and after reduce). verifyResults walks the branch's
-//     first-parent chain: above ResultsVerified it may hold only the items'
-//     merge commits, ResultsVerified must be on it, and every merged item's
-//     merge must be on it. Otherwise the job fails, every merged item whose
-//     merge is not at or below ResultsVerified goes back to pending, and
-//     Result.ResultsTip stays empty: nothing is pushed.
-//   - Configuration. The risky entries of the repository's git
-//     configuration (gitops.AuditConfig: credential helpers, url rewrites,
-//     proxies, drivers, includes, …) are read before agents run and again
-//     before reduce and at the end; an entry added in between fails the
-//     job the same way.
+// The job's integrity check (the results branch and the repository's git
+// configuration, as agents may change both) is package runner/guard; the
+// job opens one and fails with what it finds.
 
-// errIntegrity marks integrity failures (wrapped with ErrJobFailed).
-var errIntegrity = errors.New("results cannot be published")
-
-// guard is the job's integrity check (above): what it needs of the job,
-// given when the job opens, and what it found.
-type guard struct {
-	git       *gitops.Client
-	state     *jobstore.State
-	jobID     string
-	branch    string // the results branch
-	parentDir string
-	warn      func(string)
-	persisted func(what string, err error)
-
-	// baseline is the repository's risky git configuration before any
-	// agent of this execution ran; audited says it was read.
-	baseline []gitops.ConfigFinding
-	audited  bool
-	// failed is the integrity failure found, if any.
-	failed error
-}
-
-// auditDirs are the worktrees besides the user's checkout whose own git
-// configuration the engine's git reads: the parent worktree (merges,
-// reduce), when it has files.
-func (g *guard) auditDirs() []string {
-	if _, err := os.Stat(filepath.Join(g.parentDir, ".git")); err != nil {
-		return nil
+// newGuard is the job's integrity check, opened with its checkpoint.
+func (j *job) newGuard() *guard.Guard {
+	return &guard.Guard{
+		Git: j.git, State: j.state, JobID: j.id, Branch: j.branch, ParentDir: j.parentDir,
+		Warn: j.warn, Unmerge: func(row *jobstore.CheckpointItem, why string) error { return unmerged(j.state, row, why) },
+		Persisted: j.persisted,
 	}
-	return []string{g.parentDir}
 }
 
-// needsVerifiedTip reports whether this execution starts from a tip no agent
-// has touched yet: nothing verified so far and no item merged (a shard's
-// first run, setup done by the plan).
-func (g *guard) needsVerifiedTip() bool {
-	need := true
-	g.state.Read(func(cp *jobstore.Checkpoint) {
-		if cp.ResultsVerified != "" {
-			need = false
-			return
-		}
-		for _, it := range cp.Items {
-			if it.State == ItemMerged {
-				need = false
-				return
-			}
-		}
-	})
-	return need
-}
-
-// auditBaseline reads the repository's risky configuration before agents
-// of this execution run. A read failure is a warning: the end-of-job check
-// is then skipped.
-func (g *guard) auditBaseline(ctx context.Context) {
-	f, err := g.git.AuditConfig(ctx, g.auditDirs()...)
-	if err != nil {
-		g.warn(fmt.Sprintf("could not read the repository's git configuration (%v); changes agents make to it will not be detected", err))
-		g.audited = false
-		return
-	}
-	g.baseline, g.audited = f, true
-}
-
-// markVerified records the results branch's current tip as verified: the
-// engine itself produced it outside the map phase (setup, reduce), a
-// completed earlier run ended there, or no agent has run on it yet.
-func (g *guard) markVerified(ctx context.Context) error {
-	tip, err := g.tip(ctx)
-	if err != nil {
-		return err
-	}
-	return g.state.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
-}
-
-// tip is the results branch's tip (an error wrapping ErrJobFailed when it
-// cannot be read), for markVerified or a write that records it with more.
-func (g *guard) tip(ctx context.Context) (string, error) {
-	tip, err := g.git.ResolveRef(ctx, "refs/heads/"+g.branch)
+// resultsTip is the results branch's tip, or an error wrapping
+// ErrJobFailed when it cannot be read.
+func (j *job) resultsTip(ctx context.Context) (string, error) {
+	tip, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
 	if err != nil {
 		return "", fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 	}
 	return tip, nil
 }
 
-// checkIntegrity runs verifyResults and the configuration check once the
-// agents are done (before reduce, at the end). It returns the verified tip,
-// or an error wrapping ErrJobFailed and errIntegrity. A failure is
-// remembered: later calls return it again.
-func (g *guard) checkIntegrity(ctx context.Context) (string, error) {
-	if g.failed != nil {
-		return "", g.failed
-	}
-	var problems []string
-	tip, reset, err := g.verifyResults(ctx)
+// markVerified records the results branch's current tip as verified
+// (guard.Guard.MarkVerified).
+func (j *job) markVerified(ctx context.Context) error {
+	tip, err := j.resultsTip(ctx)
 	if err != nil {
-		problems = append(problems, err.Error())
+		return err
 	}
-	if g.audited {
-		now, aerr := g.git.AuditConfig(ctx, g.auditDirs()...)
-		switch {
-		case aerr != nil:
-			problems = append(problems, fmt.Sprintf("the repository's git configuration could not be read again: %v", aerr))
-		default:
-			if added := gitops.AddedConfig(g.baseline, now); len(added) > 0 {
-				var s []string
-				for _, f := range added {
-					s = append(s, f.String())
-				}
-				s = brief.FirstN(s, 10)
-				problems = append(problems, fmt.Sprintf("the repository's git configuration gained %d risky entr(ies) while agents ran: %s (remove them before publishing)", len(added), strings.Join(s, "; ")))
-			}
-		}
-	}
-	if len(problems) == 0 {
-		return tip, nil
-	}
-	msg := strings.Join(problems, "; ")
-	if len(reset) > 0 {
-		msg += fmt.Sprintf("; %d item(s) whose merge is not verified are pending again (%s)", len(reset), strings.Join(brief.FirstN(reset, 10), ", "))
-	}
-	g.failed = fmt.Errorf("%w: %w: %s", ErrJobFailed, errIntegrity, msg)
-	g.warn(g.failed.Error())
-	return "", g.failed
+	return j.guard.MarkVerified(tip)
 }
 
-// verifyResults checks the results branch against what the engine wrote
-// (see the top of this file). On a mismatch it returns why, and the ids of
-// the merged items it put back to pending.
-func (g *guard) verifyResults(ctx context.Context) (tip string, reset []string, err error) {
-	ref := "refs/heads/" + g.branch
-	var base, verified string
-	merges := map[string][]*jobstore.CheckpointItem{}
-	g.state.Read(func(cp *jobstore.Checkpoint) {
-		base, verified = cp.BaseCommit, cp.ResultsVerified
-		for _, it := range cp.Items {
-			if it.State == ItemMerged && it.MergeCommit != "" {
-				merges[it.MergeCommit] = append(merges[it.MergeCommit], it)
-			}
+// checkIntegrity runs the guard's check once the agents are done (before
+// reduce, at the end): the verified tip, or an error wrapping ErrJobFailed
+// and guard.ErrIntegrity, warned the first time it is found.
+func (j *job) checkIntegrity(ctx context.Context) (string, error) {
+	tip, fresh, err := j.guard.Check(ctx)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrJobFailed, err)
+		if fresh {
+			j.warn(err.Error())
 		}
-	})
-	if verified == "" && len(merges) == 0 {
-		return "", nil, nil // nothing recorded to verify against (a job of an older version)
+		return "", err
 	}
-	tip, rerr := g.git.ResolveRef(ctx, ref)
-	if rerr != nil {
-		err = fmt.Errorf("the results branch %s is gone (deleted outside the engine?): %w", g.branch, rerr)
-		reset = g.resetUnverified(nil, merges)
-		sort.Strings(reset)
-		return "", reset, err
-	}
-	limit := len(merges) + 100000
-	chain, lerr := g.git.FirstParentLog(ctx, tip, base, limit)
-	if lerr != nil {
-		return "", nil, fmt.Errorf("read the results branch %s: %w", g.branch, lerr)
-	}
-	pos := make(map[string]int, len(chain)+1)
-	for i, c := range chain {
-		pos[c.ID] = i
-	}
-	pos[base] = len(chain)
-	reachedBase := len(chain) == 0 || (len(chain[len(chain)-1].Parents) > 0 && chain[len(chain)-1].Parents[0] == base)
-	var problems []string
-	if !reachedBase {
-		problems = append(problems, fmt.Sprintf("its history no longer starts from the job's base commit %s", shortSHA(base)))
-	}
-	vpos, onChain := pos[verified]
-	if verified != "" && !onChain {
-		problems = append(problems, fmt.Sprintf("the tip the engine last verified (%s) is no longer on it: it was rewound or rewritten", shortSHA(verified)))
-		vpos = -1
-	}
-	if verified == "" {
-		vpos = 0 // a job of an older version: no segment to check
-	}
-	var unknown []string
-	for _, c := range chain[:max(vpos, 0)] {
-		if _, ok := merges[c.ID]; !ok {
-			unknown = append(unknown, shortSHA(c.ID))
-		}
-	}
-	if len(unknown) > 0 {
-		problems = append(problems, fmt.Sprintf("it holds %d commit(s) the engine did not make (%s)", len(unknown), strings.Join(brief.FirstN(unknown, 5), ", ")))
-	}
-	var missing []string
-	for mc, its := range merges {
-		if _, ok := pos[mc]; !ok {
-			for _, it := range its {
-				missing = append(missing, it.ItemID)
-			}
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Sprintf("the merges of %d item(s) reported merged are not on it (%s)", len(missing), strings.Join(brief.FirstN(missing, 10), ", ")))
-	}
-	if len(problems) == 0 {
-		return tip, nil, nil
-	}
-	keep := map[string]bool{}
-	rewritten := !reachedBase || vpos < 0 || len(unknown) > 0
-	for id, p := range pos {
-		// Merges still on the branch stay merged, unless what is above
-		// the verified tip can no longer be trusted: then only what is at
-		// or below it does.
-		if !rewritten || p >= vpos {
-			keep[id] = true
-		}
-	}
-	reset = g.resetUnverified(keep, merges)
-	sort.Strings(reset)
-	move := "`resume " + g.jobID + "` redoes the items whose merge is missing"
-	if rewritten {
-		move = "inspect it"
-		if verified != "" && vpos >= 0 {
-			move += fmt.Sprintf(", move it back with `git update-ref refs/heads/%s %s`", g.branch, verified)
-		}
-		move += " and `resume " + g.jobID + "`"
-	}
-	err = fmt.Errorf("the results branch %s was changed outside the engine (now at %s): %s; refusing to publish it — %s",
-		g.branch, shortSHA(tip), strings.Join(problems, "; "), move)
-	return "", reset, err
-}
-
-// resetUnverified puts every merged item whose merge commit is not in keep
-// back to pending (its work is redone by a resume) and returns their ids.
-func (g *guard) resetUnverified(keep map[string]bool, merges map[string][]*jobstore.CheckpointItem) []string {
-	var ids []string
-	for mc, its := range merges {
-		if keep[mc] {
-			continue
-		}
-		for _, it := range its {
-			ids = append(ids, it.ItemID)
-			g.persisted("item "+it.ItemID+" not merged after all", unmerged(g.state, it, "its merge is not on the results branch as the engine left it"))
-		}
-	}
-	return ids
+	return tip, nil
 }

@@ -33,7 +33,7 @@ func (j *job) reduce(ctx context.Context) error {
 	if !inReduce {
 		// Once, when the map phase is over: reduce never runs on a branch
 		// agents rewrote. A resumed reduce was checked before it began.
-		if _, err := j.guard.checkIntegrity(ctx); err != nil {
+		if _, err := j.checkIntegrity(ctx); err != nil {
 			return err
 		}
 	}
@@ -53,10 +53,10 @@ func (j *job) reduce(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := j.guard.markVerified(ctx); err != nil {
+	if err := j.markVerified(ctx); err != nil {
 		return err
 	}
-	j.guard.auditBaseline(ctx) // reduce may configure git; agents are done
+	j.guard.AuditBaseline(ctx) // reduce may configure git; agents are done
 	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
 }
 
@@ -118,7 +118,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
 		}
 		// The previous step (or the verified map phase) left head: what
-		// this step commits above it is reduce's own (integrity.go).
+		// this step commits above it is reduce's own (package runner/guard).
 		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}

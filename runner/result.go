@@ -64,7 +64,7 @@ type Result struct {
 	// were the sample, which the rest); nil otherwise.
 	Canary *CanaryPlan `json:"canary,omitempty"`
 	// ResultsTip is the commit of the results branch the engine verified
-	// when the job ended (integrity.go): what may be published. Empty when
+	// when the job ended (package runner/guard): what may be published. Empty when
 	// the branch could not be verified (see IntegrityError).
 	ResultsTip string `json:"results_tip,omitempty"`
 	// IntegrityError says why the results branch must not be published:

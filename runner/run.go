@@ -210,7 +210,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	}
 	j.costAtOpen = cp.JobCost()
 	j.state.RedactWith(j.red.JSON)
-	j.guard = &guard{git: j.git, state: j.state, jobID: j.id, branch: j.branch, parentDir: j.parentDir, warn: j.warn, persisted: j.persisted}
+	j.guard = j.newGuard()
 	j.events = event.Open(j.paths, j.now, func(m string) { j.warn(m) })
 	j.events.Redact = j.red.JSON
 	j.agentSeq.Store(int64(cp.NextAgent))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
+	"github.com/prodigy-action/prodigy-action/internal/memlimit"
 	"github.com/prodigy-action/prodigy-action/interp"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -56,11 +57,11 @@ func (j *job) setup(ctx context.Context) error {
 
 // loadItems runs the input pipeline in the parent worktree and records
 // the items with setup done; verified, when not empty, is recorded as the
-// results branch's verified tip in the same write (integrity.go), which
+// results branch's verified tip in the same write (package runner/guard), which
 // spares a million-item job a second rewrite of its checkpoint before its
 // first item.
 func (j *job) loadItems(ctx context.Context, verified string) error {
-	defer tightLoad()()
+	defer memlimit.TightLoad()()
 	opts := validate.ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
 	// Items are streamed from the input (items.Each) and their data goes
