@@ -255,7 +255,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *step.Failure {
 	}
 	// The agent gets the worktree as a repository of its own; nothing its
 	// git does reaches the engine's (gitops/agentrepo.go). With
-	// Agents.User it runs as a user of its own, too (agentuser.go).
+	// Agents.User it runs as a user of its own, too (package runner/agentuser).
 	who, giveBack, err := d.takeUser(fmt.Sprintf("%s-%d", ir.agentID, n))
 	if err != nil {
 		return gitFailure(ctx, "prepare the agent's user", err)
@@ -263,7 +263,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *step.Failure {
 	defer giveBack()
 	var owner *gitops.Owner
 	if who != nil {
-		owner = &who.owner
+		owner = &who.Owner
 	}
 	repo, err := d.git.HandOut(ctx, ir.tree.Path, owner)
 	if err != nil {
@@ -282,7 +282,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *step.Failure {
 		Owner:      owner,
 	}
 	if who != nil {
-		sc.Env = step.WithEnv(sc.Env, []string{"HOME=" + who.home})
+		sc.Env = step.WithEnv(sc.Env, []string{"HOME=" + who.Home})
 	}
 	if usesClaude(&config.Workflow{Map: config.MapPhase{AgentTemplate: d.wf.Map.AgentTemplate}}) {
 		ir.lastLog = sc.Transcript

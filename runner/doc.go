@@ -27,8 +27,9 @@
 // reporter); so do the job's other services (the worktree pool, package
 // runner/worktree; the integrity guard, package runner/guard, which finds
 // a results branch or git configuration an agent changed before anything
-// is published; the progress line, package runner/progress). After the
-// attempts are exhausted,
+// is published; who agents run as, package runner/agentuser; the record of
+// the job's step processes, package runner/procrecord; the progress line,
+// package runner/progress). After the attempts are exhausted,
 // on_item_failure decides: a DLQ record, a skip, a stop, or a custom
 // handler. Cleanup failures are warnings and go to the orphan registry.
 //

@@ -90,7 +90,7 @@ type Agents struct {
 	// map step as that user in a worktree handed to them, with HOME a
 	// directory of the job's of theirs: agents can then write nothing of
 	// the repository's git directory or the engine's state, by git or by
-	// path (agentuser.go). "FIRST-LAST" gives every agent running at once a
+	// path (package runner/agentuser). "FIRST-LAST" gives every agent running at once a
 	// uid of its own; "auto" is 70000-(70000+max_parallel-1) when the
 	// engine runs as root and "" otherwise. The engine must run as root;
 	// root and negative ids are refused. "" runs agents as the engine's

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/internal/memlimit"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/procrecord"
 )
 
 // execute runs the remaining phases: setup (if not done), item loading,
@@ -30,12 +31,12 @@ func (j *job) execute(ctx context.Context, extra []*jobstore.CheckpointItem) (*R
 func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.CheckpointItem, error)) (*Result, error) {
 	runCtx, stopGrace := j.graceContext(ctx)
 	defer stopGrace()
-	procRec, err := openProcessRecord(j.paths)
+	procRec, err := procrecord.Open(j.paths)
 	if err != nil {
 		j.warn(err.Error() + " (a resume after a crash may not find this run's processes by their group)")
 	}
-	defer procRec.close()
-	runCtx = withProcessRecord(runCtx, procRec)
+	defer procRec.Close()
+	runCtx = procrecord.With(runCtx, procRec)
 	j.prog.Start()
 	defer j.prog.Stop()
 

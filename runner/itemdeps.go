@@ -12,6 +12,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/agentuser"
 	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/step"
@@ -71,8 +72,8 @@ type itemDeps struct {
 	mergeMu *sync.Mutex // one worktree merge (or failure handler) at a time in parentDir
 	mapSpan Span        // the parent of item spans
 	// takeUser returns who an attempt's agent runs as (nil: the engine's
-	// user) and gives it back (agentuser.go).
-	takeUser func(name string) (*agentIdentity, func(), error)
+	// user) and gives it back (package runner/agentuser).
+	takeUser func(name string) (*agentuser.Identity, func(), error)
 }
 
 // itemDeps returns the dependencies of the map phase's item runners.
@@ -83,7 +84,7 @@ func (j *job) itemDeps() *itemDeps {
 		baseEnv: j.baseEnv, vars: j.vars, clock: j.clock, rand: j.rand, red: j.red, redact: j.redact,
 		halt: j.haltContext(), git: j.git, steps: j.steps, state: j.state, events: j.events, store: j.store,
 		trees: j.trees, budget: j.budget, cool: j.cool, prog: j.prog, hooks: j.hooks, mergeMu: &j.mergeMu,
-		mapSpan: j.mapSpan, takeUser: j.agents.take,
+		mapSpan: j.mapSpan, takeUser: j.agents.Take,
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/agentuser"
 	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/guard"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
@@ -77,10 +78,10 @@ type services struct {
 	store   *dlq.Store
 	orphans *jobstore.OrphanRegistry
 	trees   *worktree.Pool
-	guard   *guard.Guard    // the results branch's and git configuration's integrity (package runner/guard)
-	agents  *agentUsers     // who agents run as (Agents.User); nil: the engine's user (agentuser.go)
-	budget  *spend.Budget   // spend reservations (spend.Budget; budget.go admits items)
-	cool    *spend.Cooldown // the fleet-wide rate-limit cool-down (ratelimit.go)
+	guard   *guard.Guard     // the results branch's and git configuration's integrity (package runner/guard)
+	agents  *agentuser.Users // who agents run as (Agents.User); nil: the engine's user
+	budget  *spend.Budget    // spend reservations (spend.Budget; budget.go admits items)
+	cool    *spend.Cooldown  // the fleet-wide rate-limit cool-down (ratelimit.go)
 	prog    *progress.Line
 	stderr  io.Writer
 	hooks   Hooks

@@ -12,7 +12,9 @@ import (
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/redact"
+	"github.com/prodigy-action/prodigy-action/runner/agentuser"
 	"github.com/prodigy-action/prodigy-action/runner/event"
+	"github.com/prodigy-action/prodigy-action/runner/procrecord"
 )
 
 // Job is a handle on one job for operations built on the engine rather
@@ -33,7 +35,7 @@ type Job struct {
 // safe.directory when they run as another user).
 func (e *Engine) OpenRepo(dir string, a Agents) (*gitops.Client, error) {
 	o := e.options(a)
-	return gitops.New(dir, agentGitOptions(&o))
+	return gitops.New(dir, agentuser.GitOptions(o.Git, o.AgentUser))
 }
 
 // SetupSpec is what Engine.SetupJob reads: a new job whose setup runs here
@@ -106,7 +108,7 @@ func discardInterruptedPlan(ctx context.Context, o *options) error {
 	if o.JobID == "" || o.Home == "" || ValidJobID(o.JobID) != nil {
 		return nil
 	}
-	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
+	git, err := gitops.New(o.RepoDir, agentuser.GitOptions(o.Git, o.AgentUser))
 	if err != nil {
 		return nil // prepare reports it
 	}
@@ -274,7 +276,7 @@ func (j *Job) Reopen(ctx context.Context) (done *Result, err error) {
 		}
 		return res, nil
 	}
-	if err := endJobLeftovers(jb.paths, jb.logf); err != nil {
+	if err := procrecord.EndLeftovers(jb.paths, jb.logf); err != nil {
 		return nil, err
 	}
 	if err := jb.resetUnstartedParent(ctx, cp); err != nil {

@@ -47,7 +47,7 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 	if len(pending) == 0 {
 		return nil
 	}
-	if err := j.agents.prepare(ctx, j.git.CommonDir()); err != nil {
+	if err := j.agents.Prepare(ctx, j.git.CommonDir()); err != nil {
 		return fmt.Errorf("%w: %w", ErrJobFailed, err)
 	}
 	j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseMap, Items: len(pending)})

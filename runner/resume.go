@@ -15,6 +15,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/gitops"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/agentuser"
+	"github.com/prodigy-action/prodigy-action/runner/procrecord"
 )
 
 // resumeOptions configures resumeJob.
@@ -107,7 +109,7 @@ func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Chec
 	if err != nil {
 		return nil, nil, nil, usage(err)
 	}
-	git, err := gitops.New(cp.RepoDir, agentGitOptions(o))
+	git, err := gitops.New(cp.RepoDir, agentuser.GitOptions(o.Git, o.AgentUser))
 	if err != nil {
 		return nil, nil, nil, usage(fmt.Errorf("job %s: %w", cp.JobID, err))
 	}
@@ -155,7 +157,7 @@ func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Chec
 	if wfWarning != "" {
 		j.warn(wfWarning)
 	}
-	if err := endJobLeftovers(p, j.logf); err != nil {
+	if err := procrecord.EndLeftovers(p, j.logf); err != nil {
 		unlock()
 		return nil, nil, nil, err
 	}
@@ -188,7 +190,7 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 	entries, _ := os.ReadDir(j.paths.WorktreeRoot())
 	for _, e := range entries {
 		path := filepath.Join(j.paths.WorktreeRoot(), e.Name())
-		if path == j.parentDir || preserved[path] || e.Name() == agentHomesName {
+		if path == j.parentDir || preserved[path] || e.Name() == agentuser.HomesName {
 			continue
 		}
 		if err := j.git.WorktreeRemove(ctx, path); err != nil {

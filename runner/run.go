@@ -19,6 +19,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/retry"
+	"github.com/prodigy-action/prodigy-action/runner/agentuser"
 	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/progress"
 	"github.com/prodigy-action/prodigy-action/runner/step"
@@ -62,7 +63,7 @@ func prepare(ctx context.Context, o *options) (*job, string, error) {
 	if o.Home == "" {
 		return nil, "", usage(errors.New("no state directory given"))
 	}
-	git, err := gitops.New(o.RepoDir, agentGitOptions(o))
+	git, err := gitops.New(o.RepoDir, agentuser.GitOptions(o.Git, o.AgentUser))
 	if err != nil {
 		return nil, "", usage(err)
 	}
@@ -124,7 +125,7 @@ func newJob(o *options, wf *config.Workflow, git *gitops.Client, paths Paths, br
 	if err != nil {
 		return nil, err
 	}
-	au, err := newAgentUsers(o.AgentUser, maxPar, paths)
+	au, err := agentuser.New(o.AgentUser, maxPar, paths.WorktreeRoot())
 	if err != nil {
 		return nil, err
 	}

@@ -8,13 +8,14 @@ import (
 // TestServicesHoldNoJob: the job's services get their dependencies when
 // they are built, never a pointer back to the job (issue 23): a field of
 // type *job, or of a struct type holding one, anywhere inside them fails.
-// (The worktree pool, the progress line, the step runner, the event log and
-// the integrity guard are packages of their own, runner/worktree,
-// runner/progress, runner/step, runner/event and runner/guard: they cannot
-// name *job.)
+// (The worktree pool, the progress line, the step runner, the event log,
+// the integrity guard, the agent users and the process record are packages
+// of their own — runner/worktree, runner/progress, runner/step,
+// runner/event, runner/guard, runner/agentuser and runner/procrecord: they
+// cannot name *job.)
 func TestServicesHoldNoJob(t *testing.T) {
 	jobType := reflect.TypeFor[*job]()
-	for _, svc := range []any{itemRunner{}, itemDeps{}, agentUsers{}, prefixWriter{}} {
+	for _, svc := range []any{itemRunner{}, itemDeps{}, prefixWriter{}} {
 		typ := reflect.TypeOf(svc)
 		seen := map[reflect.Type]bool{}
 		var walk func(t2 reflect.Type, path string)

@@ -1,4 +1,13 @@
-package runner
+// Package agentuser runs agents as another user (Agents.User,
+// --agent-user, the Action's agent-user input): when the engine runs as
+// root, every map step — shell and claude — runs as that user, in a
+// worktree the engine hands to that user (gitops.HandOut with an owner),
+// with HOME set to a directory of the job's made for them. The
+// repository's git directory, the state directory and the engine's files
+// stay the engine's: an agent can read the repository's objects (its git
+// needs them) but can write none of it, by git or by path. Setup, reduce
+// and failure handlers run as the engine.
+package agentuser
 
 import (
 	"context"
@@ -14,88 +23,80 @@ import (
 	"github.com/prodigy-action/prodigy-action/runner/step"
 )
 
-// Agents as another user (Agents.User, --agent-user, the Action's
-// agent-user input): when the engine runs as root, every map step — shell
-// and claude — runs as that user, in a worktree the engine hands to that
-// user (gitops.HandOut with an owner), with HOME set to a directory of the
-// job's made for them. The repository's git directory, the state directory
-// and the engine's files stay the engine's: an agent can read the
-// repository's objects (its git needs them) but can write none of it, by
-// git or by path. Setup, reduce and failure handlers run as the engine.
-
-// agentGitOptions returns o.Git with what the engine's git needs to work
-// in worktrees owned by the agents' user: safe.directory (git refuses a
-// work tree owned by another user otherwise). The engine only ever runs
-// git in its own repository and worktrees.
-func agentGitOptions(o *options) gitops.Options {
-	g := o.Git
-	if strings.TrimSpace(o.AgentUser) != "" {
+// GitOptions returns g with what the engine's git needs to work in
+// worktrees owned by the agents' user when spec names one: safe.directory
+// (git refuses a work tree owned by another user otherwise). The engine
+// only ever runs git in its own repository and worktrees.
+func GitOptions(g gitops.Options, spec string) gitops.Options {
+	if strings.TrimSpace(spec) != "" {
 		g.Config = append(append([]gitops.ConfigEntry(nil), g.Config...), gitops.ConfigEntry{Key: "safe.directory", Value: "*"})
 	}
 	return g
 }
 
-// agentUsers gives each attempt of the job's agents the user it runs as
-// and a HOME of theirs; nil when agents run as the engine.
-type agentUsers struct {
+// Users gives each attempt of the job's agents the user it runs as and a
+// HOME of theirs; nil when agents run as the engine (its methods then do
+// nothing).
+type Users struct {
 	users     *procsup.Users
 	homes     string // the directory of the agents' HOMEs
 	worktrees string // the job's worktree directory, which they must reach
 }
 
-// newAgentUsers returns the job's agent users for Agents.User spec, at
-// most maxParallel agents at once (nil, nil: agents run as the engine).
-func newAgentUsers(spec string, maxParallel int, paths Paths) (*agentUsers, error) {
+// New returns the agent users of the job whose worktrees are under
+// worktreeRoot for Agents.User spec, at most maxParallel agents at once
+// (nil, nil: agents run as the engine).
+func New(spec string, maxParallel int, worktreeRoot string) (*Users, error) {
 	u, err := procsup.ParseUsers(spec, maxParallel)
 	if err != nil || u == nil {
 		return nil, err
 	}
-	return &agentUsers{users: u, worktrees: paths.WorktreeRoot(), homes: filepath.Join(paths.WorktreeRoot(), agentHomesName)}, nil
+	return &Users{users: u, worktrees: worktreeRoot, homes: filepath.Join(worktreeRoot, HomesName)}, nil
 }
 
-// agentHomesName is the directory of the agents' HOMEs in the job's
+// HomesName is the directory of the agents' HOMEs in the job's
 // worktree directory; it is not a worktree.
-const agentHomesName = ".agent-homes"
+const HomesName = ".agent-homes"
 
-// agentIdentity is who one attempt's agent is: the user it runs as and its
+// Identity is who one attempt's agent is: the user it runs as and its
 // HOME; nil when agents run as the engine.
-type agentIdentity struct {
-	owner gitops.Owner
-	home  string
+type Identity struct {
+	Owner gitops.Owner
+	Home  string
 }
 
-// take gives an attempt its user (from the pool: while it runs no other
+// Take gives an attempt its user (from the pool: while it runs no other
 // agent has that uid, when the range allows) and a fresh, empty HOME of
 // theirs, so nothing an earlier agent left in a HOME reaches it. The
 // returned function gives both back; call it once every process of the
 // attempt has ended.
-func (a *agentUsers) take(name string) (*agentIdentity, func(), error) {
+func (a *Users) Take(name string) (*Identity, func(), error) {
 	if a == nil {
 		return nil, func() {}, nil
 	}
 	c := a.users.Take()
-	id := &agentIdentity{owner: gitops.Owner{UID: c.UID, GID: c.GID}, home: filepath.Join(a.homes, name)}
+	id := &Identity{Owner: gitops.Owner{UID: c.UID, GID: c.GID}, Home: filepath.Join(a.homes, name)}
 	release := func() {
-		_ = os.RemoveAll(id.home)
+		_ = os.RemoveAll(id.Home)
 		a.users.Give(c)
 	}
-	_ = os.RemoveAll(id.home)
-	if err := os.Mkdir(id.home, 0o700); err != nil {
+	_ = os.RemoveAll(id.Home)
+	if err := os.Mkdir(id.Home, 0o700); err != nil {
 		release()
-		return nil, func() {}, fmt.Errorf("make the agent's home %s: %w", id.home, err)
+		return nil, func() {}, fmt.Errorf("make the agent's home %s: %w", id.Home, err)
 	}
-	if err := os.Lchown(id.home, c.UID, c.GID); err != nil {
+	if err := os.Lchown(id.Home, c.UID, c.GID); err != nil {
 		release()
-		return nil, func() {}, fmt.Errorf("give the agent's home %s to uid %d: %w", id.home, c.UID, err)
+		return nil, func() {}, fmt.Errorf("give the agent's home %s to uid %d: %w", id.Home, c.UID, err)
 	}
 	return id, release, nil
 }
 
-// prepare makes the directory of the agents' homes and checks, as the
+// Prepare makes the directory of the agents' homes and checks, as the
 // agents' user, that they can reach the worktrees and read the
 // repository's objects (in commonDir): a clear error before any item runs
 // rather than every item failing.
-func (a *agentUsers) prepare(ctx context.Context, commonDir string) error {
+func (a *Users) Prepare(ctx context.Context, commonDir string) error {
 	if a == nil {
 		return nil
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package procrecord
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/internal/procsup"
 	"github.com/prodigy-action/prodigy-action/internal/proctest"
+	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
 // resume ends what an earlier run of the job left running: a recorded
@@ -22,15 +23,15 @@ import (
 // tagged with the job, also outside the group.
 func TestEndJobLeftoversEndsRecordedGroupsAndTaggedProcesses(t *testing.T) {
 	t.Parallel()
-	p := Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
 	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := openProcessRecord(p)
+	rec, err := Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rec.close()
+	defer rec.Close()
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	tag := "test/" + rec.JobKey() + "/1"
 	// Started as an earlier runner would have: not through procs, so
@@ -62,8 +63,8 @@ sleep 302`, pidfile))
 	pids := append(proctest.ReadPIDs(t, pidfile), cmd.Process.Pid)
 
 	// Another job's record and tag must not be touched.
-	other := Paths{Home: p.Home, Repo: "repo", JobID: "job-2"}
-	if err := endJobLeftovers(other, t.Logf); err != nil {
+	other := jobstore.Paths{Home: p.Home, Repo: "repo", JobID: "job-2"}
+	if err := EndLeftovers(other, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
@@ -73,7 +74,7 @@ sleep 302`, pidfile))
 	}
 
 	var logged []string
-	err = endJobLeftovers(p, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
+	err = EndLeftovers(p, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ sleep 302`, pidfile))
 	for _, pid := range pids {
 		if !proctest.Gone(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("process %d survived endJobLeftovers", pid)
+			t.Errorf("process %d survived EndLeftovers", pid)
 		}
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], "earlier run of job job-1") {
@@ -91,15 +92,15 @@ sleep 302`, pidfile))
 
 func TestProcessRecordCompactsAndReplays(t *testing.T) {
 	t.Parallel()
-	p := Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
 	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := openProcessRecord(p)
+	rec, err := Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rec.close()
+	defer rec.Close()
 	keep := procsup.Group{PGID: 1 << 22, Tag: "n/k/0"}
 	if err := rec.Started(keep); err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestProcessRecordCompactsAndReplays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live, err := readProcessRecord(p)
+	live, err := jobstore.ReadProcessRecord(p)
 	if err != nil || len(live) != 1 || live[0].PGID != keep.PGID {
 		t.Fatalf("live = %+v, %v", live, err)
 	}
@@ -124,7 +125,7 @@ func TestProcessRecordCompactsAndReplays(t *testing.T) {
 	if err := rec.Ended(keep); err != nil {
 		t.Fatal(err)
 	}
-	if live, _ := readProcessRecord(p); len(live) != 0 {
+	if live, _ := jobstore.ReadProcessRecord(p); len(live) != 0 {
 		t.Fatalf("live = %+v", live)
 	}
 }
