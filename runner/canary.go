@@ -9,18 +9,9 @@ import (
 	"github.com/prodigy-action/prodigy-action/dlq"
 )
 
-// CanaryPlan is how a `dlq retry --signature SIG [--sample N]` redrive
-// splits one failure cluster: Sample runs first; Rest runs only when not
-// every sampled item fails again with Signature. Both are sorted by item
-// id, so the choice is deterministic.
-type CanaryPlan struct {
-	Signature string   `json:"signature"`
-	Sample    []string `json:"sample"`
-	Rest      []string `json:"rest"`
-	// Stopped is set when every sampled item failed again with Signature,
-	// so Rest was not run.
-	Stopped bool `json:"stopped,omitempty"`
-}
+// CanaryPlan is how a canary redrive splits one failure cluster
+// (dlq.PlanCanary).
+type CanaryPlan = dlq.CanaryPlan
 
 // retryCluster runs RetryDLQ restricted to one error_signature cluster
 // (ro.Signature), canary first when ro.Sample > 0: the first Sample
@@ -92,86 +83,37 @@ func retryCluster(ctx context.Context, ro retryOptions) (*Result, error) {
 
 // planCanary reads the job's DLQ and splits the records with
 // ro.Signature (reprocess-eligible only unless ro.Force) into the sample
-// (the first ro.Sample by item id) and the rest.
+// (the first ro.Sample by item id) and the rest; an empty selection is
+// said on stderr (dlq.PlanCanary).
 func planCanary(ro retryOptions) (*CanaryPlan, error) {
-	p, err := findJob(ro.Home, "", ro.JobID)
-	if err != nil {
-		return nil, err
-	}
-	store, err := openDLQ(p, dlq.Options{})
+	store, err := openJobDLQ(ro)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close() // read only: nothing to flush
-	var ids []string
-	type counts struct{ eligible, total int }
-	known := map[string]*counts{}
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		c := known[r.ErrorSignature]
-		if c == nil {
-			c = &counts{}
-			known[r.ErrorSignature] = c
-		}
-		c.total++
-		if r.ReprocessEligible {
-			c.eligible++
-		}
-		if r.ErrorSignature == ro.Signature && (ro.Force || r.ReprocessEligible) {
-			ids = append(ids, r.ItemID)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	plan, why, err := dlq.PlanCanary(store, ro.JobID, ro.Signature, ro.Sample, ro.Force)
+	if why != "" && ro.Run.Stderr != nil {
+		fmt.Fprintf(ro.Run.Stderr, "no records to retry: %s\n", why)
 	}
-	if len(ids) == 0 {
-		// Nothing to run is an empty selection, as for a --filter that
-		// matches nothing (exit 0): say why and list every signature.
-		var why string
-		switch c := known[ro.Signature]; {
-		case len(known) == 0:
-			why = fmt.Sprintf("--signature %q: job %s has no DLQ records", ro.Signature, ro.JobID)
-		case c != nil:
-			why = fmt.Sprintf("--signature %q matches %d DLQ record(s) of job %s, none of them reprocess_eligible (manual review): add --force to retry them", ro.Signature, c.total, ro.JobID)
-		default:
-			why = fmt.Sprintf("--signature %q matches no DLQ record of job %s", ro.Signature, ro.JobID)
-		}
-		sigs := make([]string, 0, len(known))
-		for s, c := range known {
-			sigs = append(sigs, fmt.Sprintf("  %q %d/%d", s, c.eligible, c.total))
-		}
-		slices.Sort(sigs)
-		if len(sigs) > 0 {
-			why += "; the job's signatures (eligible/total; --force includes the ineligible):\n" + strings.Join(sigs, "\n")
-		}
-		if ro.Run.Stderr != nil {
-			fmt.Fprintf(ro.Run.Stderr, "no records to retry: %s\n", why)
-		}
-		return &CanaryPlan{Signature: ro.Signature, Sample: []string{}, Rest: []string{}}, nil
-	}
-	slices.Sort(ids)
-	n := min(ro.Sample, len(ids))
-	return &CanaryPlan{Signature: ro.Signature, Sample: ids[:n], Rest: ids[n:]}, nil
+	return plan, err
 }
 
 // sameSignature counts the items of ids that are still in the DLQ with
 // signature sig.
 func sameSignature(ro retryOptions, sig string, ids []string) (int, error) {
-	p, err := findJob(ro.Home, "", ro.JobID)
-	if err != nil {
-		return 0, err
-	}
-	store, err := openDLQ(p, dlq.Options{})
+	store, err := openJobDLQ(ro)
 	if err != nil {
 		return 0, err
 	}
 	defer store.Close() // read only: nothing to flush
-	n := 0
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		if r.ErrorSignature == sig && slices.Contains(ids, r.ItemID) {
-			n++
-		}
-		return nil
-	})
-	return n, err
+	return dlq.CountSignature(store, sig, ids)
+}
+
+// openJobDLQ opens the DLQ of ro's job to read it.
+func openJobDLQ(ro retryOptions) (*dlq.Store, error) {
+	p, err := findJob(ro.Home, "", ro.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return openDLQ(p, dlq.Options{})
 }

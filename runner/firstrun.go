@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -166,8 +167,7 @@ func checkFilterNames(f *items.Filter, fields map[string]bool) error {
 	for k := range fields {
 		known["item."+k] = true
 	}
-	for _, k := range []string{"item_data", "item_id", "failure_count", "error_signature", "reprocess_eligible",
-		"manual_review_required", "first_attempt", "last_attempt", "error_type", "error_message"} {
+	for _, k := range dlq.FilterFields {
 		known["item."+k] = true
 	}
 	var unknown []string

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"os"
@@ -277,7 +276,7 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 	if filter != nil {
 		fields := map[string]bool{}
 		err := store.Each(func(r dlq.DeadLetteredItem) error {
-			for k := range recordEnv(r) {
+			for k := range dlq.FilterEnv(r) {
 				fields[k] = true
 			}
 			return nil
@@ -296,7 +295,7 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 			return nil
 		}
 		if filter != nil {
-			ok, err := filter.Match(map[string]any{"item": recordEnv(r)})
+			ok, err := filter.Match(map[string]any{"item": dlq.FilterEnv(r)})
 			if err != nil {
 				return usage(fmt.Errorf("--filter on %s: %w", r.ItemID, err))
 			}
@@ -307,34 +306,6 @@ func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn
 		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: items.ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
 	})
 	return seen, err
-}
-
-// recordEnv is what `--filter` sees as item.*: the item_data fields and the
-// record's own fields (the record wins on a name clash).
-func recordEnv(r dlq.DeadLetteredItem) map[string]any {
-	env := map[string]any{}
-	var data any
-	if json.Unmarshal(r.ItemData, &data) == nil {
-		if m, ok := data.(map[string]any); ok {
-			for k, v := range m {
-				env[k] = v
-			}
-		}
-	}
-	env["item_data"] = data
-	env["item_id"] = r.ItemID
-	env["failure_count"] = float64(r.FailureCount)
-	env["error_signature"] = r.ErrorSignature
-	env["reprocess_eligible"] = r.ReprocessEligible
-	env["manual_review_required"] = r.ManualReviewRequired
-	env["first_attempt"] = r.FirstAttempt
-	env["last_attempt"] = r.LastAttempt
-	if n := len(r.FailureHistory); n > 0 {
-		last := r.FailureHistory[n-1]
-		env["error_type"] = last.ErrorType.String()
-		env["error_message"] = last.ErrorMessage
-	}
-	return env
 }
 
 func ptr[T any](v T) *T { return &v }
