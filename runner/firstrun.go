@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/validate"
 )
 
 // Labeler returns the label function of a job's items, the labels the
@@ -54,85 +54,17 @@ func (j *job) announce(ctx context.Context, n int) {
 	j.warnCheckout(ctx)
 }
 
-// warnCheckout warns when the user's checkout has uncommitted changes
-// (agents start from HEAD and do not see them), naming the map input file
-// when it is one of them.
+// warnCheckout warns about the user's uncommitted changes, which agents
+// (starting from HEAD) do not see (validate.Checkout).
 func (j *job) warnCheckout(ctx context.Context) {
 	top := j.git.TopLevel()
 	status, err := j.git.StatusSummary(ctx, top)
-	if err != nil || status == "" {
-		return
-	}
-	// The workflow file itself is read from the checkout, as it is: its
-	// being untracked or edited changes nothing the agents see.
-	wf := j.workflowRelPath(top)
-	var lines []string
-	for _, l := range strings.Split(status, "\n") {
-		if _, path, _ := strings.Cut(l, ": "); wf == "" || path != wf {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) == 0 {
-		return
-	}
-	in := j.inputPath()
-	for _, l := range lines {
-		kind, path, _ := strings.Cut(l, ": ")
-		if in != "" && (path == in || strings.HasSuffix(path, " -> "+in)) {
-			switch kind {
-			case "Untracked":
-				j.warn(fmt.Sprintf("map.input %s is not committed: it is read from your checkout, but agents start from HEAD and do not have it", in))
-			default:
-				j.warn(fmt.Sprintf("map.input %s differs from HEAD (%s): the items come from HEAD's version, not your edits; commit them to use them", in, strings.ToLower(kind)))
-			}
-		}
-	}
-	shown := lines
-	if len(shown) > 5 {
-		shown = append(shown[:5:5], fmt.Sprintf("… and %d more", len(lines)-5))
-	}
-	j.warn(fmt.Sprintf("your checkout %s has %d uncommitted change(s); agents start from HEAD and do not see them: %s",
-		top, len(lines), strings.Join(shown, "; ")))
-}
-
-// workflowRelPath is the job's workflow file relative to the repository
-// top (slash-separated), or "" when it is outside it.
-func (j *job) workflowRelPath(top string) string {
-	if j.wf.Path == "" {
-		return ""
-	}
-	p, err := filepath.Abs(j.wf.Path)
 	if err != nil {
-		return ""
+		return
 	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
+	for _, w := range validate.Checkout(j.wf, top, status) {
+		j.warn(w)
 	}
-	if r, err := filepath.EvalSymlinks(top); err == nil {
-		top = r
-	}
-	rel, err := filepath.Rel(top, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return ""
-	}
-	return filepath.ToSlash(rel)
-}
-
-// inputPath is map.input relative to the repository when it names a file
-// (not a command), else "".
-func (j *job) inputPath() string {
-	in := strings.TrimSpace(j.wf.Map.Input)
-	if in == "" || strings.ContainsAny(in, " \t|;&$<>()") {
-		return ""
-	}
-	if filepath.IsAbs(in) {
-		rel, err := filepath.Rel(j.git.TopLevel(), in)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return ""
-		}
-		in = rel
-	}
-	return filepath.ToSlash(filepath.Clean(in))
 }
 
 // warnNoItems reports a selection of zero items: a loud warning, or with
