@@ -27,15 +27,15 @@ func (sc Scope) vars() Vars {
 // arithmetic contexts pass here: InterpolateShell requires their values to
 // be integers at run time. Problems carry their line and column in script.
 func CheckShell(script string, scope Scope, opts ShellOptions) []*ScriptError {
-	sc := newShellScanner(script, scope.vars(), true)
+	sc := newShellRewrite(script, scope.vars(), true)
 	if err := sc.run(); err != nil {
 		return []*ScriptError{asScriptError(err)}
 	}
 	if len(sc.refs) == 0 {
 		return nil
 	}
-	script, refs := quoteUnprotected(sc.out.String(), sc.refs)
-	uses, err := analyseShell(script, refs)
+	script = sc.out.String()
+	uses, err := analyseShell(script, sc.refs)
 	if err != nil {
 		return []*ScriptError{{Line: 1, Col: 1, Err: err}}
 	}

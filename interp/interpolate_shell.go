@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -11,39 +12,35 @@ import (
 // surrounds the placeholder; env lists the NAME=value pairs to add to the
 // process environment. Item data is therefore never parsed as shell code.
 //
-// The reference depends on the quoting context, found by a scanner of
-// bash's quoting rules:
+// The reference depends on the context bash reads the placeholder in,
+// found in the script's syntax tree (bash's grammar, mvdan.cc/sh; see
+// shellRewrite):
 //   - unquoted (also inside $( ), <( ), backticks, a here-string's word
 //     after <<<, and unquoted ${x:-…}): "${__PRODIGY_V_n}";
 //   - inside "…" and in unquoted here-documents: ${__PRODIGY_V_n};
 //   - inside '…': '"${__PRODIGY_V_n}"' (close, insert, reopen), and
 //     likewise for $'…';
-//   - inside $(( )) and (( )): the value itself, which must be an integer
-//     (bash evaluates arithmetic operands as code, so anything else is an
-//     error);
+//   - inside $(( )), (( )) and a for (( )) loop's header: the value itself,
+//     which must be an integer (bash evaluates arithmetic operands as code,
+//     so anything else is an error);
 //   - inside a quoted here-document (<<'EOF'): an error, because bash
-//     expands nothing there.
+//     expands nothing there;
+//   - in a comment, or after a backslash that makes its $ literal: left as
+//     written.
 //
 // Which ${…} are placeholders: names that resolve in vars, names whose first
 // segment is a variable or one of item, item_id, item_index, item_total,
 // attempt, map, shell, and any dotted path — these must resolve
 // (or carry a :-default) or the call fails naming the placeholder. Other
 // plain names (${HOME}, ${arr[0]}) and bash forms such as ${#x} or
-// ${x//a/b} are left to bash. $${ becomes ${ for bash to expand; a
-// backslash-escaped \${ is left as written, as bash prints it literally;
-// comments are left as written.
+// ${x//a/b} are left to bash. $${ becomes ${ for bash to expand (not in
+// comments); a backslash-escaped \${ is left as written, as bash prints it
+// literally. A script with placeholders must parse as bash.
 //
-// The scanner misreads two constructs: a `case` pattern's ")" inside $( )
-// closes the substitution early, and a $( ) inside an unquoted
-// here-document is taken for part of the document. The value is never
-// executed either way, and after the substitution the script is parsed
-// with bash's grammar (mvdan.cc/sh): every reference the scanner left bare
-// that bash would expand unquoted gets its double quotes there
-// (quoteUnprotected), so no value is ever word-split or globbed. Then
-// every reference is checked against the contexts where bash evaluates a
-// value (see CheckShell): there the value must be a plain integer, and inside
-// the script of a second shell the placeholder is refused unless
-// opts.AllowNestedShell is set.
+// Then every reference is checked against the contexts where bash
+// evaluates a value (see CheckShell): there the value must be a plain
+// integer, and inside the script of a second shell the placeholder is
+// refused unless opts.AllowNestedShell is set.
 func InterpolateShell(s string, vars Vars, opts ShellOptions) (script string, env []string, err error) {
 	opts.MaxEnvValue = -1
 	p, err := PrepareShell(s, vars, opts)
@@ -78,12 +75,15 @@ type ValueFile struct {
 // passed through files (see ShellScript.Files) and read by a prelude put
 // on the script's first line, so line numbers are unchanged.
 func PrepareShell(s string, vars Vars, opts ShellOptions) (ShellScript, error) {
-	sc := newShellScanner(s, vars, false)
+	sc := newShellRewrite(s, vars, false)
 	if err := sc.run(); err != nil {
-		return ShellScript{}, err
+		var se *ScriptError
+		if errors.As(err, &se) {
+			return ShellScript{}, err
+		}
+		return ShellScript{}, fmt.Errorf("shell script: %w", err)
 	}
-	script, refs := quoteUnprotected(sc.out.String(), sc.refs)
-	sc.refs = refs
+	script := sc.out.String()
 	if len(sc.refs) > 0 {
 		uses, err := analyseShell(script, sc.refs)
 		if err != nil {

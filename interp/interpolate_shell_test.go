@@ -76,12 +76,15 @@ func TestInterpolateShellHostileValues(t *testing.T) {
 		{"if and subshell", `if true; then (printf '<%s>\n' ${item.v}); fi`, same},
 		{"process substitution", `cat <(printf '<%s>\n' ${item.v})`, same},
 		{"escaped quote before", `printf '%s<%s>\n' \" ${item.v}`, func(v string) string { return v }},
-		// The scanner takes a case pattern's ")" inside $( ) for the end of
-		// the substitution, and a $( ) in a here-document for text; the
-		// parsed script puts the quotes back (one word, never globbed).
+		// A scan of bash's quoting rules took a case pattern's ")" inside
+		// $( ) for the end of the substitution, and a $( ) in a
+		// here-document for text; the syntax tree reads both as bash does.
 		{"case pattern inside quoted command substitution", `printf '<%s>\n' "$(case x in x) printf '%s' ${item.v};; esac)"`, same},
 		{"case pattern inside command substitution then word count", `printf '<%s>\n' "$(case x in x) set -- ${item.v}; printf '%s' "$1";; esac)"`, same},
 		{"command substitution in a heredoc", "cat <<EOF\n<$(printf '%s' ${item.v})>\nEOF", same},
+		{"for loop body", `for ((i=0; i<1; i++)); do printf '<%s>\n' ${item.v}; done`, same},
+		{"comment after, with a quote", `printf '<%s>\n' ${item.v} # ${item.v} ' "`, same},
+		{"case in a subshell", `(case x in x) printf '<%s>\n' ${item.v};; esac)`, same},
 	}
 	for _, tmpl := range templates {
 		for vname, v := range hostileValues {
@@ -148,6 +151,12 @@ func TestInterpolateShellReferences(t *testing.T) {
 		{"quoted heredoc other vars kept", "cat <<'EOF'\n${HOME} $${x}\nEOF", "cat <<'EOF'\n${HOME} ${x}\nEOF", []string{}},
 		{"unquoted heredoc", "cat <<EOF\n'${item_id}'\nEOF\necho ${item_id}", "cat <<EOF\n'${__PRODIGY_V_0}'\nEOF\necho \"${__PRODIGY_V_0}\"", nil},
 		{"default", `echo ${item.zzz:-none}`, `echo "${__PRODIGY_V_0}"`, []string{"__PRODIGY_V_0=none"}},
+		{"for loop header inserts integer", `for ((i=0; i<${item.n}; i++)); do :; done`, `for ((i=0; i<41; i++)); do :; done`, []string{}},
+		{"unknown placeholder in a comment", "echo ok # ${item.nope} $${x}", "echo ok # ${item.nope} $${x}", []string{}},
+		{"case inside command substitution", `x="$(case a in a) echo ${item_id};; esac)"`, `x="$(case a in a) echo "${__PRODIGY_V_0}";; esac)"`, nil},
+		{"command substitution in an unquoted heredoc", "cat <<EOF\n$(echo ${item_id})\nEOF", "cat <<EOF\n$(echo \"${__PRODIGY_V_0}\")\nEOF", nil},
+		{"escaped dollar before a placeholder", `echo \$${item_id}`, `echo \$"${__PRODIGY_V_0}"`, nil},
+		{"escaped dollar in ansi-c quotes", `echo $'\${item_id}' $'\\${item_id}'`, `echo $'\${item_id}' $'\\'"${__PRODIGY_V_0}"$''`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +190,8 @@ func TestInterpolateShellErrors(t *testing.T) {
 		{"non-integer in arith command", `(( ${item.n} ))`, []string{"not an integer"}},
 		{"quoted heredoc", "cat <<'EOF'\n${item.n}\nEOF", []string{"quoted here-document", "<<EOF"}},
 		{"NUL byte", `echo ${item.s}`, []string{"NUL"}},
+		{"non-integer in a for loop header", `for ((i=0; i<${item.n}; i++)); do :; done`, []string{"not an integer"}},
+		{"placeholder in a script bash cannot parse", "if echo ${item.n}; fi", []string{"cannot be parsed as bash"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,11 +222,11 @@ func TestInterpolateShellArithmeticRuns(t *testing.T) {
 	}
 }
 
-// TestQuotedBackReferencesKeepTheirChecks: after references are quoted
-// back (quoteUnprotected moves every later one), the contexts where bash
-// evaluates a value still find theirs: a non-integer in $(( )) after a
-// misread case pattern is refused, an integer runs.
-func TestQuotedBackReferencesKeepTheirChecks(t *testing.T) {
+// TestCasePatternsKeepLaterChecks: after case patterns inside $( ) (which
+// a scan of bash's quoting rules misread), the contexts where bash
+// evaluates a value still find theirs: a non-integer in $(( )) is
+// refused, an integer runs, and the values are one word each.
+func TestCasePatternsKeepLaterChecks(t *testing.T) {
 	t.Parallel()
 	script := `x="$(case a in a) printf '%s' ${item.v};; esac)"; y="$(case b in b) printf '%s' ${item.v};; esac)"; echo "$x|$y|$(( ${item.n} + 1 ))"`
 	if _, _, err := InterpolateShell(script, Vars{"item": map[string]any{"v": "a  b", "n": "1+1; touch pwned"}}, ShellOptions{}); err == nil || !strings.Contains(err.Error(), "not an integer") {

@@ -97,7 +97,7 @@ var evalBuiltins = map[string]bool{"eval": true, "source": true, ".": true, "tra
 // nameBuiltins take variable names as arguments.
 var nameBuiltins = map[string]bool{"read": true, "unset": true, "mapfile": true, "readarray": true, "getopts": true}
 
-// analyseShell parses script (the output of the scanner) and returns the
+// analyseShell parses script (shellRewrite's output) and returns the
 // references that appear in contexts where bash evaluates a value.
 func analyseShell(script string, refs []shellRef) ([]shellUse, error) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")

@@ -15,7 +15,7 @@ import (
 // name. ok is false when the script cannot be read that way (CheckShell
 // reports why when it matters).
 func ShellNames(script string, scope Scope) (expanded, assigned map[string]bool, ok bool) {
-	sc := newShellScanner(script, scope.vars(), true)
+	sc := newShellRewrite(script, scope.vars(), true)
 	if err := sc.run(); err != nil {
 		return nil, nil, false
 	}
