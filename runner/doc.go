@@ -35,8 +35,9 @@
 //
 // Engine.Resume continues an interrupted or failed job (items already
 // merged are recognised by their merge commits and never run twice);
-// Engine.Redrive runs DLQ records again through the job's workflow (a
-// canary redrive is a loop of redrives of explicit items). Status reads a
+// Engine.Redrive runs DLQ records again through the job's workflow, the
+// records package runner/dlqselect selects, a page at a time (a canary
+// redrive is a loop of redrives of explicit items). Status reads a
 // job's state as a Result.
 //
 // A workflow is checked before anything runs by package validate (the

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -89,35 +87,6 @@ func (j *job) warnNoItems() error {
 	}
 	j.warn("!!! " + why + ": nothing will run (pass --require-items to make this an error)")
 	return nil
-}
-
-// checkFilterNames rejects a `dlq retry --filter` that reads a name no
-// selected record has: item.* must be a record field or an item_data field
-// of some record. The error lists the known names.
-func checkFilterNames(f *items.Filter, fields map[string]bool) error {
-	known := map[string]bool{}
-	for k := range fields {
-		known["item."+k] = true
-	}
-	for _, k := range dlq.FilterFields {
-		known["item."+k] = true
-	}
-	var unknown []string
-	for _, n := range f.Names() {
-		if n == "item" || known[n] {
-			continue
-		}
-		unknown = append(unknown, n)
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(known))
-	for k := range known {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return usage(fmt.Errorf("--filter %q: unknown identifier(s) %s; known: %s", f.String(), strings.Join(unknown, ", "), strings.Join(names, ", ")))
 }
 
 // logFailedItems lists (at most 10 of) the job's dead-lettered items with

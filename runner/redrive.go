@@ -3,13 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
-	"iter"
 	"os"
 
 	"github.com/prodigy-action/prodigy-action/config"
-	"github.com/prodigy-action/prodigy-action/dlq"
 	"github.com/prodigy-action/prodigy-action/items"
 	"github.com/prodigy-action/prodigy-action/jobstore"
+	"github.com/prodigy-action/prodigy-action/runner/dlqselect"
 	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/validate"
 )
@@ -77,7 +76,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		res.Total, res.Successful, res.Failed, res.Skipped, res.Pending = 0, 0, 0, 0, 0
 		// dlq_count is the number of records streamed, not the index's:
 		// loading the index of a large DLQ would double the dry run's peak.
-		res.DLQCount, err = j.eachDLQ(filter, ro.Force, merged, func(it *jobstore.CheckpointItem) error {
+		res.DLQCount, err = j.selection(filter, ro.Force).Each(merged, func(it *jobstore.CheckpointItem) error {
 			if ro.Items != nil && !ro.Items[it.ItemID] {
 				return nil
 			}
@@ -122,12 +121,12 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 	// is selected (its item data goes to the job's items.jsonl), mapped,
 	// then the next page is read. One page is read ahead, to know whether
 	// there is anything to do and whether there is more than one page.
-	pages, err := j.pageDLQ(filter, ro.Force, ro.Items, ro.BatchSize)
+	pages, err := j.selection(filter, ro.Force).Pager(ro.Items, ro.BatchSize)
 	if err != nil {
 		return nil, err
 	}
-	defer pages.stop()
-	if n := cp.Counts(); len(pages.first) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.SkipReduce {
+	defer pages.Stop()
+	if n := cp.Counts(); len(pages.First) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.SkipReduce {
 		// Nothing to redrive, but an earlier run left the job with every
 		// item done and reduce unfinished (a redrive killed in its reduce):
 		// finish the reduce, as resume would.
@@ -138,7 +137,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		defer j.events.Close()
 		return j.execute(ctx, nil)
 	}
-	if len(pages.first) == 0 {
+	if len(pages.First) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
 		res := resultOf(cp)
@@ -158,155 +157,25 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		restartReduce(cp)
 		cp.MaxParallel = j.maxParallel
 	}))
-	if !pages.more {
-		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(pages.first), j.id, attempts, j.maxParallel)
+	if !pages.More {
+		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(pages.First), j.id, attempts, j.maxParallel)
 	} else {
-		j.logf("redriving the DLQ items of job %s in pages of %d, with %d attempt(s) each, %d in parallel", j.id, pages.size, attempts, j.maxParallel)
+		j.logf("redriving the DLQ items of job %s in pages of %d, with %d attempt(s) each, %d in parallel", j.id, pages.Size, attempts, j.maxParallel)
 	}
 	j.skipReduce = ro.SkipReduce
-	return j.executePaged(ctx, pages.next)
+	return j.executePaged(ctx, pages.Next)
 }
 
-// dlqPager pages a DLQ selection into a job (pageDLQ).
-type dlqPager struct {
-	size  int
-	first []*jobstore.CheckpointItem // the first page (empty: nothing selected)
-	more  bool                       // a second page exists
-	next  func() ([]*jobstore.CheckpointItem, error)
-	stop  func()
-}
-
-// pageDLQ starts streaming the DLQ selection (dlqPages) in pages of size
-// (DefaultRedriveBatch when 0) and reads the first page, and the second
-// when the first is full, so the caller knows whether there is anything
-// to do and whether it is one page. next returns the pages from the
-// first on, nil at the end; call stop when done.
-func (j *job) pageDLQ(filter *items.Filter, force bool, only map[string]bool, size int) (*dlqPager, error) {
-	if size <= 0 {
-		size = DefaultRedriveBatch
-	}
-	next, stop := iter.Pull2(j.dlqPages(filter, force, only, size))
-	pull := func() ([]*jobstore.CheckpointItem, error) {
-		page, err, ok := next()
-		if !ok {
-			return nil, nil
-		}
-		return page, err
-	}
-	first, err := pull()
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	var ahead []*jobstore.CheckpointItem
-	if len(first) == size {
-		if ahead, err = pull(); err != nil {
-			stop()
-			return nil, err
-		}
-	}
-	queue := [][]*jobstore.CheckpointItem{first, ahead}
-	p := &dlqPager{size: size, first: first, more: len(ahead) > 0, stop: stop}
-	p.next = func() ([]*jobstore.CheckpointItem, error) {
-		for len(queue) > 0 {
-			page := queue[0]
-			queue = queue[1:]
-			if len(page) > 0 {
-				return page, nil
-			}
-		}
-		if len(ahead) == 0 {
-			return nil, nil // the first page was the last
-		}
-		return pull()
-	}
-	return p, nil
+// selection is the job's DLQ records a redrive runs again
+// (package runner/dlqselect).
+func (j *job) selection(filter *items.Filter, force bool) dlqselect.Selection {
+	return dlqselect.Selection{Paths: j.paths, Filter: filter, Force: force, IDField: j.wf.Map.IDField,
+		Warn: j.warn, Usage: usage}
 }
 
 // DefaultRedriveBatch is how many DLQ records a redrive pages into its
 // job at a time (RedriveSpec.BatchSize).
-const DefaultRedriveBatch = 1000
-
-// dlqPages streams the job's DLQ selection (eachDLQ, restricted to only
-// when set) in pages of at most size items. Only the current page's
-// records are held; stopping the iteration stops the stream.
-func (j *job) dlqPages(filter *items.Filter, force bool, only map[string]bool, size int) iter.Seq2[[]*jobstore.CheckpointItem, error] {
-	return func(yield func([]*jobstore.CheckpointItem, error) bool) {
-		var page []*jobstore.CheckpointItem
-		stopped := false
-		_, err := j.eachDLQ(filter, force, nil, func(it *jobstore.CheckpointItem) error {
-			if only != nil && !only[it.ItemID] {
-				return nil
-			}
-			page = append(page, it)
-			if len(page) < size {
-				return nil
-			}
-			p := page
-			page = nil
-			if !yield(p, nil) {
-				stopped = true
-				return dlq.ErrStop
-			}
-			return nil
-		})
-		switch {
-		case stopped:
-		case err != nil:
-			yield(nil, err)
-		case len(page) > 0:
-			yield(page, nil)
-		}
-	}
-}
-
-// eachDLQ streams the job's DLQ and calls fn with each record to re-run,
-// as a pending item, in store order: reprocess-eligible records (all with
-// force) that match the filter, leaving out the items in skip; item
-// attempts continue from the record's failure_count, which also starts the
-// redrive's attempt budget. An error of fn stops
-// the stream and is returned. It returns how many records it read (all,
-// selected or not). Nothing but the current record is held.
-func (j *job) eachDLQ(filter *items.Filter, force bool, skip map[string]bool, fn func(*jobstore.CheckpointItem) error) (int, error) {
-	store, err := openDLQ(j.paths, dlq.Options{Warn: func(m string) { j.warn("DLQ: " + m) }})
-	if err != nil {
-		return 0, err
-	}
-	defer store.Close() // read only: nothing to flush
-	if filter != nil {
-		fields := map[string]bool{}
-		err := store.Each(func(r dlq.DeadLetteredItem) error {
-			for k := range dlq.FilterEnv(r) {
-				fields[k] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, err
-		}
-		if err := checkFilterNames(filter, fields); err != nil {
-			return 0, err
-		}
-	}
-	seen := 0
-	err = store.Each(func(r dlq.DeadLetteredItem) error {
-		seen++
-		if (!force && !r.ReprocessEligible) || skip[r.ItemID] {
-			return nil
-		}
-		if filter != nil {
-			ok, err := filter.Match(map[string]any{"item": dlq.FilterEnv(r)})
-			if err != nil {
-				return usage(fmt.Errorf("--filter on %s: %w", r.ItemID, err))
-			}
-			if !ok {
-				return nil
-			}
-		}
-		return fn(&jobstore.CheckpointItem{ItemOutcome: ItemOutcome{ItemID: r.ItemID, Label: items.ItemLabel(r.ItemID, r.ItemData, j.wf.Map.IDField), State: ItemPending, Attempts: int(r.FailureCount)}, BudgetBase: int(r.FailureCount), Data: r.ItemData})
-	})
-	return seen, err
-}
+const DefaultRedriveBatch = dlqselect.DefaultBatch
 
 func ptr[T any](v T) *T { return &v }
 

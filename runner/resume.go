@@ -68,17 +68,17 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	next := func() ([]*jobstore.CheckpointItem, error) { return nil, nil }
 	var added bool
 	if ro.IncludeDLQ {
-		pages, err := j.pageDLQ(nil, false, nil, 0)
+		pages, err := j.selection(nil, false).Pager(nil, 0)
 		if err != nil {
 			return nil, err
 		}
-		defer pages.stop()
-		if pages.more {
-			j.logf("resume: adding the eligible DLQ items in pages of %d", pages.size)
+		defer pages.Stop()
+		if pages.More {
+			j.logf("resume: adding the eligible DLQ items in pages of %d", pages.Size)
 		} else {
-			j.logf("resume: adding %d eligible DLQ item(s)", len(pages.first))
+			j.logf("resume: adding %d eligible DLQ item(s)", len(pages.First))
 		}
-		next, added = pages.next, len(pages.first) > 0
+		next, added = pages.Next, len(pages.First) > 0
 	}
 	if err := j.open(ctx, cp, true); err != nil {
 		return nil, err
