@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 )
 
 // This file holds what keeps agents — processes that share the
@@ -202,7 +204,7 @@ func (c *Client) PushCommit(ctx context.Context, tmpDir, url, commit, dstRef str
 	}
 	r = r.withCommandConfig(config)
 	if _, err := r.run(ctx, dir, nil, nil, "push", "--quiet", "--no-verify", "--end-of-options", url, commit+":"+dstRef); err != nil {
-		return fmt.Errorf("push %s to %s: %w", shortOID(commit), url, err)
+		return fmt.Errorf("push %s to %s: %w", brief.SHA(commit), url, err)
 	}
 	return nil
 }
@@ -221,13 +223,6 @@ func (r runner) pinned() runner {
 	r.base = strip(r.base)
 	r.env = strip(r.env)
 	return r
-}
-
-func shortOID(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // ErrConfigChanged is wrapped by errors that report risky configuration
@@ -253,6 +248,6 @@ func (c *Client) IsAncestor(ctx context.Context, anc, desc string) (bool, error)
 	case exitCode(err) == 1:
 		return false, nil
 	default:
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", shortOID(anc), shortOID(desc), err)
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", brief.SHA(anc), brief.SHA(desc), err)
 	}
 }

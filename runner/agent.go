@@ -320,7 +320,7 @@ func (ir *itemRunner) attempt(ctx context.Context, attempt int) *step.Failure {
 		return gitFailure(ctx, "check the agent's commit", err)
 	} else if !ok {
 		return &step.Failure{Type: dlq.ErrorType{Kind: dlq.CommitValidationFailed}, Step: "merge",
-			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", shortSHA(theirs), shortSHA(head))}
+			Message: fmt.Sprintf("the agent's commit %s does not build on the results branch commit %s it was given (history rewritten in its worktree); not merged", brief.SHA(theirs), brief.SHA(head))}
 	}
 	commits, err := d.git.CommitsSince(ctx, ir.tree.Path, head)
 	if err != nil {

@@ -1,11 +1,7 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/jobstore"
@@ -14,7 +10,7 @@ import (
 
 // ErrBudgetExhausted: the job's spend budget could not cover the next
 // item; unstarted items stay pending (exit 1, status budget_exhausted).
-var ErrBudgetExhausted = errors.New("budget exhausted")
+var ErrBudgetExhausted = spend.ErrExhausted
 
 // StatusBudgetExhausted is the status of a job stopped by its budget.
 const StatusBudgetExhausted = jobstore.StatusBudgetExhausted
@@ -68,12 +64,13 @@ func (ir *itemRunner) releaseBudget() {
 	ir.d.budget.Release(ir.reservation, spent)
 }
 
-// budgetError is the map phase's error when the budget stopped it: how
-// much was spent and how to continue. The suggested --max-cost-usd is what
-// the pending items really need: the spend so far plus each pending item's
-// reservation (its item budget less what it already spent of it, which is
-// what admit reserves); without an item budget, the average spend of the
-// items that spent anything, per pending item.
+// budgetError is the map phase's error when the budget stopped it
+// (spend.ExhaustedError): how much was spent and how to continue. The
+// suggested --max-cost-usd is what the pending items really need: the
+// spend so far plus each pending item's reservation (its item budget less
+// what it already spent of it, which is what admit reserves); without an
+// item budget, the average spend of the items that spent anything, per
+// pending item.
 func (j *job) budgetError(left int) error {
 	var spent, need, paid float64
 	var payers int
@@ -92,23 +89,7 @@ func (j *job) budgetError(left int) error {
 	if j.budget.ItemMax() <= 0 && payers > 0 {
 		need = float64(left) * paid / float64(payers)
 	}
-	next := "a higher --max-cost-usd"
-	if need > 0 {
-		// Rounded up, so that the suggestion suffices.
-		next = fmt.Sprintf("--max-cost-usd %s", formatUSD(math.Ceil((spent+need)*1e4-1e-6)/1e4))
-	}
-	return fmt.Errorf("%w: spent $%s of the $%s job budget; %d item(s) left pending, never started; "+
-		"continue with `resume %s %s`", ErrBudgetExhausted, formatUSD(spent), formatUSD(j.budget.Max()), left, j.id, next)
-}
-
-// formatUSD prints a dollar amount with two decimals, or up to four when
-// it has them ($0.0246, not $0.02).
-func formatUSD(v float64) string {
-	s := strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', 4, 64)
-	for range 2 {
-		s = strings.TrimSuffix(s, "0")
-	}
-	return s
+	return spend.ExhaustedError(j.id, spent, j.budget.Max(), need, left)
 }
 
 // startBudget sets up the job budget when the job (re)opens: an override

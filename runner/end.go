@@ -14,6 +14,7 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 	"github.com/prodigy-action/prodigy-action/runner/event"
 	"github.com/prodigy-action/prodigy-action/runner/guard"
+	"github.com/prodigy-action/prodigy-action/spend"
 )
 
 // end records the job's final status, cleans up worktrees and returns
@@ -164,10 +165,10 @@ func summaryLine(r *Result) string {
 	line := fmt.Sprintf("job %s %s: %d total, %d succeeded, %d failed (DLQ %d), %d skipped, %d pending; results branch %s",
 		r.JobID, r.Status, r.Total, r.Successful, r.Failed, r.DLQCount, r.Skipped, r.Pending, r.ResultsBranch)
 	if r.CostUSD > 0 {
-		line += fmt.Sprintf("; spent $%s (this run $%s): merged items $%s, lost to failures $%s", formatUSD(r.CostUSD),
-			formatUSD(r.ExecutionCostUSD), formatUSD(r.MergedCostUSD), formatUSD(r.FailedCostUSD))
+		line += fmt.Sprintf("; spent $%s (this run $%s): merged items $%s, lost to failures $%s", spend.FormatUSD(r.CostUSD),
+			spend.FormatUSD(r.ExecutionCostUSD), spend.FormatUSD(r.MergedCostUSD), spend.FormatUSD(r.FailedCostUSD))
 		if r.CostPerMergedUSD > 0 {
-			line += fmt.Sprintf(", $%s per merged item", formatUSD(r.CostPerMergedUSD))
+			line += fmt.Sprintf(", $%s per merged item", spend.FormatUSD(r.CostPerMergedUSD))
 		}
 	}
 	return line

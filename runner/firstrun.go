@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/items"
@@ -68,20 +67,7 @@ func (j *job) warnCheckout(ctx context.Context) {
 // warnNoItems reports a selection of zero items: a loud warning, or with
 // RunSpec.RequireItems an input error.
 func (j *job) warnNoItems() error {
-	m := j.wf.Map
-	var sel []string
-	for _, kv := range [][2]string{{"json_path", m.JSONPath}, {"filter", m.Filter}, {"distinct", m.Distinct}} {
-		if kv[1] != "" {
-			sel = append(sel, fmt.Sprintf("%s %q", kv[0], kv[1]))
-		}
-	}
-	if m.Offset > 0 {
-		sel = append(sel, fmt.Sprintf("offset %d", m.Offset))
-	}
-	why := fmt.Sprintf("map.input %q selected 0 items", m.Input)
-	if len(sel) > 0 {
-		why += " (after " + strings.Join(sel, ", ") + ")"
-	}
+	why := validate.NoItems(j.wf.Map)
 	if j.requireItems {
 		return usage(fmt.Errorf("%s and --require-items is set", why))
 	}

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -185,11 +184,11 @@ func (ir *itemRunner) failed(ctx context.Context, err error, duration time.Durat
 	d.itemFailed(it.id, lastType, last.Message, policy)
 }
 
-// writeRecord stores rec in the DLQ (addRecord) and then clears the
+// writeRecord stores rec in the DLQ (dlq.Store.AddOnce) and then clears the
 // item's pending record and failures from the checkpoint; events, when
 // not nil, gets the DLQItemAdded event.
 func writeRecord(ctx context.Context, state *jobstore.State, events *event.Log, store *dlq.Store, it *jobstore.CheckpointItem, rec dlq.DeadLetteredItem) error {
-	stored, added, err := addRecord(store, rec)
+	stored, added, err := store.AddOnce(rec)
 	if err != nil {
 		return err
 	}
@@ -198,41 +197,6 @@ func writeRecord(ctx context.Context, state *jobstore.State, events *event.Log, 
 	}
 	fault(ctx, FaultDLQAdded, it.ItemID)
 	return recordStored(state, it)
-}
-
-// addRecord adds rec to the store exactly once: failure_history entries
-// whose attempt number the stored record already has (a crash between the
-// DLQ write and the checkpoint) are dropped, so every attempt appears once.
-// added is false when nothing was new.
-func addRecord(store *dlq.Store, rec dlq.DeadLetteredItem) (dlq.DeadLetteredItem, bool, error) {
-	old, err := store.Get(rec.ItemID)
-	switch {
-	case err == nil:
-		var last uint32
-		for _, f := range old.FailureHistory {
-			last = max(last, f.AttemptNumber)
-		}
-		keep := rec.FailureHistory[:0:0]
-		for _, f := range rec.FailureHistory {
-			if f.AttemptNumber > last {
-				keep = append(keep, f)
-			}
-		}
-		if len(keep) == 0 {
-			return *old, false, nil
-		}
-		rec.FailureHistory = keep
-		rec.FailureCount = uint32(len(keep))
-		rec.FirstAttempt = keep[0].Timestamp
-	case errors.Is(err, dlq.ErrNotFound):
-	default:
-		return dlq.DeadLetteredItem{}, false, err
-	}
-	stored, err := store.Add(rec)
-	if err != nil {
-		return dlq.DeadLetteredItem{}, false, err
-	}
-	return stored, true, nil
 }
 
 // finish records the item's final state and reports it.

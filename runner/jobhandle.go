@@ -487,7 +487,7 @@ func (j *Job) Import(items []Imported) ([]string, error) {
 }
 
 // importRecord stores rec (nil: nothing to store) in the job's DLQ
-// through addRecord, so attempts the stored record already holds are never
+// through dlq.Store.AddOnce, so attempts the stored record already holds are never
 // added twice (an import interrupted after the DLQ write and before the
 // checkpoint write is done again). When the write fails it warns and
 // returns the encoded record, which the caller keeps in the checkpoint as
@@ -496,7 +496,7 @@ func (j *job) importRecord(rec *dlq.DeadLetteredItem) json.RawMessage {
 	if rec == nil || len(rec.FailureHistory) == 0 {
 		return nil
 	}
-	stored, added, err := addRecord(j.store, *rec)
+	stored, added, err := j.store.AddOnce(*rec)
 	if err == nil {
 		if added {
 			j.events.Emit(event.DLQItemAdded{ItemID: stored.ItemID, ErrorSignature: stored.ErrorSignature, FailureCount: stored.FailureCount})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prodigy-action/prodigy-action/config"
 	"github.com/prodigy-action/prodigy-action/gitops"
+	"github.com/prodigy-action/prodigy-action/internal/brief"
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
@@ -64,6 +65,6 @@ func (j *job) mergeOnto(ctx context.Context, ref string) error {
 			return fmt.Errorf("%w: update the parent worktree after merging %s: %w", ErrJobFailed, ref, err)
 		}
 	}
-	j.logf("merged %s into %s (now %s); redriven items start from it", ref, j.branch, shortSHA(commit))
+	j.logf("merged %s into %s (now %s); redriven items start from it", ref, j.branch, brief.SHA(commit))
 	return nil
 }

@@ -105,7 +105,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 			if err := j.git.ResetHard(ctx, j.parentDir, stepHead); err != nil {
 				return fmt.Errorf("%w: move the results branch back to where reduce step %d started: %w", ErrJobFailed, first+1, err)
 			}
-			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, shortSHA(stepHead))
+			j.logf("reduce: step %d had changed the results branch before it was interrupted; it runs again from %s", first+1, brief.SHA(stepHead))
 		}
 	}
 	j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseReduce})
@@ -164,11 +164,4 @@ func restartReduce(cp *jobstore.Checkpoint) {
 	cp.ReduceStepsDone = 0
 	cp.ReduceStepHead = ""
 	cp.ReduceVars = nil
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

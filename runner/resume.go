@@ -284,7 +284,7 @@ func (j *job) reconcileDLQ(cp *jobstore.Checkpoint, merged map[string]bool) erro
 			j.warn(fmt.Sprintf("the pending DLQ record of %s is unreadable: %v", it.ItemID, err))
 			continue
 		}
-		if _, _, err := addRecord(store, rec); err != nil {
+		if _, _, err := store.AddOnce(rec); err != nil {
 			j.warn(fmt.Sprintf("could not write the missing DLQ record of %s: %v", it.ItemID, err))
 			continue
 		}

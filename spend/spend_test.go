@@ -1,8 +1,10 @@
 package spend
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,5 +104,25 @@ func TestJobBudgetReservations(t *testing.T) {
 	b.Release(2, 2) // committed 3.25: another 2 does not fit and nothing runs
 	if _, ok := b.Reserve(0, never); ok || !b.Exhausted() {
 		t.Error("a reservation beyond the budget succeeded")
+	}
+}
+
+func TestExhaustedErrorSaysHowToContinue(t *testing.T) {
+	err := ExhaustedError("job-7", 0.1234, 0.15, 0.02005, 3)
+	if !errors.Is(err, ErrExhausted) {
+		t.Fatalf("%v does not wrap ErrExhausted", err)
+	}
+	// 0.1234 + 0.02005 = 0.14345, rounded up to the cent's hundredth.
+	want := "budget exhausted: spent $0.1234 of the $0.15 job budget; 3 item(s) left pending, never started; continue with `resume job-7 --max-cost-usd 0.1435`"
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+	if got := ExhaustedError("j", 2, 2, 0, 1).Error(); !strings.HasSuffix(got, "`resume j a higher --max-cost-usd`") {
+		t.Fatalf("unknown need: %s", got)
+	}
+	for v, want := range map[float64]string{0: "0.00", 2: "2.00", 0.0246: "0.0246", 1.5: "1.50", 0.12345: "0.1235"} {
+		if got := FormatUSD(v); got != want {
+			t.Errorf("FormatUSD(%v) = %s, want %s", v, got, want)
+		}
 	}
 }

@@ -40,3 +40,12 @@ func LastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// SHA is an object id cut to its first 12 hex digits, as messages name
+// commits; shorter text is returned as it is.
+func SHA(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

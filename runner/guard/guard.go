@@ -174,11 +174,11 @@ func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 	reachedBase := len(chain) == 0 || (len(chain[len(chain)-1].Parents) > 0 && chain[len(chain)-1].Parents[0] == base)
 	var problems []string
 	if !reachedBase {
-		problems = append(problems, fmt.Sprintf("its history no longer starts from the job's base commit %s", shortSHA(base)))
+		problems = append(problems, fmt.Sprintf("its history no longer starts from the job's base commit %s", brief.SHA(base)))
 	}
 	vpos, onChain := pos[verified]
 	if verified != "" && !onChain {
-		problems = append(problems, fmt.Sprintf("the tip the engine last verified (%s) is no longer on it: it was rewound or rewritten", shortSHA(verified)))
+		problems = append(problems, fmt.Sprintf("the tip the engine last verified (%s) is no longer on it: it was rewound or rewritten", brief.SHA(verified)))
 		vpos = -1
 	}
 	if verified == "" {
@@ -187,7 +187,7 @@ func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 	var unknown []string
 	for _, c := range chain[:max(vpos, 0)] {
 		if _, ok := merges[c.ID]; !ok {
-			unknown = append(unknown, shortSHA(c.ID))
+			unknown = append(unknown, brief.SHA(c.ID))
 		}
 	}
 	if len(unknown) > 0 {
@@ -229,7 +229,7 @@ func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 		move += " and `resume " + g.JobID + "`"
 	}
 	err = fmt.Errorf("the results branch %s was changed outside the engine (now at %s): %s; refusing to publish it — %s",
-		g.Branch, shortSHA(tip), strings.Join(problems, "; "), move)
+		g.Branch, brief.SHA(tip), strings.Join(problems, "; "), move)
 	return "", reset, err
 }
 
@@ -247,11 +247,4 @@ func (g *Guard) resetUnverified(keep map[string]bool, merges map[string][]*jobst
 		}
 	}
 	return ids
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
