@@ -426,7 +426,11 @@ func TestCrashWindows(t *testing.T) {
 			if err := os.WriteFile(e.fixed, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			e.runFault(runner.FaultItemMerged+":1:KILL", "dlq", "retry", e.jobID, "--batch-size", batch)
+			// One agent at a time: with two, the second item's merge can
+			// complete while the first's goroutine is on its way from its
+			// merge to the fault (seen once in CI under load), and then
+			// both merged before the kill.
+			e.runFault(runner.FaultItemMerged+":1:KILL", "dlq", "retry", e.jobID, "--batch-size", batch, "--parallel", "1")
 			// Exactly one of the redriven items merged before the kill.
 			log := gitOut(t, e.repo, "log", "--merges", "--format=%(trailers:key=Prodigy-Item,valueonly)", "prodigy/"+e.jobID)
 			merged, other := itemID(1), itemID(3)
