@@ -82,6 +82,8 @@ func TestInterpolateShellHostileValues(t *testing.T) {
 		{"case pattern inside quoted command substitution", `printf '<%s>\n' "$(case x in x) printf '%s' ${item.v};; esac)"`, same},
 		{"case pattern inside command substitution then word count", `printf '<%s>\n' "$(case x in x) set -- ${item.v}; printf '%s' "$1";; esac)"`, same},
 		{"command substitution in a heredoc", "cat <<EOF\n<$(printf '%s' ${item.v})>\nEOF", same},
+		{"single quotes in a quoted bash default", `printf '<%s>\n' "${UNSET_PRODIGY_TEST:-'${item.v}'}"`, around("'", "'")},
+		{"single quotes in an unquoted bash default", `printf '<%s>\n' ${UNSET_PRODIGY_TEST:-'${item.v}'}`, same},
 		{"for loop body", `for ((i=0; i<1; i++)); do printf '<%s>\n' ${item.v}; done`, same},
 		{"comment after, with a quote", `printf '<%s>\n' ${item.v} # ${item.v} ' "`, same},
 		{"case in a subshell", `(case x in x) printf '<%s>\n' ${item.v};; esac)`, same},

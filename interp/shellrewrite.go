@@ -189,8 +189,13 @@ func classify(f *syntax.File, parsed string, marks []shellMark) (comments [][2]i
 			if x.Dollar {
 				from++
 			}
+			// In a ${x:-…} inside "…", bash takes quotes as text and
+			// expands what is between them: as in "…".
+			inDouble := expansionContext(stack) == ctxDouble
 			within(from, to, func(k int) {
 				switch {
+				case inDouble:
+					marks[k].ctx = ctxDouble
 				case !x.Dollar:
 					marks[k].ctx = ctxSingle
 				case !oddBackslashes(parsed, marks[k].at):
