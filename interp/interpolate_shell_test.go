@@ -153,6 +153,7 @@ func TestInterpolateShellReferences(t *testing.T) {
 		{"quoted heredoc other vars kept", "cat <<'EOF'\n${HOME} $${x}\nEOF", "cat <<'EOF'\n${HOME} ${x}\nEOF", []string{}},
 		{"unquoted heredoc", "cat <<EOF\n'${item_id}'\nEOF\necho ${item_id}", "cat <<EOF\n'${__PRODIGY_V_0}'\nEOF\necho \"${__PRODIGY_V_0}\"", nil},
 		{"default", `echo ${item.zzz:-none}`, `echo "${__PRODIGY_V_0}"`, []string{"__PRODIGY_V_0=none"}},
+		{"extended glob pattern", `shopt -s extglob; [[ x == @(${item_id}|y) ]]`, `shopt -s extglob; [[ x == @("${__PRODIGY_V_0}"|y) ]]`, nil},
 		{"for loop header inserts integer", `for ((i=0; i<${item.n}; i++)); do :; done`, `for ((i=0; i<41; i++)); do :; done`, []string{}},
 		{"unknown placeholder in a comment", "echo ok # ${item.nope} $${x}", "echo ok # ${item.nope} $${x}", []string{}},
 		{"case inside command substitution", `x="$(case a in a) echo ${item_id};; esac)"`, `x="$(case a in a) echo "${__PRODIGY_V_0}";; esac)"`, nil},

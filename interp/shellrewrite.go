@@ -202,6 +202,17 @@ func classify(f *syntax.File, parsed string, marks []shellMark) (comments [][2]i
 					marks[k].ctx = ctxANSIC
 				}
 			})
+		case *syntax.ExtGlob:
+			// An extended glob's pattern is raw text in the tree; bash
+			// (with extglob) expands it like an unquoted word.
+			if x.Pattern != nil {
+				ctx := expansionContext(stack)
+				within(int(x.Pattern.Pos().Offset()), int(x.Pattern.End().Offset()), func(k int) {
+					if !oddBackslashes(parsed, marks[k].at) {
+						marks[k].ctx = ctx
+					}
+				})
+			}
 		case *syntax.Redirect:
 			if delim, quoted := heredocDelim(x); quoted && x.Hdoc != nil {
 				within(int(x.Hdoc.Pos().Offset()), int(x.Hdoc.End().Offset()), func(k int) {
