@@ -37,12 +37,12 @@ func FuzzPrepareShellNeverSplitsAValue(f *testing.F) {
 		if strings.Contains(p.Script, "touch pwned") && !strings.Contains(script, "touch pwned") {
 			t.Fatalf("a value reached the script's text:\n%s\n→\n%s", script, p.Script)
 		}
-		f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(p.Script), "")
+		file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(p.Script), "")
 		if err != nil {
 			return // the input's own text that bash may still run; nothing of ours is in it unparsed
 		}
 		var stack []syntax.Node
-		syntax.Walk(f, func(n syntax.Node) bool {
+		syntax.Walk(file, func(n syntax.Node) bool {
 			if n == nil {
 				stack = stack[:len(stack)-1]
 				return true

@@ -97,9 +97,9 @@ func (j *job) reduceSteps(ctx context.Context) error {
 		j.logf("reduce: %d step(s) (%d succeeded, %d failed, %d skipped)", n, res.Successful, res.Failed, res.Skipped)
 	}
 	if stepHead != "" {
-		head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+		head, err := j.resultsTip(ctx)
 		if err != nil {
-			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+			return err
 		}
 		if head != stepHead {
 			if err := j.git.ResetHard(ctx, j.parentDir, stepHead); err != nil {
@@ -113,9 +113,9 @@ func (j *job) reduceSteps(ctx context.Context) error {
 	var failed *step.Failure
 	defer func() { span.End(j.phaseEnd(failed)) }()
 	for i := first; i < n; i++ {
-		head, err := j.git.ResolveRef(ctx, "refs/heads/"+j.branch)
+		head, err := j.resultsTip(ctx)
 		if err != nil {
-			return fmt.Errorf("%w: resolve the results branch: %w", ErrJobFailed, err)
+			return err
 		}
 		// The previous step (or the verified map phase) left head: what
 		// this step commits above it is reduce's own (package runner/guard).

@@ -12,9 +12,9 @@
 // (checked again before a job starts), ItemOptions and ItemRetryConfig (how
 // the map phase reads its items and retries them), RetryPolicy (a retry
 // config as a retry.Policy), ItemFields (fields the agent template reads
-// that no loaded item has, checked as the items load) and Checkout (what of
+// that no loaded item has, checked as the items load), Checkout (what of
 // the user's uncommitted changes agents will not see, given the checkout's
-// status).
+// status) and NoItems (why a map phase selected no item).
 //
 // Nothing here starts a process, reads the map input or writes a file.
 // File, Workflow and the rules are safe for concurrent use (an ItemFields

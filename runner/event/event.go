@@ -111,8 +111,9 @@ type AgentFailed struct {
 	CostUSD float64 `json:"cost_usd"`
 }
 
-// ItemSkippedEvent (named apart from the item state ItemSkipped): a failed item is skipped (on_item_failure skip, or a custom
-// handler that succeeded); Policy is the on_item_failure value.
+// ItemSkippedEvent (named apart from the item state
+// jobstore.ItemSkipped): a failed item is skipped (on_item_failure skip,
+// or a custom handler that succeeded); Policy is the on_item_failure value.
 type ItemSkippedEvent struct {
 	ItemID string `json:"item_id"`
 	Error  string `json:"error"`

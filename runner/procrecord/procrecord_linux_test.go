@@ -21,17 +21,9 @@ import (
 // resume ends what an earlier run of the job left running: a recorded
 // group (even a member whose environment was cleared) and every process
 // tagged with the job, also outside the group.
-func TestEndJobLeftoversEndsRecordedGroupsAndTaggedProcesses(t *testing.T) {
+func TestEndLeftoversEndsRecordedGroupsAndTaggedProcesses(t *testing.T) {
 	t.Parallel()
-	p := jobstore.Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
-	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
+	p, rec := openRecord(t)
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	tag := "test/" + rec.JobKey() + "/1"
 	// Started as an earlier runner would have: not through procs, so
@@ -74,7 +66,7 @@ sleep 302`, pidfile))
 	}
 
 	var logged []string
-	err = EndLeftovers(p, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
+	err := EndLeftovers(p, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +84,7 @@ sleep 302`, pidfile))
 
 func TestProcessRecordCompactsAndReplays(t *testing.T) {
 	t.Parallel()
-	p := jobstore.Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
-	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
+	p, rec := openRecord(t)
 	keep := procsup.Group{PGID: 1 << 22, Tag: "n/k/0"}
 	if err := rec.Started(keep); err != nil {
 		t.Fatal(err)
@@ -128,4 +112,20 @@ func TestProcessRecordCompactsAndReplays(t *testing.T) {
 	if live, _ := jobstore.ReadProcessRecord(p); len(live) != 0 {
 		t.Fatalf("live = %+v", live)
 	}
+}
+
+// openRecord opens a fresh process record of a job "job-1" in a home of
+// its own, closed when the test ends.
+func openRecord(t *testing.T) (jobstore.Paths, *Record) {
+	t.Helper()
+	p := jobstore.Paths{Home: t.TempDir(), Repo: "repo", JobID: "job-1"}
+	if err := os.MkdirAll(p.JobStateDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Close)
+	return p, rec
 }
