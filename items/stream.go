@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"slices"
@@ -134,7 +135,12 @@ func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, erro
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return 0, errStream
 	}
-	var ids []string
+	// Ids are checked for duplicates by their 64-bit hashes, so a large
+	// input's ids are not all held: two equal hashes (a duplicate, or
+	// once in ~10^7 inputs of a million items a collision) send the input
+	// to Load, which words the error or, for a collision, loads it whole.
+	var ids []uint64
+	seed := maphash.MakeSeed()
 	sel, n := 0, 0
 	for dec.More() {
 		var v any
@@ -158,7 +164,7 @@ func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, erro
 				return 0, errStream
 			}
 			it.ID = id
-			ids = append(ids, id)
+			ids = append(ids, maphash.String(seed, id))
 		} else {
 			it.ID = DefaultID(n)
 		}

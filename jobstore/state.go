@@ -49,6 +49,15 @@ type State struct {
 	dirty   map[int]struct{} // items changed since the last write
 	spool   *spool           // items.jsonl, opened on first use
 
+	// Items out of memory (rows.go): when evict is set, cp.Items[i] is nil
+	// for an item dropped from memory, whose row is at locs[i].
+	evict   bool
+	locs    []rowLoc
+	held    map[int]int      // Hold counts by position
+	writing map[int]struct{} // positions of the journal append under way
+	pinAll  bool             // a snapshot is being written: evict nothing
+	rows    rowFiles
+
 	flushMu      sync.Mutex
 	flushed      uint64
 	journalSize  int64
@@ -75,10 +84,17 @@ func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 // reindex numbers the items and recounts them (O(items): only with a
 // snapshot).
 func (s *State) reindex() {
+	all := true
 	for i, it := range s.cp.Items {
+		if it == nil {
+			all = false
+			continue
+		}
 		it.pos = i
 	}
-	s.counts = s.cp.Counts()
+	if all {
+		s.counts = s.cp.Counts()
+	}
 }
 
 // redactJSON passes one JSON document through the redactor, if any.
@@ -99,20 +115,36 @@ func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
 // for job-level changes; UpdateItem for changes of one item.
 func (s *State) Update(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
+	if err := s.materializeAll(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	fn(s.cp)
 	s.version++
 	s.full = s.version
 	v := s.version
 	s.mu.Unlock()
-	return s.flush(v)
+	err := s.flush(v)
+	s.mu.Lock()
+	s.evictLocked()
+	s.mu.Unlock()
+	return err
 }
 
 // UpdateItem applies fn, which may change it (an item of the checkpoint)
 // and cp.NextAgent, and makes the change durable by appending it to the
-// journal. Other changes fn makes are only written by the next Update.
+// journal. Other changes fn makes are only written by the next Update;
+// cp.Items may hold nil for items out of memory (EvictRows).
 func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	i, ok := s.pos(it)
+	if !ok && s.evict && it.pos >= 0 && it.pos < len(s.cp.Items) && s.cp.Items[it.pos] == nil {
+		// A pointer kept past the call that gave it (only Hold's are
+		// valid after it), to an item dropped since without a change:
+		// its row is what it holds.
+		s.cp.Items[it.pos] = it
+		i, ok = it.pos, true
+	}
 	if ok {
 		s.counts.add(it, -1)
 	}
@@ -136,7 +168,30 @@ func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 // appended, not of the checkpoint. Other changes fn makes are only written
 // by the next Update.
 func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	err := s.updateItems(true, fn)
 	s.mu.Lock()
+	s.evictLocked()
+	s.mu.Unlock()
+	return err
+}
+
+// AppendItems adds items (not yet in the checkpoint) at its end, as
+// UpdateItems does, without reading back the items out of memory: the
+// way to add a large job's items in batches.
+func (s *State) AppendItems(items []*CheckpointItem) error {
+	return s.updateItems(false, func(cp *Checkpoint, _ func(*CheckpointItem)) {
+		cp.Items = append(cp.Items, items...)
+	})
+}
+
+func (s *State) updateItems(full bool, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	s.mu.Lock()
+	if full {
+		if err := s.materializeAll(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	n0 := len(s.cp.Items)
 	var touched []*CheckpointItem
 	seen := map[*CheckpointItem]bool{}
@@ -176,11 +231,47 @@ func (s *State) pos(it *CheckpointItem) (int, bool) {
 	return 0, false
 }
 
-// Read runs fn with the checkpoint locked; fn must not keep references.
-func (s *State) Read(fn func(cp *Checkpoint)) {
+// Read runs fn with the checkpoint locked, every item in memory (read
+// back if it was out of memory, EvictRows); fn must not keep references
+// beyond the next change of the state. It fails, without calling fn, when
+// an item cannot be read back.
+func (s *State) Read(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.materializeAll(); err != nil {
+		return err
+	}
 	fn(s.cp)
+	return nil
+}
+
+// ReadHead runs fn with the checkpoint's head locked (no item is read
+// back); fn must not keep references. Use it to read job-level fields, or
+// items held (Hold) under the lock.
+func (s *State) ReadHead(fn func(h *CheckpointHead)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.cp.CheckpointHead)
+}
+
+// UpdateHead applies fn to the checkpoint's head and makes the change
+// durable as Update does, without reading any item back.
+func (s *State) UpdateHead(fn func(h *CheckpointHead)) error {
+	s.mu.Lock()
+	fn(&s.cp.CheckpointHead)
+	s.version++
+	s.full = s.version
+	v := s.version
+	s.mu.Unlock()
+	return s.flush(v)
+}
+
+// ItemsCostUSD is the sum of the items' cost_usd, kept current with the
+// counts (no item is read).
+func (s *State) ItemsCostUSD() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return RoundUSD(s.counts.ItemsCostUSD)
 }
 
 // Counts tallies the items by state in O(1): the counts are kept current
@@ -251,6 +342,7 @@ func (s *State) ItemData(it *CheckpointItem) (json.RawMessage, error) {
 func (s *State) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeRows()
 	if s.spool == nil {
 		return nil
 	}
@@ -304,7 +396,8 @@ func (s *State) flush(v uint64) error {
 		order = append(order, i)
 	}
 	slices.Sort(order)
-	for _, i := range order {
+	locs := make([]rowLoc, len(order))
+	for k, i := range order {
 		it := *s.cp.Items[i]
 		it.Data = nil
 		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Counts: &counts, Item: &it})
@@ -312,9 +405,19 @@ func (s *State) flush(v uint64) error {
 			s.mu.Unlock()
 			return fmt.Errorf("encode checkpoint journal: %w", err)
 		}
-		buf = append(append(buf, s.redactJSON(line)...), '\n')
+		line = s.redactJSON(line)
+		if off, n, ok := journalItem(line); ok {
+			locs[k] = rowLoc{off: s.journalSize + int64(len(buf)+off), n: uint32(n), src: rowJournal}
+		}
+		buf = append(append(buf, line...), '\n')
 	}
 	clear(s.dirty)
+	if s.writing == nil {
+		s.writing = map[int]struct{}{}
+	}
+	for _, i := range order {
+		s.writing[i] = struct{}{}
+	}
 	var sess *Session
 	if now := s.now(); now.Sub(s.sessionAt) >= SessionInterval || now.Before(s.sessionAt) {
 		sess = sessionOf(s.cp, counts)
@@ -326,10 +429,26 @@ func (s *State) flush(v uint64) error {
 		// the next write is a whole snapshot, which supersedes it.
 		s.mu.Lock()
 		s.full = s.version
+		for _, i := range order {
+			delete(s.writing, i)
+			s.dirty[i] = struct{}{} // not durable: kept in memory
+		}
 		s.mu.Unlock()
 		return fmt.Errorf("write checkpoint journal: %w", err)
 	}
 	s.journalSize += int64(len(buf))
+	s.mu.Lock()
+	s.growLocs()
+	for k, i := range order {
+		delete(s.writing, i)
+		if locs[k].src != rowNone {
+			s.locs[i] = locs[k]
+		} else {
+			s.locs[i] = rowLoc{}
+		}
+		s.evictOne(i)
+	}
+	s.mu.Unlock()
 	if sess != nil {
 		data, err := json.MarshalIndent(sess, "", "  ")
 		if err == nil {
@@ -359,6 +478,9 @@ func (s *State) writeSnapshotLocked() error {
 	defer unlock()
 	s.cp.FormatVersion = CheckpointFormat
 	for _, it := range s.cp.Items {
+		if it == nil {
+			continue
+		}
 		if err := s.spoolLocked(it); err != nil {
 			s.full = s.version
 			return err
@@ -389,7 +511,8 @@ func (s *State) writeSnapshotLocked() error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	tmp := f.Name()
-	size, err := s.encodeSnapshotLocked(f)
+	s.pinAll = true
+	size, locs, err := s.encodeSnapshotLocked(f)
 	unlock()
 	if err == nil {
 		err = f.Chmod(filePerm)
@@ -407,9 +530,31 @@ func (s *State) writeSnapshotLocked() error {
 		_ = os.Remove(tmp)
 		s.mu.Lock()
 		s.full = s.version
+		s.pinAll = false
 		s.mu.Unlock()
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
+	s.mu.Lock()
+	rerr := s.reopenSnapshot()
+	if rerr == nil {
+		s.growLocs()
+		copy(s.locs, locs)
+		if !slices.ContainsFunc(s.locs, func(l rowLoc) bool { return l.src == rowBulk }) {
+			s.rows.closeBulk()
+		}
+	} else {
+		// The new snapshot cannot be read: read every item back from
+		// the old files (the journal is emptied next) and keep them.
+		if err := s.materializeAll(); err != nil {
+			s.pinAll = false
+			s.mu.Unlock()
+			return fmt.Errorf("write checkpoint: read the items back: %w", err)
+		}
+		s.evict = false
+	}
+	s.pinAll = false
+	s.evictLocked()
+	s.mu.Unlock()
 	// The snapshot holds every journal entry (their versions are not
 	// above its own), so a crash before the truncation loses nothing.
 	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -425,31 +570,39 @@ func (s *State) writeSnapshotLocked() error {
 // encodeSnapshotLocked writes the checkpoint as JSON to w: the job's
 // fields, then "items" last, one item per line (each redacted on its own).
 // It returns the bytes written.
-func (s *State) encodeSnapshotLocked(w io.Writer) (int64, error) {
+func (s *State) encodeSnapshotLocked(w io.Writer) (int64, []rowLoc, error) {
 	hb, err := json.Marshal(&s.cp.CheckpointHead) // an object with fields: {…}
 	if err != nil {
-		return 0, fmt.Errorf("encode checkpoint: %w", err)
+		return 0, nil, fmt.Errorf("encode checkpoint: %w", err)
 	}
 	cw := &countWriter{w: bufio.NewWriterSize(w, 256<<10)}
 	cw.Write(s.redactJSON(hb[:len(hb)-1]))
 	cw.Write([]byte(",\"items\":[\n"))
-	var line []byte
+	var line, row []byte
+	locs := make([]rowLoc, len(s.cp.Items))
 	for i, it := range s.cp.Items {
 		line = line[:0]
 		if i > 0 {
 			line = append(line, ",\n"...)
 		}
-		line, err = s.appendItem(line, it)
-		if err != nil {
-			return 0, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
+		start := len(line)
+		if it == nil {
+			// Out of memory: its durable row is copied as it is.
+			if row, err = s.rowBytes(i, row); err != nil {
+				return 0, nil, fmt.Errorf("encode checkpoint item %d: %w", i, err)
+			}
+			line = append(line, row...)
+		} else if line, err = s.appendItem(line, it); err != nil {
+			return 0, nil, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
 		}
+		locs[i] = rowLoc{off: cw.n + int64(start), n: uint32(len(line) - start), src: rowSnapshot}
 		cw.Write(line)
 	}
 	cw.Write([]byte("\n]}\n"))
 	if err := cw.w.Flush(); err != nil && cw.err == nil {
 		cw.err = err
 	}
-	return cw.n, cw.err
+	return cw.n, locs, cw.err
 }
 
 // countWriter counts bytes and keeps the first error.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -200,15 +201,19 @@ func WriteDemoOutcome(w io.Writer, res *runner.Result, graph, files string) {
 	fmt.Fprintf(w, "\nfiles on the results branch:\n%s", files)
 	fmt.Fprintf(w, "\nnext steps:\n")
 	fmt.Fprintf(w, "  go run ./cmd/action dlq list --job-id %s\n", res.JobID)
-	for _, it := range res.Items {
+	_ = res.EachItem(func(it runner.ItemOutcome) error {
 		if it.State == runner.ItemDLQ {
 			fmt.Fprintf(w, "  go run ./cmd/action dlq inspect %s --job-id %s\n", it.ItemID, res.JobID)
-			break
+			return errFound
 		}
-	}
+		return nil
+	})
 	fmt.Fprintf(w, "  go run ./cmd/action dlq retry %s   # re-runs it; the failure is deterministic, so it fails again\n", res.JobID)
 	fmt.Fprintf(w, "  go run ./cmd/action status %s\n", res.JobID)
 }
+
+// errFound ends an EachItem walk at the item looked for.
+var errFound = errors.New("found")
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

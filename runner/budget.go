@@ -74,17 +74,20 @@ func (ir *itemRunner) releaseBudget() {
 func (j *job) budgetError(left int) error {
 	var spent, need, paid float64
 	var payers int
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		spent = cp.JobCost()
-		for _, it := range cp.Items {
-			switch {
-			case it.State == ItemPending || it.State == ItemRunning:
-				need += max(j.budget.ItemMax()-(it.CostUSD-it.CostBase), 0)
-			case it.CostUSD > 0:
-				paid += it.CostUSD
-				payers++
-			}
+	var phase float64
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) { phase = h.PhaseCostUSD })
+	spent = jobstore.RoundUSD(j.state.ItemsCostUSD() + phase)
+	// A row that cannot be read leaves the suggestion short; the error
+	// still says what was spent.
+	_ = j.state.Scan(func(_ int, it *jobstore.CheckpointItem) bool {
+		switch {
+		case it.State == ItemPending || it.State == ItemRunning:
+			need += max(j.budget.ItemMax()-(it.CostUSD-it.CostBase), 0)
+		case it.CostUSD > 0:
+			paid += it.CostUSD
+			payers++
 		}
+		return true
 	})
 	if j.budget.ItemMax() <= 0 && payers > 0 {
 		need = float64(left) * paid / float64(payers)
@@ -116,7 +119,7 @@ func (j *job) savePhaseSpend(s *spend.ItemSpend) {
 	if n == 0 {
 		return
 	}
-	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.PhaseCostUSD = jobstore.RoundUSD(cp.PhaseCostUSD + spent) }); err != nil {
+	if err := j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.PhaseCostUSD = jobstore.RoundUSD(h.PhaseCostUSD + spent) }); err != nil {
 		j.warn(fmt.Sprintf("could not checkpoint the cost of a setup or reduce step: %v", err))
 	}
 	if j.budget != nil {

@@ -79,21 +79,25 @@ func (j *job) end(cause error) (*Result, error) {
 		cause, status = err, StatusFailed
 	}
 	elapsed := j.now().Sub(j.started).Milliseconds()
-	werr := j.state.Update(func(cp *jobstore.Checkpoint) {
-		cp.Status = status
-		cp.CostUSD = cp.JobCost()
-		cp.ElapsedMS += elapsed
-		cp.Error = ""
+	itemsCost := j.state.ItemsCostUSD()
+	werr := j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
+		h.Status = status
+		h.CostUSD = jobstore.RoundUSD(itemsCost + h.PhaseCostUSD)
+		h.ElapsedMS += elapsed
+		h.Error = ""
 		if cause != nil {
-			cp.Error = cause.Error()
+			h.Error = cause.Error()
 		}
 	})
 	j.prog.Stop()
 	if err := j.store.Close(); err != nil {
 		j.warn(fmt.Sprintf("DLQ: could not write its index: %v", err))
 	}
-	var res *Result
-	j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
+	res, rerr := stateResult(j.state, j.paths, j.keepRows)
+	if rerr != nil {
+		// The items could not be read back: the counts still are.
+		j.warn(rerr.Error())
+	}
 	if err := j.state.Close(); err != nil {
 		j.warn(fmt.Sprintf("could not close the item data file: %v", err))
 	}
@@ -183,13 +187,15 @@ func uniqueStrings(s []string) []string {
 // unrecorded lists the failed items whose DLQ record is not stored.
 func (j *job) unrecorded() []string {
 	var ids []string
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		for _, it := range cp.Items {
-			if it.State == ItemDLQ && it.PendingRecord != nil {
-				ids = append(ids, strconv.Quote(it.ItemID))
-			}
+	err := j.state.Scan(func(_ int, it *jobstore.CheckpointItem) bool {
+		if it.State == ItemDLQ && it.PendingRecord != nil {
+			ids = append(ids, strconv.Quote(it.ItemID))
 		}
+		return true
 	})
+	if err != nil {
+		j.warn(err.Error())
+	}
 	return ids
 }
 

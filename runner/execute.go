@@ -41,7 +41,11 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 	defer j.prog.Stop()
 
 	var setupDone bool
-	j.state.Read(func(cp *jobstore.Checkpoint) { setupDone = cp.SetupCompleted })
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) { setupDone = h.SetupCompleted })
+	if !j.keepRows {
+		// From here on only the items running are held in memory.
+		j.state.EvictRows()
+	}
 	if !setupDone {
 		if len(j.wf.Setup) > 0 {
 			j.announce(ctx, -1)
@@ -74,8 +78,12 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		}
 	}
 	j.guard.AuditBaseline(ctx)
-	defer memlimit.Bound(j.total(), j.logf)()
-	var byID map[string]*jobstore.CheckpointItem
+	held := 0 // only the running items are in memory (EvictRows)
+	if j.keepRows {
+		held = j.total()
+	}
+	defer memlimit.Bound(held, j.logf)()
+	var byID map[string]int
 	for pages := 0; ; pages++ {
 		page, err := next()
 		if err != nil {
@@ -84,13 +92,13 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		if len(page) == 0 && pages > 0 {
 			break
 		}
-		var cands []*jobstore.CheckpointItem // nil: every item (the first page)
+		var cands []int // nil: every item (the first page)
 		if len(page) > 0 {
 			err := j.state.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
 				if byID == nil {
-					byID = make(map[string]*jobstore.CheckpointItem, len(cp.Items))
-					for _, it := range cp.Items {
-						byID[it.ItemID] = it
+					byID = make(map[string]int, len(cp.Items))
+					for pos, it := range cp.Items {
+						byID[it.ItemID] = pos
 					}
 				}
 				added := mergeItems(cp, page, byID, touch)

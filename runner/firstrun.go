@@ -80,18 +80,22 @@ func (j *job) warnNoItems() error {
 func (j *job) logFailedItems(res *Result) {
 	const most = 10
 	n := 0
-	for _, it := range res.Items {
+	err := res.EachItem(func(it ItemOutcome) error {
 		if it.State != ItemDLQ {
-			continue
+			return nil
 		}
 		if n++; n > most {
-			continue
+			return nil
 		}
 		name := it.ItemID
 		if it.Label != "" && it.Label != it.ItemID {
 			name += " " + it.Label
 		}
 		j.logf("  in the DLQ: %s [%s] %s", name, it.ErrorType, brief.OneLine(it.Error, 120))
+		return nil
+	})
+	if err != nil {
+		j.warn(fmt.Sprintf("could not list the items in the DLQ: %v", err))
 	}
 	if n > most {
 		j.logf("  … and %d more (prodigy-action dlq list --job-id %s)", n-most, j.id)

@@ -38,7 +38,7 @@ func newItem(state *jobstore.State, row *jobstore.CheckpointItem) *item {
 // record's) and those lost to a crash.
 func (it *item) attemptsSpent() int {
 	var n int
-	it.state.Read(func(*jobstore.Checkpoint) { n = spentAttempts(it.row) })
+	it.state.ReadHead(func(*jobstore.CheckpointHead) { n = spentAttempts(it.row) })
 	return n
 }
 
@@ -47,7 +47,7 @@ func spentAttempts(row *jobstore.CheckpointItem) int { return row.Attempts - row
 // attempts is the number of the item's last attempt made.
 func (it *item) attempts() int {
 	var n int
-	it.state.Read(func(*jobstore.Checkpoint) { n = it.row.Attempts })
+	it.state.ReadHead(func(*jobstore.CheckpointHead) { n = it.row.Attempts })
 	return n
 }
 
@@ -63,7 +63,7 @@ type inFlightAttempt struct {
 // DLQ record (those that do not decode are left out), and the attempt that
 // was running when the process running the job died.
 func (it *item) history() (failures []dlq.Failure, running inFlightAttempt) {
-	it.state.Read(func(*jobstore.Checkpoint) {
+	it.state.ReadHead(func(*jobstore.CheckpointHead) {
 		for _, raw := range it.row.Failures {
 			var f dlq.Failure
 			if err := json.Unmarshal(raw, &f); err == nil {
@@ -78,7 +78,7 @@ func (it *item) history() (failures []dlq.Failure, running inFlightAttempt) {
 // spent is what earlier runs of the job spent on the item (cost, of which
 // base belongs to an earlier budget, and tokens).
 func (it *item) spent() (cost, base float64, tokens jobstore.Tokens) {
-	it.state.Read(func(*jobstore.Checkpoint) {
+	it.state.ReadHead(func(*jobstore.CheckpointHead) {
 		cost, base = it.row.CostUSD, it.row.CostBase
 		if it.row.Tokens != nil {
 			tokens = *it.row.Tokens
@@ -90,7 +90,7 @@ func (it *item) spent() (cost, base float64, tokens jobstore.Tokens) {
 // outcome is the item's state as results report it.
 func (it *item) outcome() ItemOutcome {
 	var o ItemOutcome
-	it.state.Read(func(*jobstore.Checkpoint) { o = it.row.ItemOutcome })
+	it.state.ReadHead(func(*jobstore.CheckpointHead) { o = it.row.ItemOutcome })
 	return o
 }
 

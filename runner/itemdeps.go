@@ -99,11 +99,7 @@ func (d *itemDeps) itemName(it *item) string {
 }
 
 // total is the number of the job's items.
-func (d *itemDeps) total() int {
-	var n int
-	d.state.Read(func(cp *jobstore.Checkpoint) { n = len(cp.Items) })
-	return n
-}
+func (d *itemDeps) total() int { return d.state.Len() }
 
 // baseVars is the interpolation scope every item's starts from.
 func (d *itemDeps) baseVars() interp.Vars { return scope(d.vars) }

@@ -119,6 +119,11 @@ type tally struct {
 	// foundMerges are the merge commits mergedItems found by their
 	// Prodigy-Item trailers (resume after a crash), by item id.
 	foundMerges map[string]string
+	// keepRows keeps every item of the checkpoint in memory while the
+	// job runs (a Job's: a shard rewrites its output, every outcome,
+	// after each item, and gather imports whole shards); other runs hold
+	// only the items running (jobstore.State.EvictRows).
+	keepRows bool
 }
 
 // defaults fills the zero values of o.

@@ -403,6 +403,7 @@ func (j *job) resetUnstartedParent(ctx context.Context, cp *jobstore.Checkpoint)
 // steps in the workflow only its checks run) — and ends it (see End).
 func (j *Job) Run(ctx context.Context) (*Result, error) {
 	defer j.j.events.Close()
+	j.j.keepRows = true
 	return j.j.execute(ctx, nil)
 }
 
@@ -420,14 +421,22 @@ func (j *Job) StopReason() string {
 // every item's outcome. Safe for concurrent use, also while Run runs.
 func (j *Job) Result() *Result {
 	var res *Result
-	j.j.state.Read(func(cp *jobstore.Checkpoint) { res = resultOf(cp) })
+	res, err := stateResult(j.j.state, j.j.paths, j.j.keepRows)
+	if err != nil {
+		j.j.warn(err.Error())
+	}
 	return res
 }
 
+// Counts tallies the job's items by state (no item is read).
+func (j *Job) Counts() jobstore.Counts { return j.j.state.Counts() }
+
 // ReadCheckpoint calls fn with the job's checkpoint, which fn must not
 // change. The items it points to may be read after fn returns while the
-// job runs nothing (no Run in progress). Safe for concurrent use.
-func (j *Job) ReadCheckpoint(fn func(cp *jobstore.Checkpoint)) { j.j.state.Read(fn) }
+// job runs nothing (no Run in progress); a change of one of them goes
+// through Import, which finds the state's current value. It fails, without
+// calling fn, when an item cannot be read back. Safe for concurrent use.
+func (j *Job) ReadCheckpoint(fn func(cp *jobstore.Checkpoint)) error { return j.j.state.Read(fn) }
 
 // ItemData is the JSON value of one of the checkpoint's items (read from
 // the job's item spool when the checkpoint does not hold it).
@@ -476,11 +485,12 @@ func (j *Job) Import(items []Imported) ([]string, error) {
 	// Only the given items are written (journal entries; the snapshot is
 	// rewritten when the journal outgrows it), so the writes of many
 	// imports do not grow with the job.
-	err := jb.state.UpdateItems(func(_ *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
+	err := jb.state.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
 		for i, im := range items {
-			touch(im.Item)
-			im.Item.ItemOutcome = im.Outcome
-			im.Item.PendingRecord, im.Item.Failures = pending[i], nil
+			it := cp.Current(im.Item)
+			touch(it)
+			it.ItemOutcome = im.Outcome
+			it.PendingRecord, it.Failures = pending[i], nil
 		}
 	})
 	return unrecorded, err

@@ -10,34 +10,45 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// mapPhase runs every pending item (of cands when only is set, else of
-// the checkpoint), at most maxParallel at once, each through its
-// itemRunner under ctx (the run context). It stops starting items when
-// the job halts (interrupt) or a failure policy says stop; items not started stay
-// pending in the checkpoint. The checkpoint is rewritten first only when
-// the phase changes or items left running by a crash become pending.
-func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, only bool) (err error) {
-	var pending, stale []*jobstore.CheckpointItem
+// mapPhase runs every pending item (of cands, positions in the
+// checkpoint, when only is set, else of the checkpoint), at most
+// maxParallel at once, each through its itemRunner under ctx (the run
+// context). It stops starting items when the job halts (interrupt) or a
+// failure policy says stop; items not started stay pending in the
+// checkpoint. The checkpoint is rewritten first only when the phase
+// changes or items left running by a crash become pending. Items are
+// held in memory only while they run (jobstore.State.Hold).
+func (j *job) mapPhase(ctx context.Context, cands []int, only bool) (err error) {
+	var pending, stale []int
 	var phase bool
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		phase = cp.Phase != jobstore.PhaseMap
-		if !only {
-			cands = cp.Items
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) { phase = h.Phase != jobstore.PhaseMap })
+	var want map[int]bool
+	if only {
+		want = make(map[int]bool, len(cands))
+		for _, pos := range cands {
+			want[pos] = true
 		}
-		for _, it := range cands {
-			if it.State == ItemPending || it.State == ItemRunning {
-				pending = append(pending, it)
-				if it.State == ItemRunning {
-					stale = append(stale, it)
-				}
+	}
+	serr := j.state.Scan(func(pos int, it *jobstore.CheckpointItem) bool {
+		if only && !want[pos] {
+			return true
+		}
+		if it.State == ItemPending || it.State == ItemRunning {
+			pending = append(pending, pos)
+			if it.State == ItemRunning {
+				stale = append(stale, pos)
 			}
 		}
+		return true
 	})
+	if serr != nil {
+		return fmt.Errorf("%w: %w", ErrJobFailed, serr)
+	}
 	if phase || len(stale) > 0 {
 		err = j.state.Update(func(cp *jobstore.Checkpoint) {
 			cp.Phase = jobstore.PhaseMap
-			for _, it := range stale {
-				pendingAgain(it)
+			for _, pos := range stale {
+				pendingAgain(cp.Items[pos])
 			}
 		})
 		if err != nil {
@@ -68,7 +79,13 @@ func (j *job) mapPhase(ctx context.Context, cands []*jobstore.CheckpointItem, on
 			if j.halted() || j.stopping.Load() {
 				return nil
 			}
-			ir, ok := j.admit(deps, it)
+			row, err := j.state.Hold(it)
+			if err != nil {
+				j.stop(err.Error())
+				return nil
+			}
+			defer j.state.Release(row)
+			ir, ok := j.admit(deps, row)
 			if !ok {
 				return nil
 			}

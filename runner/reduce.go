@@ -24,12 +24,12 @@ import (
 // never "nothing to commit").
 func (j *job) reduce(ctx context.Context) error {
 	var done bool
-	j.state.Read(func(cp *jobstore.Checkpoint) { done = cp.ReduceCompleted })
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) { done = h.ReduceCompleted })
 	if done {
 		return nil
 	}
 	var inReduce bool
-	j.state.Read(func(cp *jobstore.Checkpoint) { inReduce = cp.ReduceStepHead != "" || cp.ReduceStepsDone > 0 })
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) { inReduce = h.ReduceStepHead != "" || h.ReduceStepsDone > 0 })
 	if !inReduce {
 		// Once, when the map phase is over: reduce never runs on a branch
 		// agents rewrote. A resumed reduce was checked before it began.
@@ -37,7 +37,7 @@ func (j *job) reduce(ctx context.Context) error {
 			return err
 		}
 	}
-	j.persisted("reduce phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseReduce }))
+	j.persisted("reduce phase", j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.Phase = jobstore.PhaseReduce }))
 	if len(j.wf.Reduce) > 0 {
 		// Tree merges leave the parent worktree where setup left it: the
 		// reduce steps see the merged results. Without reduce steps
@@ -57,7 +57,7 @@ func (j *job) reduce(ctx context.Context) error {
 		return err
 	}
 	j.guard.AuditBaseline(ctx) // reduce may configure git; agents are done
-	return j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceCompleted = true; cp.Phase = jobstore.PhaseDone })
+	return j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.ReduceCompleted = true; h.Phase = jobstore.PhaseDone })
 }
 
 // reduceSteps runs the reduce steps not yet recorded as done, one at a
@@ -69,16 +69,22 @@ func (j *job) reduceSteps(ctx context.Context) error {
 		stepHead string
 		captured map[string]string
 	)
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		res = resultOf(cp)
-		first, stepHead = cp.ReduceStepsDone, cp.ReduceStepHead
-		captured = maps.Clone(cp.ReduceVars)
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) {
+		first, stepHead = h.ReduceStepsDone, h.ReduceStepHead
+		captured = maps.Clone(h.ReduceVars)
 	})
+	res, err := stateResult(j.state, j.paths, j.keepRows)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrJobFailed, err)
+	}
 	n := len(j.wf.Reduce)
 	if first >= n {
 		return nil
 	}
-	results, _ := json.Marshal(res.Items)
+	results, err := resultsJSON(res)
+	if err != nil {
+		return fmt.Errorf("%w: read the items' outcomes for reduce: %w", ErrJobFailed, err)
+	}
 	vars := j.baseVars()
 	vars["map.total"] = res.Total
 	vars["map.successful"] = res.Successful
@@ -119,7 +125,7 @@ func (j *job) reduceSteps(ctx context.Context) error {
 		}
 		// The previous step (or the verified map phase) left head: what
 		// this step commits above it is reduce's own (package runner/guard).
-		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.ReduceStepHead, cp.ResultsVerified = head, head }); err != nil {
+		if err := j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.ReduceStepHead, h.ResultsVerified = head, head }); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
 		before := maps.Clone(vars)
@@ -142,13 +148,13 @@ func (j *job) reduceSteps(ctx context.Context) error {
 				newVars[k] = s
 			}
 		}
-		if err := j.state.Update(func(cp *jobstore.Checkpoint) {
-			cp.ReduceStepsDone = i + 1
-			cp.ReduceStepHead = ""
-			if len(newVars) > 0 && cp.ReduceVars == nil {
-				cp.ReduceVars = map[string]string{}
+		if err := j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
+			h.ReduceStepsDone = i + 1
+			h.ReduceStepHead = ""
+			if len(newVars) > 0 && h.ReduceVars == nil {
+				h.ReduceVars = map[string]string{}
 			}
-			maps.Copy(cp.ReduceVars, newVars)
+			maps.Copy(h.ReduceVars, newVars)
 		}); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
@@ -164,4 +170,21 @@ func restartReduce(cp *jobstore.Checkpoint) {
 	cp.ReduceStepsDone = 0
 	cp.ReduceStepHead = ""
 	cp.ReduceVars = nil
+}
+
+// resultsJSON is ${map.results}: every item's outcome as a JSON array.
+func resultsJSON(res *Result) ([]byte, error) {
+	if res.Items != nil {
+		return json.Marshal(res.Items)
+	}
+	b := []byte{'['}
+	err := res.EachItem(func(it ItemOutcome) error {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		line, err := json.Marshal(it)
+		b = append(b, line...)
+		return err
+	})
+	return append(b, ']'), err
 }

@@ -55,8 +55,13 @@ type Result struct {
 	WorkflowName string `json:"workflow_name"`
 	// Error says why the job failed or was interrupted; empty otherwise.
 	Error string `json:"error,omitempty"`
-	// Items lists every item's final state in input order.
+	// Items lists every item's final state in input order. A job of more
+	// than KeptOutcomes items ends with Items nil and its outcomes read
+	// from its checkpoint on demand (EachItem), so its end does not hold
+	// a copy of every outcome: read them through EachItem.
 	Items []ItemOutcome `json:"items"`
+	// outcomes streams the items' outcomes when Items is not kept.
+	outcomes func(fn func(ItemOutcome) error) error
 	// TraceID is this execution's trace id when it was traced
 	// (OTEL_EXPORTER_OTLP_* set); absent otherwise.
 	TraceID string `json:"trace_id,omitempty"`
@@ -118,6 +123,78 @@ func resultOf(c *jobstore.Checkpoint) *Result {
 		r.Items = append(r.Items, it.ItemOutcome)
 	}
 	return r
+}
+
+// KeptOutcomes is the largest job whose Result holds its items'
+// outcomes in memory (Items); a larger job's are read by EachItem.
+const KeptOutcomes = 10000
+
+// keptOutcomes is KeptOutcomes (tests lower it).
+var keptOutcomes = KeptOutcomes
+
+// EachItem calls fn with every item's outcome, in input order, until fn
+// returns an error (which it returns): from Items, or read from the
+// job's checkpoint when Items is not kept. A summary (HasItems false)
+// has none.
+func (r *Result) EachItem(fn func(ItemOutcome) error) error {
+	if r.Items == nil && r.outcomes != nil {
+		return r.outcomes(fn)
+	}
+	for _, it := range r.Items {
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeepItems reads the outcomes into Items when they were left to
+// EachItem, for a caller that needs them all (a shard's result.json).
+func (r *Result) KeepItems() error {
+	if r.Items != nil || r.outcomes == nil {
+		return nil
+	}
+	items := []ItemOutcome{}
+	if err := r.outcomes(func(it ItemOutcome) error { items = append(items, it); return nil }); err != nil {
+		return err
+	}
+	r.Items = items
+	return nil
+}
+
+// HasItems reports whether the result lists its items (Items, or read by
+// EachItem); a summary (StatusSummary) does not.
+func (r *Result) HasItems() bool { return r.Items != nil || r.outcomes != nil }
+
+// streamedOutcomes reads the outcomes of the job at p from its checkpoint.
+func streamedOutcomes(p jobstore.Paths) func(fn func(ItemOutcome) error) error {
+	return func(fn func(ItemOutcome) error) error {
+		return jobstore.StreamCheckpoint(p, func(*jobstore.Checkpoint) error { return nil },
+			func(it *jobstore.CheckpointItem) error { return fn(it.ItemOutcome) })
+	}
+}
+
+// stateResult builds the public Result of a job's state (at p) as
+// resultOf does, reading its items one at a time (jobstore.State.Scan),
+// or, for more than KeptOutcomes items unless keep, leaving them to
+// EachItem: the
+// cost is the items' cost as the state's counts keep it. On a read error
+// the Result has the counts and the items read so far.
+func stateResult(s *jobstore.State, p jobstore.Paths, keep bool) (*Result, error) {
+	var c jobstore.Checkpoint
+	s.ReadHead(func(h *jobstore.CheckpointHead) { c.CheckpointHead = *h })
+	n := s.Counts()
+	r := resultFrom(&c, n, jobstore.RoundUSD(n.ItemsCostUSD+c.PhaseCostUSD))
+	if n.Total > keptOutcomes && !keep {
+		r.Items, r.outcomes = nil, streamedOutcomes(p)
+		return r, nil
+	}
+	r.Items = make([]ItemOutcome, 0, n.Total)
+	err := s.Scan(func(_ int, it *jobstore.CheckpointItem) bool {
+		r.Items = append(r.Items, it.ItemOutcome)
+		return true
+	})
+	return r, err
 }
 
 func resultFrom(c *jobstore.Checkpoint, n jobstore.Counts, cost float64) *Result {

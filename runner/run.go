@@ -246,8 +246,8 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	env = append(env, step.EnvPairs(j.wf.Env)...)
 	env = append(env, "PRODIGY_JOB_ID="+j.id, "PRODIGY_RESULTS_BRANCH="+j.branch, "GIT_TERMINAL_PROMPT=0")
 	j.baseEnv = env
-	j.state.Read(func(cp *jobstore.Checkpoint) {
-		j.rebase = resumed && cp.Status == StatusCompleted && cp.ResultsVerified != ""
+	j.state.ReadHead(func(h *jobstore.CheckpointHead) {
+		j.rebase = resumed && h.Status == StatusCompleted && h.ResultsVerified != ""
 	})
 	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/prodigy-action/prodigy-action/internal/brief"
@@ -22,7 +21,7 @@ import (
 // setup runs the setup steps in the parent worktree under ctx (the run
 // context; the job halting means an interrupt).
 func (j *job) setup(ctx context.Context) error {
-	j.persisted("setup phase", j.state.Update(func(cp *jobstore.Checkpoint) { cp.Phase = jobstore.PhaseSetup }))
+	j.persisted("setup phase", j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.Phase = jobstore.PhaseSetup }))
 	if len(j.wf.Setup) > 0 {
 		j.logf("setup: %d step(s) in %s", len(j.wf.Setup), j.parentDir)
 		j.events.Emit(event.PhaseStarted{Phase: jobstore.PhaseSetup})
@@ -44,9 +43,9 @@ func (j *job) setup(ctx context.Context) error {
 				captured[k] = s
 			}
 		}
-		j.persisted("setup values", j.state.Update(func(cp *jobstore.Checkpoint) {
+		j.persisted("setup values", j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
 			for k, v := range captured {
-				cp.Vars[k] = v
+				h.Vars[k] = v
 				j.vars[k] = v
 			}
 		}))
@@ -64,10 +63,19 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 	defer memlimit.TightLoad()()
 	opts := validate.ItemOptions(j.wf, j.parentDir, j.baseEnv)
 	opts.Input = j.resolveInput(opts.Input)
-	// Items are streamed from the input (items.Each) and their data goes
-	// straight to the job's items.jsonl: only their small state stays in
-	// memory.
-	var list []*jobstore.CheckpointItem
+	// Items are streamed from the input (items.Each): their data goes
+	// straight to the job's items.jsonl and their rows, in batches, to a
+	// temporary file (jobstore.State.BulkAppend), after which they leave
+	// memory; the write that records setup done makes them part of the
+	// checkpoint, so a crash before it leaves no item recorded (rows an
+	// older version recorded before that go first).
+	if j.state.Len() > 0 {
+		if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Items = cp.Items[:0] }); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
+	}
+	var batch []*jobstore.CheckpointItem
+	var n int
 	var spoolErr error
 	var err error
 	fields := validate.NewItemFields(j.wf.Map.AgentTemplate)
@@ -78,8 +86,12 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 			if spoolErr = j.state.SpoolItem(ci); spoolErr != nil {
 				return spoolErr
 			}
-			list = append(list, ci)
-			return nil
+			n++
+			if batch = append(batch, ci); len(batch) == loadBatch {
+				spoolErr = j.state.BulkAppend(batch)
+				batch = nil
+			}
+			return spoolErr
 		})
 	}
 	switch {
@@ -102,19 +114,27 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 	if err := fields.Err(); err != nil {
 		return usage(err)
 	}
-	if len(j.wf.Setup) == 0 {
-		j.announce(ctx, len(list))
+	if len(batch) > 0 {
+		if err := j.state.BulkAppend(batch); err != nil {
+			return fmt.Errorf("%w: %w", ErrJobFailed, err)
+		}
 	}
-	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", len(list), min(j.maxParallel, max(len(list), 1)), j.isolation, j.mergeMode)
-	return j.state.Update(func(cp *jobstore.Checkpoint) {
-		cp.SetupCompleted = true
-		cp.Phase = jobstore.PhaseMap
-		cp.Items = slices.Clip(list)
+	if len(j.wf.Setup) == 0 {
+		j.announce(ctx, n)
+	}
+	j.logf("map: %d item(s), max_parallel %d, %s isolation, %s merge", n, min(j.maxParallel, max(n, 1)), j.isolation, j.mergeMode)
+	return j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
+		h.SetupCompleted = true
+		h.Phase = jobstore.PhaseMap
 		if verified != "" {
-			cp.ResultsVerified = verified
+			h.ResultsVerified = verified
 		}
 	})
 }
+
+// loadBatch is how many loaded items are held before their rows are
+// written.
+const loadBatch = 8192
 
 // resolveInput lets a relative input file that only exists in the user's
 // checkout (untracked, not in HEAD) still be found.
@@ -132,29 +152,31 @@ func (j *job) resolveInput(in string) string {
 	return in
 }
 
-// mergeItems adds redriven items to the checkpoint (byID indexes its
-// items and is kept current), replacing existing entries with the same id;
-// touch is called before an existing item changes. It returns the
-// checkpoint items that are now pending because of extra.
-func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]*jobstore.CheckpointItem, touch func(*jobstore.CheckpointItem)) []*jobstore.CheckpointItem {
-	var added []*jobstore.CheckpointItem
+// mergeItems adds redriven items to the checkpoint (byID maps its items'
+// ids to their positions and is kept current), replacing existing entries
+// with the same id; touch is called before an existing item changes. It
+// returns the positions of the checkpoint items that are now pending
+// because of extra.
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]int, touch func(*jobstore.CheckpointItem)) []int {
+	var added []int
 	for _, e := range extra {
-		if cur, ok := byID[e.ItemID]; ok {
+		if pos, ok := byID[e.ItemID]; ok {
+			cur := cp.Items[pos]
 			if cur.PendingRecord != nil {
 				// Its newest failures are still not in the DLQ: it stays
 				// failed-unrecorded (the job reports it) rather than lose them.
 				continue
 			}
 			touch(cur)
-			added = append(added, cur)
+			added = append(added, pos)
 			redriven(cur, e)
 			continue
 		}
 		e.BudgetBase = e.Attempts
 		e.Index = len(cp.Items)
+		byID[e.ItemID] = len(cp.Items)
+		added = append(added, len(cp.Items))
 		cp.Items = append(cp.Items, e)
-		byID[e.ItemID] = e
-		added = append(added, e)
 	}
 	return added
 }
@@ -172,11 +194,7 @@ func scope(vars map[string]string) interp.Vars {
 	return v
 }
 
-func (j *job) total() int {
-	var n int
-	j.state.Read(func(cp *jobstore.Checkpoint) { n = len(cp.Items) })
-	return n
-}
+func (j *job) total() int { return j.state.Len() }
 
 // phaseLog returns a writer for setup/reduce output: streamed to stderr
 // with a prefix.

@@ -87,12 +87,13 @@ func (ir *itemRunner) attemptSpanEnd(f *step.Failure) SpanEnd {
 func jobSpanEnd(res *Result) SpanEnd {
 	e := SpanEnd{Outcome: string(res.Status), CostUSD: res.CostUSD,
 		Counts: &SpanCounts{Total: res.Total, Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, Pending: res.Pending}}
-	for _, it := range res.Items {
+	_ = res.EachItem(func(it ItemOutcome) error {
 		if it.Tokens != nil {
 			e.InputTokens += it.Tokens.Input
 			e.OutputTokens += it.Tokens.Output
 		}
-	}
+		return nil
+	})
 	if res.Status != StatusCompleted && res.Error != "" {
 		e.Error = &SpanError{Type: string(res.Status), Message: res.Error}
 	}

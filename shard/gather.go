@@ -276,8 +276,7 @@ func (g *gatherer) gather(ctx context.Context, outs map[int]*shardOutput, final 
 	if merged > 0 {
 		j.Logf("%d shard(s) merged and imported in plan order in %s", merged, j.Now().Sub(mergeStart).Round(time.Millisecond))
 	}
-	var c jobstore.Counts
-	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) { c = cp.Counts() })
+	c := j.Counts()
 	pending := c.Pending
 	if pending > 0 {
 		var msg string

@@ -102,7 +102,9 @@ func (g *gatherer) importShard(sh PlanShard, sr *Result, conflicts, rejected map
 		planItems[it.ID] = it
 	}
 	var cpItems map[string]*jobstore.CheckpointItem
-	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) { cpItems = checkpointItems(cp) })
+	if err := j.ReadCheckpoint(func(cp *jobstore.Checkpoint) { cpItems = checkpointItems(cp) }); err != nil {
+		return err
+	}
 	ids := append([]string(nil), sh.Items...)
 	sort.SliceStable(ids, func(a, b int) bool { return cpItems[ids[a]].Index < cpItems[ids[b]].Index })
 	var changes []runner.Imported

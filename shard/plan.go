@@ -216,7 +216,7 @@ func writePlan(ctx context.Context, eng *runner.Engine, j *runner.Job, s PlanSpe
 		WorkflowName: wf.Name, FromDLQ: s.FromDLQ, FromPending: s.FromPending, Items: []PlanItem{},
 		MaxFailures: wf.ErrorPolicy.MaxFailures, TraceParent: j.TraceParent(),
 	}
-	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) {
+	rerr := j.ReadCheckpoint(func(cp *jobstore.Checkpoint) {
 		p.MaxParallel = cp.MaxParallel
 		if cp.BudgetUSD > 0 {
 			p.MaxCostUSD, planSpend = cp.BudgetUSD, cp.JobCost()
@@ -227,6 +227,9 @@ func writePlan(ctx context.Context, eng *runner.Engine, j *runner.Job, s PlanSpe
 		}
 		list = slices.Clone(cp.Items)
 	})
+	if rerr != nil {
+		return nil, rerr
+	}
 	red := j.Redactor()
 	if data, err := os.ReadFile(wf.Path); err == nil {
 		p.Workflow = string(red.Bytes(data))

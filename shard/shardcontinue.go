@@ -86,13 +86,16 @@ func (p *previousShard) importRecords(j *runner.Job, sh PlanShard) error {
 		return err
 	}
 	var failed []runner.Imported
-	j.ReadCheckpoint(func(cp *jobstore.Checkpoint) {
+	rerr := j.ReadCheckpoint(func(cp *jobstore.Checkpoint) {
 		for _, it := range cp.Items {
 			if rec, ok := records[it.ItemID]; ok && it.State == jobstore.ItemDLQ {
 				failed = append(failed, runner.Imported{Item: it, Outcome: it.ItemOutcome, Record: &rec})
 			}
 		}
 	})
+	if rerr != nil {
+		return rerr
+	}
 	if len(failed) == 0 {
 		return nil
 	}

@@ -83,20 +83,18 @@ func (r *ResultJSON) keep(err error) error {
 }
 
 // WriteResultJSON writes res as WriteJSON does, streaming its items (see
-// ResultJSON). A result without an item list (nil Items: a summary) is
-// written as it is.
+// ResultJSON), also those read from the job's checkpoint (EachItem). A
+// result without an item list (a summary) is written as it is.
 func WriteResultJSON(out io.Writer, res *runner.Result) error {
-	if res.Items == nil {
+	if !res.HasItems() {
 		return WriteJSON(out, res)
 	}
 	rj := NewResultJSON(out)
 	if err := rj.Head(res); err != nil {
 		return err
 	}
-	for _, it := range res.Items {
-		if err := rj.Item(it); err != nil {
-			return err
-		}
+	if err := res.EachItem(rj.Item); err != nil {
+		return err
 	}
 	return rj.Close()
 }

@@ -55,7 +55,8 @@ const boundEvery = 2 * time.Second
 // with the job never makes the collector run without pause (a limit fixed
 // at the start doubled the CLI's CPU per item at 10,000 items).
 //
-// items is the job's item count; logf hears the limit set when the job has
+// items is the number of the job's items it holds in memory (0 when
+// they are read from its checkpoint as needed); logf hears the limit set when the job has
 // BigJob items or more. The returned function stops it and restores the
 // previous limit (call it when the job ends).
 func Bound(items int, logf func(format string, args ...any)) func() {

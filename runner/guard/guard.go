@@ -58,18 +58,13 @@ func (g *Guard) auditDirs() []string {
 // shard's first run, setup done by the plan).
 func (g *Guard) NeedsVerifiedTip() bool {
 	need := true
-	g.State.Read(func(cp *jobstore.Checkpoint) {
-		if cp.ResultsVerified != "" {
-			need = false
-			return
-		}
-		for _, it := range cp.Items {
-			if it.State == jobstore.ItemMerged {
-				need = false
-				return
-			}
-		}
-	})
+	g.State.ReadHead(func(h *jobstore.CheckpointHead) { need = h.ResultsVerified == "" })
+	if need {
+		_ = g.State.Scan(func(_ int, it *jobstore.CheckpointItem) bool {
+			need = it.State != jobstore.ItemMerged
+			return need
+		})
+	}
 	return need
 }
 
@@ -91,7 +86,7 @@ func (g *Guard) AuditBaseline(ctx context.Context) {
 // reduce), a completed earlier run ended there, or no agent has run on it
 // yet. The error is the checkpoint write's.
 func (g *Guard) MarkVerified(tip string) error {
-	return g.State.Update(func(cp *jobstore.Checkpoint) { cp.ResultsVerified = tip })
+	return g.State.UpdateHead(func(h *jobstore.CheckpointHead) { h.ResultsVerified = tip })
 }
 
 // Check verifies the results branch and the configuration once the agents
@@ -142,15 +137,16 @@ func (g *Guard) Check(ctx context.Context) (tip string, fresh bool, err error) {
 func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, err error) {
 	ref := "refs/heads/" + g.Branch
 	var base, verified string
-	merges := map[string][]*jobstore.CheckpointItem{}
-	g.State.Read(func(cp *jobstore.Checkpoint) {
-		base, verified = cp.BaseCommit, cp.ResultsVerified
-		for _, it := range cp.Items {
-			if it.State == jobstore.ItemMerged && it.MergeCommit != "" {
-				merges[it.MergeCommit] = append(merges[it.MergeCommit], it)
-			}
+	merges := map[string][]mergedItem{}
+	g.State.ReadHead(func(h *jobstore.CheckpointHead) { base, verified = h.BaseCommit, h.ResultsVerified })
+	if serr := g.State.Scan(func(pos int, it *jobstore.CheckpointItem) bool {
+		if it.State == jobstore.ItemMerged && it.MergeCommit != "" {
+			merges[it.MergeCommit] = append(merges[it.MergeCommit], mergedItem{pos: pos, id: it.ItemID})
 		}
-	})
+		return true
+	}); serr != nil {
+		return "", nil, fmt.Errorf("read the job's merged items: %w", serr)
+	}
 	if verified == "" && len(merges) == 0 {
 		return "", nil, nil // nothing recorded to verify against (a job of an older version)
 	}
@@ -197,7 +193,7 @@ func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 	for mc, its := range merges {
 		if _, ok := pos[mc]; !ok {
 			for _, it := range its {
-				missing = append(missing, it.ItemID)
+				missing = append(missing, it.id)
 			}
 		}
 	}
@@ -233,17 +229,28 @@ func (g *Guard) verifyResults(ctx context.Context) (tip string, reset []string, 
 	return "", reset, err
 }
 
+// mergedItem is an item the checkpoint says merged: its position and id.
+type mergedItem struct {
+	pos int
+	id  string
+}
+
 // resetUnverified puts every merged item whose merge commit is not in keep
 // back to pending (its work is redone by a resume) and returns their ids.
-func (g *Guard) resetUnverified(keep map[string]bool, merges map[string][]*jobstore.CheckpointItem) []string {
+func (g *Guard) resetUnverified(keep map[string]bool, merges map[string][]mergedItem) []string {
 	var ids []string
 	for mc, its := range merges {
 		if keep[mc] {
 			continue
 		}
-		for _, it := range its {
-			ids = append(ids, it.ItemID)
-			g.Persisted("item "+it.ItemID+" not merged after all", g.Unmerge(it, "its merge is not on the results branch as the engine left it"))
+		for _, m := range its {
+			ids = append(ids, m.id)
+			row, err := g.State.Hold(m.pos)
+			if err == nil {
+				err = g.Unmerge(row, "its merge is not on the results branch as the engine left it")
+				g.State.Release(row)
+			}
+			g.Persisted("item "+m.id+" not merged after all", err)
 		}
 	}
 	return ids

@@ -1,0 +1,357 @@
+package jobstore
+
+// Items out of memory: once a State evicts rows (EvictRows), an item the
+// engine does not hold is kept only where its newest durable row is (its
+// line of checkpoint.json, or of checkpoint.journal) and read back from
+// there when it is needed, so a running job's memory does not grow with
+// its items (16 bytes and a nil pointer each).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/prodigy-action/prodigy-action/internal/fsx"
+)
+
+// Where an item's newest durable row is.
+const (
+	rowNone     uint8 = iota // only in memory (never written, or changed since)
+	rowSnapshot              // a line of checkpoint.json
+	rowJournal               // the item object of a line of checkpoint.journal
+	rowBulk                  // a line of the bulk file (BulkAppend), not yet in a snapshot
+)
+
+// rowLoc locates an item's newest durable row: n bytes at off of src.
+type rowLoc struct {
+	off int64
+	n   uint32
+	src uint8
+}
+
+// rowFiles are the open read handles of the files rows are read from.
+// The snapshot's handle is of the file the locations point into (a
+// renamed-over snapshot stays readable through it until it is replaced).
+type rowFiles struct {
+	snap    *os.File
+	journal *os.File
+	// bulk holds the rows BulkAppend wrote (an unlinked temporary file,
+	// written through bulkW) until a snapshot has them.
+	bulk     *os.File
+	bulkW    *bufio.Writer
+	bulkSize int64
+}
+
+// closeBulk drops the bulk file (its rows are in a snapshot).
+func (f *rowFiles) closeBulk() {
+	if f.bulk != nil {
+		_ = f.bulk.Close()
+		f.bulk, f.bulkW, f.bulkSize = nil, nil, 0
+	}
+}
+
+func (f *rowFiles) close() {
+	f.closeBulk()
+	if f.snap != nil {
+		_ = f.snap.Close()
+		f.snap = nil
+	}
+	if f.journal != nil {
+		_ = f.journal.Close()
+		f.journal = nil
+	}
+}
+
+// EvictRows makes the state keep, from now on, only the items held
+// (Hold) or changed and not yet written in memory: every other item is
+// dropped once its row is durable and read back from the checkpoint's
+// files when it is needed (Read, Update and UpdateItems read every item
+// back first; Scan reads one at a time). Pointers to items obtained from
+// Read, Update or UpdateItems are valid only during the call; Hold gives
+// one that stays valid until Release.
+func (s *State) EvictRows() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evict = true
+	s.evictLocked()
+}
+
+// growLocs keeps len(s.locs) == len(s.cp.Items).
+func (s *State) growLocs() {
+	for len(s.locs) < len(s.cp.Items) {
+		s.locs = append(s.locs, rowLoc{})
+	}
+	s.locs = s.locs[:len(s.cp.Items)]
+}
+
+// evictLocked drops every item that is not held, not dirty and has a
+// durable row.
+func (s *State) evictLocked() {
+	if !s.evict || s.pinAll {
+		return
+	}
+	s.growLocs()
+	for i, it := range s.cp.Items {
+		if it != nil && s.held[i] == 0 && s.locs[i].src != rowNone && it.Data == nil {
+			if !s.unwritten(i) {
+				s.cp.Items[i] = nil
+			}
+		}
+	}
+}
+
+// evictOne drops item i if nothing keeps it in memory.
+func (s *State) evictOne(i int) {
+	if !s.evict || s.pinAll || i >= len(s.locs) || s.held[i] > 0 || s.locs[i].src == rowNone || s.unwritten(i) {
+		return
+	}
+	if it := s.cp.Items[i]; it != nil && it.Data == nil {
+		s.cp.Items[i] = nil
+	}
+}
+
+// unwritten reports whether item i changed since its row was made
+// durable, or is being written.
+func (s *State) unwritten(i int) bool {
+	_, dirty := s.dirty[i]
+	_, writing := s.writing[i]
+	return dirty || writing
+}
+
+// rowBytes reads the durable row of item i.
+func (s *State) rowBytes(i int, buf []byte) ([]byte, error) {
+	loc := s.locs[i]
+	var f *os.File
+	var err error
+	switch loc.src {
+	case rowSnapshot:
+		if s.rows.snap == nil {
+			return nil, fmt.Errorf("item %d: the checkpoint snapshot is not open", i)
+		}
+		f = s.rows.snap
+	case rowBulk:
+		if s.rows.bulk == nil {
+			return nil, fmt.Errorf("item %d: the bulk file is not open", i)
+		}
+		if err := s.rows.bulkW.Flush(); err != nil {
+			return nil, err
+		}
+		f = s.rows.bulk
+	case rowJournal:
+		if s.rows.journal == nil {
+			if s.rows.journal, err = os.Open(s.paths.CheckpointJournal()); err != nil {
+				return nil, err
+			}
+		}
+		f = s.rows.journal
+	default:
+		return nil, fmt.Errorf("item %d has no durable row", i)
+	}
+	buf = append(buf[:0], make([]byte, loc.n)...)
+	if _, err := f.ReadAt(buf, loc.off); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// decodeRow reads item i's durable row into a new item.
+func (s *State) decodeRow(i int) (*CheckpointItem, error) {
+	b, err := s.rowBytes(i, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint item %d: %w", i, err)
+	}
+	it := &CheckpointItem{}
+	if err := json.Unmarshal(b, it); err != nil {
+		return nil, fmt.Errorf("read checkpoint item %d: %w", i, err)
+	}
+	it.pos = i
+	return it, nil
+}
+
+// materialize returns item i, reading it back if it was evicted.
+func (s *State) materialize(i int) (*CheckpointItem, error) {
+	if it := s.cp.Items[i]; it != nil {
+		return it, nil
+	}
+	it, err := s.decodeRow(i)
+	if err != nil {
+		return nil, err
+	}
+	s.cp.Items[i] = it
+	return it, nil
+}
+
+// materializeAll reads every evicted item back (full access: Read,
+// Update, UpdateItems). A row that cannot be read (an I/O failure of the
+// job's own fsynced files) is an error; the items read stay in memory.
+func (s *State) materializeAll() error {
+	for i, it := range s.cp.Items {
+		if it == nil {
+			if _, err := s.materialize(i); err != nil {
+				return fmt.Errorf("job %s: %w", s.paths.JobID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Len is the number of the job's items.
+func (s *State) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.cp.Items)
+}
+
+// Scan calls fn with each item and its position, in position order, under the state's lock,
+// until it returns false. An evicted item is read back into a value only
+// valid during the call and not kept: fn must neither keep nor change the
+// item (use Hold and UpdateItem to change one).
+func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var buf []byte
+	var err error
+	for i, it := range s.cp.Items {
+		if it == nil {
+			if buf, err = s.rowBytes(i, buf); err != nil {
+				return fmt.Errorf("read checkpoint item %d: %w", i, err)
+			}
+			it = &CheckpointItem{}
+			if err := json.Unmarshal(buf, it); err != nil {
+				return fmt.Errorf("read checkpoint item %d: %w", i, err)
+			}
+			it.pos = i
+		}
+		if !fn(i, it) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Hold returns item pos, kept in memory until as many Releases: the
+// pointer UpdateItem and ItemData take.
+func (s *State) Hold(pos int) (*CheckpointItem, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pos < 0 || pos >= len(s.cp.Items) {
+		return nil, fmt.Errorf("jobstore: no item at position %d", pos)
+	}
+	it, err := s.materialize(pos)
+	if err != nil {
+		return nil, err
+	}
+	if s.held == nil {
+		s.held = map[int]int{}
+	}
+	s.held[pos]++
+	return it, nil
+}
+
+// Release ends a Hold of it; the state may then drop it from memory.
+func (s *State) Release(it *CheckpointItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.pos(it)
+	if !ok || s.held[i] == 0 {
+		return
+	}
+	if s.held[i]--; s.held[i] == 0 {
+		delete(s.held, i)
+		s.evictOne(i)
+	}
+}
+
+// Current is the checkpoint's item at it's position when it is a value
+// of the same item that the state has since replaced (read back after it
+// was dropped from memory), else it: use it inside UpdateItems for items
+// obtained before the call.
+func (c *Checkpoint) Current(it *CheckpointItem) *CheckpointItem {
+	if it.pos >= 0 && it.pos < len(c.Items) {
+		if cur := c.Items[it.pos]; cur != nil && cur != it && cur.ItemID == it.ItemID {
+			return cur
+		}
+	}
+	return it
+}
+
+// BulkAppend adds items (not yet in the checkpoint) at its end without
+// making them durable: their rows go to a temporary file and they leave
+// memory at once (EvictRows). The next Update or UpdateHead writes them
+// with the snapshot, as if they had been appended in it; a crash before
+// that loses them (use it for items that count only from that write on,
+// as a job's items before its setup is recorded done). Their data is
+// spooled first (SpoolItem).
+func (s *State) BulkAppend(items []*CheckpointItem) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rows.bulk == nil {
+		dir := filepath.Dir(s.paths.Checkpoint())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write checkpoint items: %w", err)
+		}
+		f, err := os.CreateTemp(dir, fsx.TempPrefix+"rows-*")
+		if err != nil {
+			return fmt.Errorf("write checkpoint items: %w", err)
+		}
+		_ = os.Remove(f.Name()) // read and written through f only
+		s.rows.bulk, s.rows.bulkW = f, bufio.NewWriterSize(f, 256<<10)
+	}
+	var line []byte
+	var err error
+	for _, it := range items {
+		if err := s.spoolLocked(it); err != nil {
+			return err
+		}
+		if line, err = s.appendItem(line[:0], it); err != nil {
+			return fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
+		}
+		if _, err := s.rows.bulkW.Write(line); err != nil {
+			return fmt.Errorf("write checkpoint items: %w", err)
+		}
+		it.pos = len(s.cp.Items)
+		s.cp.Items = append(s.cp.Items, it)
+		s.growLocs()
+		s.locs[it.pos] = rowLoc{off: s.rows.bulkSize, n: uint32(len(line)), src: rowBulk}
+		s.rows.bulkSize += int64(len(line))
+		s.counts.add(it, 1)
+		s.counts.Total++
+		if s.evict && !s.pinAll {
+			s.cp.Items[it.pos] = nil
+		}
+	}
+	s.version++
+	s.full = s.version
+	return nil
+}
+
+// journalItem returns where, in a journal line, its item object is.
+func journalItem(line []byte) (off, n int, ok bool) {
+	k := bytes.Index(line, []byte(`,"item":`))
+	if k < 0 || len(line) < k+10 || line[len(line)-1] != '}' {
+		return 0, 0, false
+	}
+	off = k + len(`,"item":`)
+	return off, len(line) - 1 - off, true
+}
+
+// reopenSnapshot opens the snapshot just written for reading rows.
+func (s *State) reopenSnapshot() error {
+	f, err := os.Open(s.paths.Checkpoint())
+	if err != nil {
+		return err
+	}
+	if s.rows.snap != nil {
+		_ = s.rows.snap.Close()
+	}
+	s.rows.snap = f
+	return nil
+}
+
+// closeRows releases the read handles.
+func (s *State) closeRows() {
+	s.rows.close()
+}
