@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -43,6 +44,8 @@ type rowFiles struct {
 	bulk     *os.File
 	bulkW    *bufio.Writer
 	bulkSize int64
+	// win are the read windows, by row source.
+	win [4]rowWindow
 }
 
 // closeBulk drops the bulk file (its rows are in a snapshot).
@@ -50,6 +53,7 @@ func (f *rowFiles) closeBulk() {
 	if f.bulk != nil {
 		_ = f.bulk.Close()
 		f.bulk, f.bulkW, f.bulkSize = nil, nil, 0
+		f.win[rowBulk].reset()
 	}
 }
 
@@ -121,8 +125,9 @@ func (s *State) unwritten(i int) bool {
 	return dirty || writing
 }
 
-// rowBytes reads the durable row of item i.
-func (s *State) rowBytes(i int, buf []byte) ([]byte, error) {
+// rowBytes reads the durable row of item i. The bytes are valid until
+// the next read of a row (they may be the read window's).
+func (s *State) rowBytes(i int) ([]byte, error) {
 	loc := s.locs[i]
 	var f *os.File
 	var err error
@@ -150,16 +155,53 @@ func (s *State) rowBytes(i int, buf []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("item %d has no durable row", i)
 	}
-	buf = append(buf[:0], make([]byte, loc.n)...)
-	if _, err := f.ReadAt(buf, loc.off); err != nil {
+	return s.rows.win[loc.src].read(f, loc.off, int(loc.n))
+}
+
+// windowSize is how much of a file one read of rows brings in: items are
+// mostly read in position order, which is mostly file order.
+const windowSize = 256 << 10
+
+// rowWindow is the last stretch of a file read for rows.
+type rowWindow struct {
+	buf []byte
+	off int64
+}
+
+// read returns n bytes at off of f, from the window when it holds them.
+func (w *rowWindow) read(f *os.File, off int64, n int) ([]byte, error) {
+	if off >= w.off && off+int64(n) <= w.off+int64(len(w.buf)) {
+		return w.buf[off-w.off : off-w.off+int64(n)], nil
+	}
+	if n > windowSize/2 {
+		b := make([]byte, n)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if cap(w.buf) < windowSize {
+		w.buf = make([]byte, windowSize)
+	}
+	w.buf = w.buf[:windowSize]
+	k, err := f.ReadAt(w.buf, off)
+	if k < n {
+		w.buf = w.buf[:0]
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
-	return buf, nil
+	w.buf, w.off = w.buf[:k], off
+	return w.buf[:n], nil
 }
+
+// reset forgets the window (its file changed under it).
+func (w *rowWindow) reset() { w.buf = w.buf[:0] }
 
 // decodeRow reads item i's durable row into a new item.
 func (s *State) decodeRow(i int) (*CheckpointItem, error) {
-	b, err := s.rowBytes(i, nil)
+	b, err := s.rowBytes(i)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint item %d: %w", i, err)
 	}
@@ -212,11 +254,10 @@ func (s *State) Len() int {
 func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var buf []byte
-	var err error
 	for i, it := range s.cp.Items {
 		if it == nil {
-			if buf, err = s.rowBytes(i, buf); err != nil {
+			buf, err := s.rowBytes(i)
+			if err != nil {
 				return fmt.Errorf("read checkpoint item %d: %w", i, err)
 			}
 			it = &CheckpointItem{}
@@ -230,6 +271,56 @@ func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 		}
 	}
 	return nil
+}
+
+// Next returns the position of the first item at or after from that
+// want accepts (-1: none), reading items out of memory one at a time:
+// maybe (nil: every row), given such an item's JSON row, says whether
+// want may accept it, and a row it refuses is not decoded (RowHas). The
+// item want sees is only valid during the call.
+func (s *State) Next(from int, maybe func(row []byte) bool, want func(it *CheckpointItem) bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var scratch CheckpointItem
+	for i := max(from, 0); i < len(s.cp.Items); i++ {
+		it := s.cp.Items[i]
+		if it == nil {
+			row, err := s.rowBytes(i)
+			if err != nil {
+				return -1, fmt.Errorf("read checkpoint item %d: %w", i, err)
+			}
+			if maybe != nil && !maybe(row) {
+				continue
+			}
+			scratch = CheckpointItem{}
+			if err := json.Unmarshal(row, &scratch); err != nil {
+				return -1, fmt.Errorf("read checkpoint item %d: %w", i, err)
+			}
+			it = &scratch
+		}
+		if want(it) {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// Check reports what want says of item pos, read back for the call if it
+// is out of memory (the item want sees is only valid during the call).
+func (s *State) Check(pos int, want func(it *CheckpointItem) bool) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pos < 0 || pos >= len(s.cp.Items) {
+		return false, fmt.Errorf("jobstore: no item at position %d", pos)
+	}
+	it := s.cp.Items[pos]
+	if it == nil {
+		var err error
+		if it, err = s.decodeRow(pos); err != nil {
+			return false, err
+		}
+	}
+	return want(it), nil
 }
 
 // Hold returns item pos, kept in memory until as many Releases: the
@@ -348,6 +439,7 @@ func (s *State) reopenSnapshot() error {
 		_ = s.rows.snap.Close()
 	}
 	s.rows.snap = f
+	s.rows.win[rowSnapshot].reset()
 	return nil
 }
 

@@ -1,9 +1,12 @@
 package jobstore_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
@@ -250,4 +253,213 @@ func TestBulkAppendIsDurableWithTheNextSnapshot(t *testing.T) {
 		t.Fatalf("Hold after the snapshot: %v, %v", held, err)
 	}
 	s.Release(held)
+}
+
+// TestOpenStateReadsRowsInPlace opens a checkpoint with a journal
+// (changed and appended items, a torn last line) without reading its
+// items into memory, and checks that every item, the counts and the
+// job-level fields are what LoadCheckpoint reads, before and after the
+// opened state's first write; and that a checkpoint whose "items" is not
+// its last field (written by hand or another tool) opens the same.
+func TestOpenStateReadsRowsInPlace(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 30)
+	for k := range 10 {
+		it := cp.Items[k*3]
+		if err := s.UpdateItem(it, func(c *jobstore.Checkpoint) {
+			it.State, it.Attempts, it.Error = jobstore.ItemMerged, 2, fmt.Sprintf("e%d", k)
+			c.NextAgent = 7 + k
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AppendItems([]*jobstore.CheckpointItem{{ItemOutcome: jobstore.ItemOutcome{ItemID: "late", State: jobstore.ItemPending}, Index: 30, Data: []byte(`{"late":true}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p.CheckpointJournal(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"v":999,"pos":1,"item":{"item_id":"torn`)
+	f.Close()
+	same := func(how string, o *jobstore.State, ocp *jobstore.Checkpoint) {
+		t.Helper()
+		want, err := jobstore.LoadCheckpoint(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []*jobstore.CheckpointItem
+		if err := o.Scan(func(_ int, it *jobstore.CheckpointItem) bool { c := *it; got = append(got, &c); return true }); err != nil {
+			t.Fatal(err)
+		}
+		if mustJSON(t, got) != mustJSON(t, want.Items) {
+			t.Fatalf("%s: items\n%s\nwant\n%s", how, mustJSON(t, got), mustJSON(t, want.Items))
+		}
+		if o.Counts() != want.Counts() {
+			t.Fatalf("%s: counts %+v, want %+v", how, o.Counts(), want.Counts())
+		}
+		if ocp.NextAgent != want.NextAgent || ocp.JobID != want.JobID || ocp.CheckpointVersion != want.CheckpointVersion {
+			t.Fatalf("%s: head next_agent %d version %d, want %d %d", how, ocp.NextAgent, ocp.CheckpointVersion, want.NextAgent, want.CheckpointVersion)
+		}
+	}
+	o, ocp, err := jobstore.OpenState(p, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := inMemory(o, ocp); n != 0 {
+		t.Fatalf("%d items in memory after OpenState, want 0", n)
+	}
+	same("opened", o, ocp)
+	late, err := o.Hold(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := o.ItemData(late); err != nil || string(data) != `{"late":true}` {
+		t.Fatalf("data of an appended item: %s, %v", data, err)
+	}
+	o.Release(late)
+	if err := o.UpdateHead(func(h *jobstore.CheckpointHead) { h.Phase = jobstore.PhaseMap }); err != nil {
+		t.Fatal(err)
+	}
+	if fileSize(t, p.CheckpointJournal()) != 0 {
+		t.Fatal("the opened state's first write was not a snapshot")
+	}
+	o.Close()
+	o2, ocp2, err := jobstore.OpenState(p, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after the first write", o2, ocp2)
+	o2.Close()
+
+	// The same checkpoint with its fields in alphabetical order.
+	var doc map[string]any
+	if err := json.Unmarshal(mustRead(t, p.Checkpoint()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["status"] = "failed"
+	sorted, _ := json.Marshal(doc)
+	if err := os.WriteFile(p.Checkpoint(), sorted, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o3, ocp3, err := jobstore.OpenState(p, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o3.Close()
+	same("fields sorted", o3, ocp3)
+	if ocp3.Status != jobstore.StatusFailed || ocp3.Vars == nil {
+		t.Fatalf("fields after items not read: status %q, vars %v", ocp3.Status, ocp3.Vars)
+	}
+}
+
+// TestRewriteKeepsOnlyWhatChanged: Rewrite sees every item, keeps the
+// ones it changed in memory until the next write, and writes them then.
+func TestRewriteKeepsOnlyWhatChanged(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 20)
+	s.EvictRows()
+	seen := 0
+	err := s.Rewrite(nil, func(it *jobstore.CheckpointItem) bool {
+		seen++
+		if it.Index%5 != 0 {
+			return false
+		}
+		it.State = jobstore.ItemSkipped
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != 20 || inMemory(s, cp) != 4 {
+		t.Fatalf("saw %d items, %d in memory; want 20 and 4", seen, inMemory(s, cp))
+	}
+	if got := s.Counts(); got.Skipped != 4 || got.Pending != 16 {
+		t.Fatalf("counts %+v", got)
+	}
+	if err := s.UpdateHead(func(*jobstore.CheckpointHead) {}); err != nil {
+		t.Fatal(err)
+	}
+	if inMemory(s, cp) != 0 {
+		t.Fatal("changed items stayed in memory after their write")
+	}
+	loaded, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := loaded.Counts(); n.Skipped != 4 {
+		t.Fatalf("on disk: %+v", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRowHasAnswersForEveryEncoding: the prefilter Rewrite and Next take
+// never refuses a row that holds what it looks for, for rows of the
+// snapshot's encoder and of the journal's (json.Marshal), hostile text in
+// the item's strings included.
+func TestRowHasAnswersForEveryEncoding(t *testing.T) {
+	_, s, cp, _ := journalJob(t, 12)
+	states := []jobstore.ItemState{jobstore.ItemPending, jobstore.ItemRunning, jobstore.ItemMerged, jobstore.ItemSkipped, jobstore.ItemDLQ}
+	mutate := func(k int, it *jobstore.CheckpointItem) {
+		it.State = states[k%len(states)]
+		it.Error = `"state":"running" \"state\":\"pending\"`
+		it.Label = "spend_ceiling_usd pending_dlq_record"
+		if k%3 == 0 {
+			it.SpendCeiling = 0.25
+		}
+		if k%4 == 0 {
+			it.PendingRecord = []byte(`{"item_id":"x","state":"running"}`)
+		}
+	}
+	// Half the items changed through the journal (json.Marshal rows) ...
+	for k := 0; k < 6; k++ {
+		it := cp.Items[k]
+		if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { mutate(k, it) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ... half through a snapshot (the hand encoder's rows).
+	if err := s.Update(func(c *jobstore.Checkpoint) {
+		for k := 6; k < 12; k++ {
+			mutate(k, c.Items[k])
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ { // and once more in the journal after it
+		it := cp.Items[k]
+		if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.Attempts++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.EvictRows()
+	var rows [][]byte
+	err := s.Rewrite(func(row []byte) bool { rows = append(rows, append([]byte(nil), row...)); return true },
+		func(*jobstore.CheckpointItem) bool { return false })
+	if err != nil || len(rows) != 12 {
+		t.Fatalf("Rewrite saw %d rows (%v)", len(rows), err)
+	}
+	for i, row := range rows {
+		var it jobstore.CheckpointItem
+		if err := json.Unmarshal(row, &it); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range states {
+			if it.State == st && !jobstore.RowHas(row, "state", string(st)) {
+				t.Errorf("row %d (%s) refused for state %s: %s", i, it.State, st, row)
+			}
+		}
+		if it.SpendCeiling != 0 && !jobstore.RowHas(row, "spend_ceiling_usd") {
+			t.Errorf("row %d refused for its spend ceiling: %s", i, row)
+		}
+		if it.PendingRecord != nil && !jobstore.RowHas(row, "pending_dlq_record") {
+			t.Errorf("row %d refused for its pending record: %s", i, row)
+		}
+	}
 }

@@ -168,7 +168,7 @@ func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 // appended, not of the checkpoint. Other changes fn makes are only written
 // by the next Update.
 func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
-	err := s.updateItems(true, fn)
+	err := s.updateItems(s.materializeAll, fn)
 	s.mu.Lock()
 	s.evictLocked()
 	s.mu.Unlock()
@@ -179,15 +179,39 @@ func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))
 // UpdateItems does, without reading back the items out of memory: the
 // way to add a large job's items in batches.
 func (s *State) AppendItems(items []*CheckpointItem) error {
-	return s.updateItems(false, func(cp *Checkpoint, _ func(*CheckpointItem)) {
+	return s.updateItems(nil, func(cp *Checkpoint, _ func(*CheckpointItem)) {
 		cp.Items = append(cp.Items, items...)
 	})
 }
 
-func (s *State) updateItems(full bool, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+// UpdateItemsAt is UpdateItems for a change of the items at positions
+// (and items appended): only those are read back into memory first, so
+// fn may look at cp.Items at those positions only.
+func (s *State) UpdateItemsAt(positions []int, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	err := s.updateItems(func() error {
+		for _, i := range positions {
+			if i >= 0 && i < len(s.cp.Items) {
+				if _, err := s.materialize(i); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, fn)
 	s.mu.Lock()
-	if full {
-		if err := s.materializeAll(); err != nil {
+	for _, i := range positions {
+		s.evictOne(i)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// updateItems is UpdateItems after read (items read back, under the
+// lock; nil: none).
+func (s *State) updateItems(read func() error, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+	s.mu.Lock()
+	if read != nil {
+		if err := read(); err != nil {
 			s.mu.Unlock()
 			return err
 		}
@@ -557,7 +581,11 @@ func (s *State) writeSnapshotLocked() error {
 	s.mu.Unlock()
 	// The snapshot holds every journal entry (their versions are not
 	// above its own), so a crash before the truncation loses nothing.
-	if err := os.Truncate(s.paths.CheckpointJournal(), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err = os.Truncate(s.paths.CheckpointJournal(), 0)
+	s.mu.Lock()
+	s.rows.win[rowJournal].reset()
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("empty the checkpoint journal: %w", err)
 	}
 	s.journalSize, s.snapshotSize, s.wroteOnce = 0, size, true
@@ -588,7 +616,7 @@ func (s *State) encodeSnapshotLocked(w io.Writer) (int64, []rowLoc, error) {
 		start := len(line)
 		if it == nil {
 			// Out of memory: its durable row is copied as it is.
-			if row, err = s.rowBytes(i, row); err != nil {
+			if row, err = s.rowBytes(i); err != nil {
 				return 0, nil, fmt.Errorf("encode checkpoint item %d: %w", i, err)
 			}
 			line = append(line, row...)

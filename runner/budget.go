@@ -96,13 +96,13 @@ func (j *job) budgetError(left int) error {
 }
 
 // startBudget sets up the job budget when the job (re)opens: an override
-// is kept in the checkpoint; the spend of earlier runs counts.
-func (j *job) startBudget(cp *jobstore.Checkpoint) {
+// is kept in the checkpoint; spent, the spend of earlier runs, counts.
+func (j *job) startBudget(h *jobstore.CheckpointHead, spent float64) {
 	if j.maxCost > 0 {
-		cp.MaxCostUSD = j.maxCost
+		h.MaxCostUSD = j.maxCost
 	}
-	j.initBudget(cp.MaxCostUSD, cp.JobCost())
-	cp.BudgetUSD = j.budget.Max()
+	j.initBudget(h.MaxCostUSD, spent)
+	h.BudgetUSD = j.budget.Max()
 }
 
 // cost is the item's spend over all runs of the job.

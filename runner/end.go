@@ -119,7 +119,9 @@ func (j *job) end(cause error) (*Result, error) {
 	} else {
 		res.ResultsTip = tip
 	}
-	j.endJobSpan(jobSpanEnd(res))
+	if j.span != nil {
+		j.endJobSpan(jobSpanEnd(res))
+	}
 	switch status {
 	case StatusCompleted:
 		j.events.Emit(event.JobCompleted{Successful: res.Successful, Failed: res.Failed, Skipped: res.Skipped, DurationMS: res.DurationMS})

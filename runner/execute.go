@@ -83,7 +83,7 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		held = j.total()
 	}
 	defer memlimit.Bound(held, j.logf)()
-	var byID map[string]int
+	var byID *itemIndex
 	for pages := 0; ; pages++ {
 		page, err := next()
 		if err != nil {
@@ -94,13 +94,16 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		}
 		var cands []int // nil: every item (the first page)
 		if len(page) > 0 {
-			err := j.state.UpdateItems(func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
-				if byID == nil {
-					byID = make(map[string]int, len(cp.Items))
-					for pos, it := range cp.Items {
-						byID[it.ItemID] = pos
-					}
+			if byID == nil {
+				if byID, err = newItemIndex(j.state); err != nil {
+					return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
 				}
+			}
+			var at []int
+			for _, e := range page {
+				at = append(at, byID.candidates(e.ItemID)...)
+			}
+			err := j.state.UpdateItemsAt(at, func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
 				added := mergeItems(cp, page, byID, touch)
 				if pages > 0 {
 					cands = added

@@ -79,6 +79,9 @@ func (j *job) warnNoItems() error {
 // their labels after the summary line.
 func (j *job) logFailedItems(res *Result) {
 	const most = 10
+	if res.Failed == 0 {
+		return // nothing to read (a large job's outcomes are on disk)
+	}
 	n := 0
 	err := res.EachItem(func(it ItemOutcome) error {
 		if it.State != ItemDLQ {

@@ -282,6 +282,7 @@ func (j *Job) Reopen(ctx context.Context) (done *Result, err error) {
 	if err := jb.resetUnstartedParent(ctx, cp); err != nil {
 		return nil, err
 	}
+	jb.state = jobstore.NewState(jb.paths, cp, jb.now)
 	if err := jb.recover(ctx, cp); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		// result is the plan alone (issue 27): total and pending are
 		// the selected items, nothing has succeeded, failed or been
 		// skipped yet; the job's own totals are `status`'s.
-		res := resultOf(cp)
+		res := j.headResult(cp)
 		res.Items = []ItemOutcome{}
 		res.Total, res.Successful, res.Failed, res.Skipped, res.Pending = 0, 0, 0, 0, 0
 		// dlq_count is the number of records streamed, not the index's:
@@ -126,7 +126,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pages.Stop()
-	if n := cp.Counts(); len(pages.First) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.SkipReduce {
+	if n := j.state.Counts(); len(pages.First) == 0 && cp.Status != StatusCompleted && !cp.ReduceCompleted && n.Pending+n.Running == 0 && !ro.SkipReduce {
 		// Nothing to redrive, but an earlier run left the job with every
 		// item done and reduce unfinished (a redrive killed in its reduce):
 		// finish the reduce, as resume would.
@@ -140,8 +140,11 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 	if len(pages.First) == 0 {
 		// Nothing to redrive: reduce does not run again and nothing changes.
 		j.warn(fmt.Sprintf("!!! no DLQ records of job %s match (eligible only unless --force): nothing to retry, reduce not run", j.id))
-		res := resultOf(cp)
-		res.Items = []ItemOutcome{}
+		res, err := stateResult(j.state, j.paths, false)
+		if err != nil {
+			return nil, err
+		}
+		res.Items, res.outcomes = []ItemOutcome{}, nil
 		res.OrphanedWorktrees = orEmpty(nil)
 		if n, err := countDLQ(j.paths); err == nil {
 			res.DLQCount = n
@@ -153,9 +156,9 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		return nil, err
 	}
 	defer j.events.Close()
-	j.persisted("redrive start", j.state.Update(func(cp *jobstore.Checkpoint) {
-		restartReduce(cp)
-		cp.MaxParallel = j.maxParallel
+	j.persisted("redrive start", j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
+		restartReduce(h)
+		h.MaxParallel = j.maxParallel
 	}))
 	if !pages.More {
 		j.logf("redriving %d DLQ item(s) of job %s with %d attempt(s) each, %d in parallel", len(pages.First), j.id, attempts, j.maxParallel)

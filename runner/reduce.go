@@ -165,11 +165,11 @@ func (j *job) reduceSteps(ctx context.Context) error {
 
 // restartReduce makes reduce run again from its first step (a redrive
 // added items after reduce had run).
-func restartReduce(cp *jobstore.Checkpoint) {
-	cp.ReduceCompleted = false
-	cp.ReduceStepsDone = 0
-	cp.ReduceStepHead = ""
-	cp.ReduceVars = nil
+func restartReduce(h *jobstore.CheckpointHead) {
+	h.ReduceCompleted = false
+	h.ReduceStepsDone = 0
+	h.ReduceStepHead = ""
+	h.ReduceVars = nil
 }
 
 // resultsJSON is ${map.results}: every item's outcome as a JSON array.

@@ -174,6 +174,15 @@ func streamedOutcomes(p jobstore.Paths) func(fn func(ItemOutcome) error) error {
 	}
 }
 
+// headResult is the Result of the job's head and counts alone, without
+// items (Items nil).
+func (j *job) headResult(cp *jobstore.Checkpoint) *Result {
+	n := j.state.Counts()
+	r := resultFrom(cp, n, jobstore.RoundUSD(n.ItemsCostUSD+cp.PhaseCostUSD))
+	r.Items = nil
+	return r
+}
+
 // stateResult builds the public Result of a job's state (at p) as
 // resultOf does, reading its items one at a time (jobstore.State.Scan),
 // or, for more than KeptOutcomes items unless keep, leaving them to

@@ -47,7 +47,10 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	if cp.Status == StatusCompleted && !ro.IncludeDLQ {
 		j.trees.RemoveDiscarded(j.trees.Discarded())
 		j.logf("job %s already completed; nothing to resume (use --include-dlq to redrive its DLQ items)", j.id)
-		res := resultOf(cp)
+		res, err := stateResult(j.state, j.paths, false)
+		if err != nil {
+			return nil, err
+		}
 		res.OrphanedWorktrees = orEmpty(nil)
 		if n, err := countDLQ(j.paths); err == nil {
 			res.DLQCount = n
@@ -85,7 +88,7 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 	}
 	defer j.events.Close()
 	if added {
-		j.persisted("reduce to run again", j.state.Update(restartReduce))
+		j.persisted("reduce to run again", j.state.UpdateHead(restartReduce))
 	}
 	return j.executePaged(ctx, next)
 }
@@ -94,17 +97,26 @@ func resumeJob(ctx context.Context, ro resumeOptions) (*Result, error) {
 // checkpoint and locking the job.
 var beforeLock func()
 
-// reopen loads a job's checkpoint and workflow and locks the job.
-func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Checkpoint, func(), error) {
+// reopen opens a job's state (its items stay on disk until needed,
+// jobstore.OpenState) and workflow and locks the job; the job's state is
+// that state. The checkpoint returned is the state's: its Items are nil
+// entries, read through j.state. The function returned unlocks the job
+// and closes the state.
+func reopen(ctx context.Context, o *options, jobID string) (_ *job, _ *jobstore.Checkpoint, _ func(), err error) {
 	p, err := findJob(o.Home, "", jobID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	stamp := jobstore.CheckpointStamp(p)
-	cp, err := jobstore.LoadCheckpoint(p)
+	state, cp, err := jobstore.OpenState(p, o.Clock.Now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = state.Close()
+		}
+	}()
 	wf, wfWarning, err := redriveWorkflow(cp, p, o.WorkflowFile)
 	if err != nil {
 		return nil, nil, nil, usage(err)
@@ -149,11 +161,13 @@ func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Chec
 	// written since. Its items and status are read again if so; the
 	// settings above never change after the first run.
 	if jobstore.CheckpointStamp(p) != stamp {
-		if cp, err = jobstore.LoadCheckpoint(p); err != nil {
+		_ = state.Close()
+		if state, cp, err = jobstore.OpenState(p, o.Clock.Now); err != nil {
 			unlock()
 			return nil, nil, nil, err
 		}
 	}
+	j.state = state
 	if wfWarning != "" {
 		j.warn(wfWarning)
 	}
@@ -161,7 +175,9 @@ func reopen(ctx context.Context, o *options, jobID string) (*job, *jobstore.Chec
 		unlock()
 		return nil, nil, nil, err
 	}
-	return j, cp, unlock, nil
+	// The state's files are released with the lock (end closes it first
+	// when the job ran).
+	return j, cp, func() { _ = j.state.Close(); unlock() }, nil
 }
 
 // loadJobWorkflow reads the workflow from its original path (so fixes made
@@ -215,22 +231,40 @@ func (j *job) recover(ctx context.Context, cp *jobstore.Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	for _, it := range cp.Items {
+	store, err := openDLQ(j.paths, dlq.Options{Now: j.now, Warn: func(m string) { j.warn("DLQ: " + m) }})
+	if err != nil {
+		return fmt.Errorf("open the DLQ: %w", err)
+	}
+	// One pass over the items; rows that cannot need a change (most of a
+	// large job's) are not decoded.
+	maybe := func(row []byte) bool {
+		return jobstore.RowHas(row, "state", string(ItemRunning)) || jobstore.RowHas(row, "spend_ceiling_usd") ||
+			jobstore.RowHas(row, "pending_dlq_record") || (len(merged) > 0 && jobstore.RowHas(row, "state", string(ItemPending)))
+	}
+	err = j.state.Rewrite(maybe, func(it *jobstore.CheckpointItem) bool {
+		changed := false
 		if it.RecoverSpend() {
+			changed = true
 			j.logf("%s was running with a budget reservation when the job stopped: its reservation counts as spent ($%.4f in all)", it.ItemID, it.CostUSD)
 		}
 		if it.State == ItemRunning {
+			changed = true
 			pendingAgain(it)
 		}
 		if it.State == ItemPending && merged[it.ItemID] {
+			changed = true
 			foundMerged(it, j.foundMerges[it.ItemID])
 			j.logf("%s was merged before the interruption; not running it again", it.ItemID)
 		}
+		return j.recordPending(store, it) || changed
+	})
+	if err != nil {
+		return errors.Join(err, store.Close())
 	}
 	if cp.Status != StatusCompleted {
 		cp.Error = ""
 	}
-	return j.reconcileDLQ(cp, merged)
+	return j.reconcileDLQ(store, merged)
 }
 
 // removeStaleLocks removes the lock files the job's own git processes left
@@ -260,37 +294,38 @@ func (j *job) removeStaleLocks() {
 	}
 }
 
-// reconcileDLQ brings the DLQ in line with the checkpoint and the results
-// branch after a crash: records of failed-unrecorded items are written
-// (a write that fails again leaves the item unrecorded, which fails the
-// job with a message) and records of items whose merge is on the results
-// branch (a crash between a redrive's merge and the record's removal) are
-// removed, so they are never selected and merged again.
-func (j *job) reconcileDLQ(cp *jobstore.Checkpoint, merged map[string]bool) error {
-	store, err := openDLQ(j.paths, dlq.Options{Now: j.now, Warn: func(m string) { j.warn("DLQ: " + m) }})
+// recordPending brings an item's DLQ record in line with the checkpoint
+// after a crash (under the state's lock): the record of a
+// failed-unrecorded item is written (a write that fails again leaves the
+// item unrecorded, which fails the job with a message); a pending record
+// of an item no longer failed is dropped. It reports whether it changed
+// the item.
+func (j *job) recordPending(store *dlq.Store, it *jobstore.CheckpointItem) bool {
+	if it.PendingRecord == nil {
+		return false
+	}
+	if it.State != ItemDLQ {
+		it.PendingRecord = nil
+		return true
+	}
+	rec, err := dlq.Decode(it.PendingRecord)
 	if err != nil {
-		return fmt.Errorf("open the DLQ: %w", err)
+		j.warn(fmt.Sprintf("the pending DLQ record of %s is unreadable: %v", it.ItemID, err))
+		return false
 	}
-	for _, it := range cp.Items {
-		if it.PendingRecord == nil {
-			continue
-		}
-		if it.State != ItemDLQ {
-			it.PendingRecord = nil
-			continue
-		}
-		rec, err := dlq.Decode(it.PendingRecord)
-		if err != nil {
-			j.warn(fmt.Sprintf("the pending DLQ record of %s is unreadable: %v", it.ItemID, err))
-			continue
-		}
-		if _, _, err := store.AddOnce(rec); err != nil {
-			j.warn(fmt.Sprintf("could not write the missing DLQ record of %s: %v", it.ItemID, err))
-			continue
-		}
-		dropRecorded(it)
-		j.logf("wrote the missing DLQ record of %s", it.ItemID)
+	if _, _, err := store.AddOnce(rec); err != nil {
+		j.warn(fmt.Sprintf("could not write the missing DLQ record of %s: %v", it.ItemID, err))
+		return false
 	}
+	dropRecorded(it)
+	j.logf("wrote the missing DLQ record of %s", it.ItemID)
+	return true
+}
+
+// reconcileDLQ removes the records of items whose merge is on the results
+// branch (a crash between a redrive's merge and the record's removal), so
+// they are never selected and merged again, and closes store.
+func (j *job) reconcileDLQ(store *dlq.Store, merged map[string]bool) error {
 	if idx, err := store.Index(); err == nil {
 		for _, id := range idx.ItemIDs {
 			if !merged[id] {

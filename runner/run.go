@@ -209,7 +209,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	if j.state == nil {
 		j.state = jobstore.NewState(j.paths, cp, j.now)
 	}
-	j.costAtOpen = cp.JobCost()
+	j.costAtOpen = jobstore.RoundUSD(j.state.ItemsCostUSD() + cp.PhaseCostUSD)
 	j.state.RedactWith(j.red.JSON)
 	j.guard = j.newGuard()
 	j.events = event.Open(j.paths, j.now, func(m string) { j.warn(m) })
@@ -249,7 +249,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	j.state.ReadHead(func(h *jobstore.CheckpointHead) {
 		j.rebase = resumed && h.Status == StatusCompleted && h.ResultsVerified != ""
 	})
-	if err := j.state.Update(func(cp *jobstore.Checkpoint) { cp.Status = StatusRunning; j.startBudget(cp) }); err != nil {
+	if err := j.state.UpdateHead(func(h *jobstore.CheckpointHead) { h.Status = StatusRunning; j.startBudget(h, j.costAtOpen) }); err != nil {
 		return err
 	}
 	j.startJobSpan(resumed)

@@ -152,15 +152,15 @@ func (j *job) resolveInput(in string) string {
 	return in
 }
 
-// mergeItems adds redriven items to the checkpoint (byID maps its items'
-// ids to their positions and is kept current), replacing existing entries
-// with the same id; touch is called before an existing item changes. It
-// returns the positions of the checkpoint items that are now pending
-// because of extra.
-func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID map[string]int, touch func(*jobstore.CheckpointItem)) []int {
+// mergeItems adds redriven items to the checkpoint (byID finds its items
+// by id, with the items at extra's candidates in memory, and is kept
+// current), replacing existing entries with the same id; touch is called
+// before an existing item changes. It returns the positions of the
+// checkpoint items that are now pending because of extra.
+func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID *itemIndex, touch func(*jobstore.CheckpointItem)) []int {
 	var added []int
 	for _, e := range extra {
-		if pos, ok := byID[e.ItemID]; ok {
+		if pos, ok := byID.find(cp, e.ItemID); ok {
 			cur := cp.Items[pos]
 			if cur.PendingRecord != nil {
 				// Its newest failures are still not in the DLQ: it stays
@@ -174,7 +174,7 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 		}
 		e.BudgetBase = e.Attempts
 		e.Index = len(cp.Items)
-		byID[e.ItemID] = len(cp.Items)
+		byID.add(e.ItemID, len(cp.Items))
 		added = append(added, len(cp.Items))
 		cp.Items = append(cp.Items, e)
 	}
