@@ -17,6 +17,10 @@ const (
 	// FaultJobCreated: the results branch and parent worktree exist; the
 	// job has not started setup.
 	FaultJobCreated = "job-created"
+	// FaultItemsLoaded: a batch of the job's items is written to the
+	// temporary file they reach the checkpoint from; setup (with them) is
+	// not recorded done yet.
+	FaultItemsLoaded = "items-loaded"
 	// FaultItemMerged: an item succeeded and its merge commit (when it
 	// made commits) is on the results branch; neither the checkpoint nor
 	// the DLQ (a redriven item's record) knows yet.

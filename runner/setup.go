@@ -88,7 +88,9 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 			}
 			n++
 			if batch = append(batch, ci); len(batch) == loadBatch {
-				spoolErr = j.state.BulkAppend(batch)
+				if spoolErr = j.state.BulkAppend(batch); spoolErr == nil {
+					fault(ctx, FaultItemsLoaded, j.id)
+				}
 				batch = nil
 			}
 			return spoolErr
@@ -118,6 +120,7 @@ func (j *job) loadItems(ctx context.Context, verified string) error {
 		if err := j.state.BulkAppend(batch); err != nil {
 			return fmt.Errorf("%w: %w", ErrJobFailed, err)
 		}
+		fault(ctx, FaultItemsLoaded, j.id)
 	}
 	if len(j.wf.Setup) == 0 {
 		j.announce(ctx, n)

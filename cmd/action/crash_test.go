@@ -387,6 +387,7 @@ func TestCrashWindows(t *testing.T) {
 	}{
 		{"job creation: checkpoint written, no results branch", runner.FaultJobIntent + ":1:KILL"},
 		{"job creation: parent worktree made, setup not started", runner.FaultJobCreated + ":1:KILL"},
+		{"items loaded, setup not recorded done", runner.FaultItemsLoaded + ":1:KILL"},
 		{"between a merge and its checkpoint", runner.FaultItemMerged + ":2:KILL"},
 		{"an agent committed in its own repository, the worktree not taken back", runner.FaultAgentCommitted + ":1:KILL"},
 		{"the same, interrupted (SIGINT)", runner.FaultAgentCommitted + ":2:INT"},
