@@ -138,8 +138,8 @@ func TestEvictedRowsAreReadBack(t *testing.T) {
 }
 
 // TestHeldItemsStayInMemory: an item held is the same pointer until it is
-// released, whatever is written meanwhile, and items appended in batches
-// leave memory once written.
+// released, whatever is written meanwhile, and items appended through the
+// journal leave memory once written.
 func TestHeldItemsStayInMemory(t *testing.T) {
 	p, s, cp, _ := journalJob(t, 5)
 	s.EvictRows()
@@ -152,7 +152,7 @@ func TestHeldItemsStayInMemory(t *testing.T) {
 		batch = append(batch, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: fmt.Sprintf("item-%d", i), State: jobstore.ItemPending}, Index: i,
 			Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 	}
-	if err := s.AppendItems(batch); err != nil {
+	if err := s.UpdateItems(func(c *jobstore.Checkpoint, _ func(*jobstore.CheckpointItem)) { c.Items = append(c.Items, batch...) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.UpdateHead(func(h *jobstore.CheckpointHead) { h.Phase = jobstore.PhaseMap }); err != nil {
@@ -272,7 +272,8 @@ func TestOpenStateReadsRowsInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AppendItems([]*jobstore.CheckpointItem{{ItemOutcome: jobstore.ItemOutcome{ItemID: "late", State: jobstore.ItemPending}, Index: 30, Data: []byte(`{"late":true}`)}}); err != nil {
+	late := &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: "late", State: jobstore.ItemPending}, Index: 30, Data: []byte(`{"late":true}`)}
+	if err := s.UpdateItems(func(c *jobstore.Checkpoint, _ func(*jobstore.CheckpointItem)) { c.Items = append(c.Items, late) }); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(p.CheckpointJournal(), os.O_APPEND|os.O_WRONLY, 0)
@@ -309,14 +310,14 @@ func TestOpenStateReadsRowsInPlace(t *testing.T) {
 		t.Fatalf("%d items in memory after OpenState, want 0", n)
 	}
 	same("opened", o, ocp)
-	late, err := o.Hold(30)
+	held, err := o.Hold(30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data, err := o.ItemData(late); err != nil || string(data) != `{"late":true}` {
+	if data, err := o.ItemData(held); err != nil || string(data) != `{"late":true}` {
 		t.Fatalf("data of an appended item: %s, %v", data, err)
 	}
-	o.Release(late)
+	o.Release(held)
 	if err := o.UpdateHead(func(h *jobstore.CheckpointHead) { h.Phase = jobstore.PhaseMap }); err != nil {
 		t.Fatal(err)
 	}

@@ -175,15 +175,6 @@ func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))
 	return err
 }
 
-// AppendItems adds items (not yet in the checkpoint) at its end, as
-// UpdateItems does, without reading back the items out of memory: the
-// way to add a large job's items in batches.
-func (s *State) AppendItems(items []*CheckpointItem) error {
-	return s.updateItems(nil, func(cp *Checkpoint, _ func(*CheckpointItem)) {
-		cp.Items = append(cp.Items, items...)
-	})
-}
-
 // UpdateItemsAt is UpdateItems for a change of the items at positions
 // (and items appended): only those are read back into memory first, so
 // fn may look at cp.Items at those positions only.

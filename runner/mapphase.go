@@ -123,6 +123,7 @@ func (j *job) pendingItems(cands []int, only bool) func() (int, error) {
 		return jobstore.RowHas(row, "state", string(ItemPending), string(ItemRunning))
 	}
 	from, k := 0, 0
+	seen := map[int]bool{}
 	return func() (int, error) {
 		for {
 			var pos int
@@ -131,6 +132,10 @@ func (j *job) pendingItems(cands []int, only bool) func() (int, error) {
 					return -1, nil
 				}
 				pos, k = cands[k], k+1
+				if seen[pos] {
+					continue
+				}
+				seen[pos] = true
 				ok, err := j.state.Check(pos, runnable)
 				if err != nil {
 					return -1, err

@@ -78,6 +78,7 @@ type config struct {
 	keep, json     bool
 	commits        int // -commits: items commit out/item-<i mod K>.txt (0: no-op items)
 	files          int // -files: files under src/ in the repository
+	resume         time.Duration
 }
 
 // Run is one measured job.
@@ -120,6 +121,12 @@ type Run struct {
 	// merged items (ms).
 	TreeCPUMSPerItem float64 `json:"tree_cpu_ms_per_item,omitempty"`
 	MergeMSPerItem   float64 `json:"merge_ms_per_item,omitempty"`
+	// With -resume: the windowed job resumed (`resume JOB`, SIGINT after
+	// -resume from its first item): when its first item started after
+	// the command started, its peak RSS and the items it finished.
+	ResumeFirstItemS float64 `json:"resume_first_item_s,omitempty"`
+	ResumePeakMiB    float64 `json:"resume_peak_rss_mib,omitempty"`
+	ResumeFinished   int     `json:"resume_items_finished,omitempty"`
 }
 
 // Report is the -json output.
@@ -152,6 +159,7 @@ func main() {
 	flag.BoolVar(&c.json, "json", false, "print one JSON object")
 	flag.IntVar(&c.commits, "commits", 0, "items write and commit out/item-<index mod K>.txt (0: no-op items that commit nothing)")
 	flag.IntVar(&c.files, "files", 0, "files under src/ in the repository (4 KiB each)")
+	flag.DurationVar(&c.resume, "resume", 0, "after a windowed run, resume the job for this long from its first item (0: do not)")
 	flag.Parse()
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -514,7 +522,70 @@ func runOne(c config, bin, root string, n int) (*Run, error) {
 	}
 	logf("N=%d: first item %.2f s, %.1f items/s, %.3f ms CPU/item, peak RSS %.1f MiB, status %.2f s, --json %.2f s, %s",
 		n, r.FirstItemS, r.ItemsPerS, r.CPUMSPerItem, r.PeakRSSMiB, r.StatusS, r.StatusJSONS, r.JobStatus)
+	if windowed && c.resume > 0 {
+		if err := resumeOne(r, bin, repo, env, home, jobID, c.resume); err != nil {
+			return nil, err
+		}
+		logf("N=%d: resumed: first item %.2f s, peak RSS %.1f MiB, %d item(s) finished", n, r.ResumeFirstItemS, r.ResumePeakMiB, r.ResumeFinished)
+	}
 	return r, nil
+}
+
+// resumeOne resumes the job for window from its first item (then SIGINT)
+// and records when that item started, the peak RSS and the items
+// finished; the job must end interrupted or completed.
+func resumeOne(r *Run, bin, repo string, env []string, home, jobID string, window time.Duration) error {
+	path := filepath.Join(home, "events", "repo", jobID, "events.jsonl")
+	ev := &eventTail{path: path}
+	if st, err := os.Stat(path); err == nil {
+		ev.off = st.Size() // only this execution's events
+	}
+	cmd := exec.Command(bin, "resume", jobID)
+	cmd.Dir, cmd.Env, cmd.Stdout = repo, env, io.Discard
+	var errb tail
+	cmd.Stderr = &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	var hwm int64
+	stopped := false
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			hwm = max(hwm, vmHWM(cmd.Process.Pid))
+			ev.poll()
+			if !stopped && !ev.firstStart.IsZero() && time.Since(ev.firstStart) >= window {
+				stopped = true
+				_ = cmd.Process.Signal(syscall.SIGINT)
+			}
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	<-exited
+	ev.poll()
+	if werr != nil && !stopped {
+		return fmt.Errorf("resume: %w\n%s", werr, errb.String())
+	}
+	if ev.firstStart.IsZero() {
+		return fmt.Errorf("resume started no item\n%s", errb.String())
+	}
+	r.ResumeFirstItemS = ev.firstStart.Sub(start).Seconds()
+	// VmHWM, as for the run: the child's ru_maxrss counts this process's
+	// pages it shared before exec (this process has just read the whole
+	// `status --json`).
+	r.ResumePeakMiB = float64(hwm) / 1024
+	r.ResumeFinished = ev.finished
+	return nil
 }
 
 // check fills CheckOK: a full run completed with every item merged; a
