@@ -66,10 +66,7 @@ func LoadCheckpoint(p Paths) (*Checkpoint, error) {
 // compacted between reading the two).
 var errJournalGap = errors.New("the journal does not continue the snapshot")
 
-// replayJournal applies the journal entries newer than cp. Every write
-// bumps the version by one, so the entries after the snapshot's version
-// are contiguous; at a gap it returns errJournalGap when strict, else it
-// stops there.
+// replayJournal applies the journal entries newer than cp (walkJournal).
 func replayJournal(path string, cp *Checkpoint, strict bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -79,17 +76,46 @@ func replayJournal(path string, cp *Checkpoint, strict bool) error {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	base := cp.CheckpointVersion // entries up to it are in the snapshot
+	return walkJournal(f, cp.CheckpointVersion, strict, func(e *journalEntry, _ []byte, _ int64) error {
+		if e.Pos == len(cp.Items) {
+			// An item appended since the snapshot (State.UpdateItems).
+			cp.Items = append(cp.Items, e.Item)
+		}
+		if e.Pos < 0 || e.Pos >= len(cp.Items) {
+			return nil
+		}
+		if e.Item.DataLen == 0 {
+			old := cp.Items[e.Pos]
+			e.Item.Data, e.Item.DataOff, e.Item.DataLen = old.Data, old.DataOff, old.DataLen
+		}
+		cp.Items[e.Pos] = e.Item
+		cp.CheckpointVersion = e.V
+		cp.UpdatedAt = e.UpdatedAt
+		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
+		return nil
+	})
+}
+
+// walkJournal calls fn with each entry of the journal in r that is newer
+// than base (its version above it), with its line and the line's offset.
+// Every write bumps the version by one, so those entries are contiguous:
+// at a gap it returns errJournalGap when strict, else it stops there. A
+// torn last line (no newline: a crash during its write) or a foreign one
+// ends the walk as the end of the journal. fn's error ends it too.
+func walkJournal(r io.Reader, base int, strict bool, fn func(e *journalEntry, line []byte, at int64) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
 	last := base
+	var off int64
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
 			return nil // a line without its newline is torn
 		}
 		if err != nil {
 			return err
 		}
+		at := off
+		off += int64(len(line))
 		var e journalEntry
 		if json.Unmarshal(line, &e) != nil || e.Item == nil {
 			return nil // torn or foreign: stop at the last good entry
@@ -104,21 +130,9 @@ func replayJournal(path string, cp *Checkpoint, strict bool) error {
 			return nil
 		}
 		last = e.V
-		if e.Pos == len(cp.Items) {
-			// An item appended since the snapshot (State.UpdateItems).
-			cp.Items = append(cp.Items, e.Item)
+		if err := fn(&e, line, at); err != nil {
+			return err
 		}
-		if e.Pos < 0 || e.Pos >= len(cp.Items) {
-			continue
-		}
-		if e.Item.DataLen == 0 {
-			old := cp.Items[e.Pos]
-			e.Item.Data, e.Item.DataOff, e.Item.DataLen = old.Data, old.DataOff, old.DataLen
-		}
-		cp.Items[e.Pos] = e.Item
-		cp.CheckpointVersion = e.V
-		cp.UpdatedAt = e.UpdatedAt
-		cp.NextAgent = max(cp.NextAgent, e.NextAgent)
 	}
 }
 

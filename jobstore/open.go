@@ -198,43 +198,16 @@ func (s *State) openJournal(strict bool) error {
 		return fmt.Errorf("job %s: read checkpoint journal: %w", s.paths.JobID, err)
 	}
 	s.rows.journal = j
-	r := bufio.NewReaderSize(j, 64<<10)
-	base := s.cp.CheckpointVersion
-	last := base
-	var off int64
-	for {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return nil // a line without its newline is torn
-		}
-		if err != nil {
-			return fmt.Errorf("job %s: read checkpoint journal: %w", s.paths.JobID, err)
-		}
-		at := off
-		off += int64(len(line))
-		var e journalEntry
-		if json.Unmarshal(line, &e) != nil || e.Item == nil {
-			return nil // torn or foreign: stop at the last good entry
-		}
-		if e.V <= base {
-			continue
-		}
-		if e.V > last+1 {
-			if strict {
-				return errJournalGap
-			}
-			return nil
-		}
+	err = walkJournal(j, s.cp.CheckpointVersion, strict, func(e *journalEntry, line []byte, at int64) error {
 		if e.Counts == nil {
 			return errNoCounts
 		}
-		last = e.V
 		if e.Pos == len(s.cp.Items) {
 			s.cp.Items = append(s.cp.Items, nil)
 			s.locs = append(s.locs, rowLoc{})
 		}
 		if e.Pos < 0 || e.Pos >= len(s.cp.Items) {
-			continue
+			return nil
 		}
 		s.cp.CheckpointVersion = e.V
 		s.cp.UpdatedAt = e.UpdatedAt
@@ -252,7 +225,7 @@ func (s *State) openJournal(strict bool) error {
 			s.cp.Items[e.Pos] = e.Item
 			s.locs[e.Pos] = rowLoc{}
 			s.dirty[e.Pos] = struct{}{}
-			continue
+			return nil
 		}
 		if o, n, ok := journalItem(line[:len(line)-1]); ok {
 			s.cp.Items[e.Pos] = nil
@@ -263,7 +236,12 @@ func (s *State) openJournal(strict bool) error {
 			s.locs[e.Pos] = rowLoc{}
 			s.dirty[e.Pos] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errJournalGap) && !errors.Is(err, errNoCounts) {
+		return fmt.Errorf("job %s: read checkpoint journal: %w", s.paths.JobID, err)
 	}
+	return err
 }
 
 // Rewrite calls fn with every item, in position order, each read back

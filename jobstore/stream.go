@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -101,48 +100,28 @@ func indexJournal(path string, base int, strict bool) (*journalIndex, error) {
 		return nil, err
 	}
 	defer src.Close()
-	r := bufio.NewReaderSize(src, 64<<10)
 	var w *bufio.Writer
 	var off int64
-	last := base
-	for {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			break // a line without its newline is torn
-		}
-		if err != nil {
-			j.close()
-			return nil, err
-		}
-		var e journalEntry
-		if json.Unmarshal(line, &e) != nil || e.Item == nil {
-			break
-		}
-		if e.V <= base {
-			continue
-		}
-		if e.V > last+1 {
-			if strict {
-				j.close()
-				return nil, errJournalGap
-			}
-			break
-		}
-		last = e.V
+	err = walkJournal(src, base, strict, func(e *journalEntry, line []byte, _ int64) error {
 		if j.f == nil {
+			var err error
 			if j.f, err = os.CreateTemp("", "prodigy-journal-*"); err != nil {
-				return nil, fmt.Errorf("copy the checkpoint journal: %w", err)
+				return fmt.Errorf("copy the checkpoint journal: %w", err)
 			}
 			w = bufio.NewWriterSize(j.f, 64<<10)
 		}
 		if _, err := w.Write(line); err != nil {
-			j.close()
-			return nil, fmt.Errorf("copy the checkpoint journal: %w", err)
+			return fmt.Errorf("copy the checkpoint journal: %w", err)
 		}
 		j.at[e.Pos] = [2]int64{off, int64(len(line))}
 		off += int64(len(line))
 		e.Item = nil
-		j.last = &e
+		j.last = e
+		return nil
+	})
+	if err != nil {
+		j.close()
+		return nil, err
 	}
 	if w != nil {
 		if err := w.Flush(); err != nil {
