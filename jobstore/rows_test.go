@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -463,4 +464,95 @@ func TestRowHasAnswersForEveryEncoding(t *testing.T) {
 			t.Errorf("row %d refused for its pending record: %s", i, row)
 		}
 	}
+}
+
+// TestEvictionUnderConcurrentChanges: workers hold, change and release
+// items at once (so each item has one changer at a time, as the engine
+// runs it), with changes large enough to compact the journal several
+// times, while readers scan; every item out of memory must read back as
+// its last change, in the state and on disk.
+func TestEvictionUnderConcurrentChanges(t *testing.T) {
+	const n, workers, rounds = 64, 6, 120
+	p, s, cp, _ := journalJob(t, n)
+	s.EvictRows()
+	big := strings.Repeat("y", 3<<10)
+	want := make([]int, n) // attempts per item
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() { // readers
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = s.Scan(func(int, *jobstore.CheckpointItem) bool { return true })
+			_, _ = s.Next(0, func(row []byte) bool { return jobstore.RowHas(row, "state", "dlq") }, func(it *jobstore.CheckpointItem) bool { return it.State == jobstore.ItemDLQ })
+		}
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				pos := (w*rounds + r*7) % n
+				if pos%workers != w { // each position has one worker
+					pos = (pos/workers)*workers + w
+					if pos >= n {
+						continue
+					}
+				}
+				it, err := s.Hold(pos)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.UpdateItem(it, func(*jobstore.Checkpoint) {
+					it.Attempts++
+					it.Error = fmt.Sprintf("w%d r%d %s", w, r, big)
+					it.State = jobstore.ItemDLQ
+				}); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				want[pos] = it.Attempts
+				mu.Unlock()
+				s.Release(it)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := inMemory(s, cp); n != 0 {
+		t.Errorf("%d items in memory after every release", n)
+	}
+	check := func(how string, attempts func(pos int) int) {
+		t.Helper()
+		for pos := range n {
+			if got := attempts(pos); got != want[pos] {
+				t.Errorf("%s: item %d has %d attempts, want %d", how, pos, got, want[pos])
+			}
+		}
+	}
+	var scanned []int
+	if err := s.Scan(func(_ int, it *jobstore.CheckpointItem) bool { scanned = append(scanned, it.Attempts); return true }); err != nil {
+		t.Fatal(err)
+	}
+	check("Scan", func(pos int) int { return scanned[pos] })
+	loaded, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("LoadCheckpoint", func(pos int) int { return loaded.Items[pos].Attempts })
+	o, _, err := jobstore.OpenState(p, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var opened []int
+	if err := o.Scan(func(_ int, it *jobstore.CheckpointItem) bool { opened = append(opened, it.Attempts); return true }); err != nil {
+		t.Fatal(err)
+	}
+	check("OpenState", func(pos int) int { return opened[pos] })
 }
