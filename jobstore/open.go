@@ -257,16 +257,12 @@ func (s *State) Rewrite(maybe func(row []byte) bool, fn func(it *CheckpointItem)
 	changed := false
 	for i, it := range s.cp.Items {
 		if it == nil {
-			row, err := s.rowBytes(i)
-			if err != nil {
-				return fmt.Errorf("read checkpoint item %d: %w", i, err)
+			var err error
+			if it, err = s.rowItem(i, maybe); err != nil {
+				return err
 			}
-			if maybe != nil && !maybe(row) {
-				continue
-			}
-			it = &CheckpointItem{}
-			if err := json.Unmarshal(row, it); err != nil {
-				return fmt.Errorf("read checkpoint item %d: %w", i, err)
+			if it == nil {
+				continue // refused undecoded
 			}
 		}
 		before := *it

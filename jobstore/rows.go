@@ -200,10 +200,17 @@ func (w *rowWindow) read(f *os.File, off int64, n int) ([]byte, error) {
 func (w *rowWindow) reset() { w.buf = w.buf[:0] }
 
 // decodeRow reads item i's durable row into a new item.
-func (s *State) decodeRow(i int) (*CheckpointItem, error) {
+func (s *State) decodeRow(i int) (*CheckpointItem, error) { return s.rowItem(i, nil) }
+
+// rowItem reads item i's durable row into a new item when maybe (nil:
+// always) accepts the row; nil, nil when it refuses it (not decoded).
+func (s *State) rowItem(i int, maybe func(row []byte) bool) (*CheckpointItem, error) {
 	b, err := s.rowBytes(i)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint item %d: %w", i, err)
+	}
+	if maybe != nil && !maybe(b) {
+		return nil, nil
 	}
 	it := &CheckpointItem{}
 	if err := json.Unmarshal(b, it); err != nil {
@@ -256,15 +263,10 @@ func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 	defer s.mu.Unlock()
 	for i, it := range s.cp.Items {
 		if it == nil {
-			buf, err := s.rowBytes(i)
-			if err != nil {
-				return fmt.Errorf("read checkpoint item %d: %w", i, err)
+			var err error
+			if it, err = s.decodeRow(i); err != nil {
+				return err
 			}
-			it = &CheckpointItem{}
-			if err := json.Unmarshal(buf, it); err != nil {
-				return fmt.Errorf("read checkpoint item %d: %w", i, err)
-			}
-			it.pos = i
 		}
 		if !fn(i, it) {
 			return nil
@@ -281,22 +283,16 @@ func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 func (s *State) Next(from int, maybe func(row []byte) bool, want func(it *CheckpointItem) bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var scratch CheckpointItem
 	for i := max(from, 0); i < len(s.cp.Items); i++ {
 		it := s.cp.Items[i]
 		if it == nil {
-			row, err := s.rowBytes(i)
-			if err != nil {
-				return -1, fmt.Errorf("read checkpoint item %d: %w", i, err)
+			var err error
+			if it, err = s.rowItem(i, maybe); err != nil {
+				return -1, err
 			}
-			if maybe != nil && !maybe(row) {
-				continue
+			if it == nil {
+				continue // refused undecoded
 			}
-			scratch = CheckpointItem{}
-			if err := json.Unmarshal(row, &scratch); err != nil {
-				return -1, fmt.Errorf("read checkpoint item %d: %w", i, err)
-			}
-			it = &scratch
 		}
 		if want(it) {
 			return i, nil

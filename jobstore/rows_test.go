@@ -556,3 +556,35 @@ func TestEvictionUnderConcurrentChanges(t *testing.T) {
 	}
 	check("OpenState", func(pos int) int { return opened[pos] })
 }
+
+// TestUpdateItemTakesBackAPointerKeptPastItsCall: a pointer obtained from
+// Read and kept after the item left memory (only Hold's stay valid, but a
+// caller may get this wrong) is taken back by UpdateItem when nothing
+// changed the item since, so its change is written, not lost.
+func TestUpdateItemTakesBackAPointerKeptPastItsCall(t *testing.T) {
+	p, s, cp, _ := journalJob(t, 10)
+	s.EvictRows()
+	var kept *jobstore.CheckpointItem
+	if err := s.Read(func(c *jobstore.Checkpoint) { kept = c.Items[4] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateHead(func(*jobstore.CheckpointHead) {}); err != nil {
+		t.Fatal(err)
+	}
+	if n := inMemory(s, cp); n != 0 {
+		t.Fatalf("%d items in memory, want 0", n)
+	}
+	if err := s.UpdateItem(kept, func(*jobstore.Checkpoint) { kept.Attempts, kept.State = 9, jobstore.ItemMerged }); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := loaded.Items[4]; it.Attempts != 9 || it.State != jobstore.ItemMerged {
+		t.Fatalf("item 4 on disk: %+v", *it)
+	}
+	if got := s.Counts(); got.Merged != 1 || got.Pending != 9 {
+		t.Fatalf("counts %+v", got)
+	}
+}

@@ -281,12 +281,12 @@ func (s *State) UpdateHead(fn func(h *CheckpointHead)) error {
 	return s.flush(v)
 }
 
-// ItemsCostUSD is the sum of the items' cost_usd, kept current with the
-// counts (no item is read).
-func (s *State) ItemsCostUSD() float64 {
+// JobCostUSD is the job's spend as Checkpoint.JobCost says it (its items'
+// plus setup's and reduce's), from the counts: no item is read.
+func (s *State) JobCostUSD() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return RoundUSD(s.counts.ItemsCostUSD)
+	return RoundUSD(s.counts.ItemsCostUSD + s.cp.PhaseCostUSD)
 }
 
 // Counts tallies the items by state in O(1): the counts are kept current

@@ -74,9 +74,7 @@ func (ir *itemRunner) releaseBudget() {
 func (j *job) budgetError(left int) error {
 	var spent, need, paid float64
 	var payers int
-	var phase float64
-	j.state.ReadHead(func(h *jobstore.CheckpointHead) { phase = h.PhaseCostUSD })
-	spent = jobstore.RoundUSD(j.state.ItemsCostUSD() + phase)
+	spent = j.state.JobCostUSD()
 	// A row that cannot be read leaves the suggestion short; the error
 	// still says what was spent.
 	_ = j.state.Scan(func(_ int, it *jobstore.CheckpointItem) bool {

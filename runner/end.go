@@ -79,10 +79,10 @@ func (j *job) end(cause error) (*Result, error) {
 		cause, status = err, StatusFailed
 	}
 	elapsed := j.now().Sub(j.started).Milliseconds()
-	itemsCost := j.state.ItemsCostUSD()
+	cost := j.state.JobCostUSD()
 	werr := j.state.UpdateHead(func(h *jobstore.CheckpointHead) {
 		h.Status = status
-		h.CostUSD = jobstore.RoundUSD(itemsCost + h.PhaseCostUSD)
+		h.CostUSD = cost
 		h.ElapsedMS += elapsed
 		h.Error = ""
 		if cause != nil {

@@ -421,8 +421,7 @@ func (j *Job) StopReason() string {
 // Result is the job's result as its checkpoint holds it now: counts and
 // every item's outcome. Safe for concurrent use, also while Run runs.
 func (j *Job) Result() *Result {
-	var res *Result
-	res, err := stateResult(j.j.state, j.j.paths, j.j.keepRows)
+	res, err := stateResult(j.j.state, j.j.paths, true)
 	if err != nil {
 		j.j.warn(err.Error())
 	}

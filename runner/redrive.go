@@ -71,7 +71,7 @@ func retryDLQ(ctx context.Context, ro retryOptions) (*Result, error) {
 		// result is the plan alone (issue 27): total and pending are
 		// the selected items, nothing has succeeded, failed or been
 		// skipped yet; the job's own totals are `status`'s.
-		res := j.headResult(cp)
+		res := countedResult(cp, j.state.Counts())
 		res.Items = []ItemOutcome{}
 		res.Total, res.Successful, res.Failed, res.Skipped, res.Pending = 0, 0, 0, 0, 0
 		// dlq_count is the number of records streamed, not the index's:

@@ -114,7 +114,7 @@ type OrphanedWorktree = jobstore.OrphanedWorktree
 // Items is nil and whose cost is what the checkpoint last recorded.
 func resultOf(c *jobstore.Checkpoint) *Result {
 	if c.Items == nil && c.ItemCounts != nil {
-		r := resultFrom(c, *c.ItemCounts, jobstore.RoundUSD(c.ItemCounts.ItemsCostUSD+c.PhaseCostUSD))
+		r := countedResult(c, *c.ItemCounts)
 		r.Items = nil
 		return r
 	}
@@ -148,20 +148,6 @@ func (r *Result) EachItem(fn func(ItemOutcome) error) error {
 	return nil
 }
 
-// KeepItems reads the outcomes into Items when they were left to
-// EachItem, for a caller that needs them all (a shard's result.json).
-func (r *Result) KeepItems() error {
-	if r.Items != nil || r.outcomes == nil {
-		return nil
-	}
-	items := []ItemOutcome{}
-	if err := r.outcomes(func(it ItemOutcome) error { items = append(items, it); return nil }); err != nil {
-		return err
-	}
-	r.Items = items
-	return nil
-}
-
 // HasItems reports whether the result lists its items (Items, or read by
 // EachItem); a summary (StatusSummary) does not.
 func (r *Result) HasItems() bool { return r.Items != nil || r.outcomes != nil }
@@ -174,26 +160,16 @@ func streamedOutcomes(p jobstore.Paths) func(fn func(ItemOutcome) error) error {
 	}
 }
 
-// headResult is the Result of the job's head and counts alone, without
-// items (Items nil).
-func (j *job) headResult(cp *jobstore.Checkpoint) *Result {
-	n := j.state.Counts()
-	r := resultFrom(cp, n, jobstore.RoundUSD(n.ItemsCostUSD+cp.PhaseCostUSD))
-	r.Items = nil
-	return r
-}
-
 // stateResult builds the public Result of a job's state (at p) as
 // resultOf does, reading its items one at a time (jobstore.State.Scan),
 // or, for more than KeptOutcomes items unless keep, leaving them to
-// EachItem: the
-// cost is the items' cost as the state's counts keep it. On a read error
+// EachItem; the cost is the one the state's counts keep. On a read error
 // the Result has the counts and the items read so far.
 func stateResult(s *jobstore.State, p jobstore.Paths, keep bool) (*Result, error) {
 	var c jobstore.Checkpoint
 	s.ReadHead(func(h *jobstore.CheckpointHead) { c.CheckpointHead = *h })
 	n := s.Counts()
-	r := resultFrom(&c, n, jobstore.RoundUSD(n.ItemsCostUSD+c.PhaseCostUSD))
+	r := countedResult(&c, n)
 	if n.Total > keptOutcomes && !keep {
 		r.Items, r.outcomes = nil, streamedOutcomes(p)
 		return r, nil
@@ -204,6 +180,12 @@ func stateResult(s *jobstore.State, p jobstore.Paths, keep bool) (*Result, error
 		return true
 	})
 	return r, err
+}
+
+// countedResult is the Result of c's head and its item counts n, without
+// items (Items empty): the cost is the counts' items' plus the phases'.
+func countedResult(c *jobstore.Checkpoint, n jobstore.Counts) *Result {
+	return resultFrom(c, n, jobstore.RoundUSD(n.ItemsCostUSD+c.PhaseCostUSD))
 }
 
 func resultFrom(c *jobstore.Checkpoint, n jobstore.Counts, cost float64) *Result {

@@ -209,7 +209,7 @@ func (j *job) open(ctx context.Context, cp *jobstore.Checkpoint, resumed bool) e
 	if j.state == nil {
 		j.state = jobstore.NewState(j.paths, cp, j.now)
 	}
-	j.costAtOpen = jobstore.RoundUSD(j.state.ItemsCostUSD() + cp.PhaseCostUSD)
+	j.costAtOpen = j.state.JobCostUSD()
 	j.state.RedactWith(j.red.JSON)
 	j.guard = j.newGuard()
 	j.events = event.Open(j.paths, j.now, func(m string) { j.warn(m) })

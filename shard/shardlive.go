@@ -80,10 +80,6 @@ func (l *shardLive) stop() {
 
 // write writes sr as the next output (numbering it) and tells written.
 func (l *shardLive) write(ctx context.Context, sr *Result) error {
-	// result.json lists every item's outcome, also a large shard's.
-	if err := sr.KeepItems(); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	l.seq++
 	sr.OutputSeq = l.seq
