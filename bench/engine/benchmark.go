@@ -216,7 +216,11 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 			}
 			rep.Split = append(rep.Split, s)
 		}
-		rep.Yardstick = b.yardstick(rep)
+		y, err := b.yardstick(ctx, rep)
+		if err != nil {
+			return err
+		}
+		rep.Yardstick = y
 	}
 	if b.cfg.PProf != "" {
 		path, err := filepath.Abs(b.cfg.PProf)
@@ -247,24 +251,38 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 // against the process floor of its pool strategy: one slot reset per item
 // (clean + reset to the new tip, measured by -checkout) plus the slots'
 // full checkouts amortised over the items (max_parallel of them for N).
+// The floor is measured before the runs and again after them, and the
+// yardstick takes the mean: creating files costs more CPU on a disk that
+// has just had files created and removed than on one at rest.
 type yardstick struct {
 	// Filesystem holds the work directory: "tmpfs" or "disk".
 	Filesystem string `json:"filesystem"`
 	// EngineOwnCPUMSPerItem is the engine's self CPU (its plain run) plus
 	// its git's (the split).
 	EngineOwnCPUMSPerItem float64 `json:"engine_own_cpu_ms_per_item"`
-	// FloorCPUMSPerItem is FullResetCPUMS + FullCheckoutCPUMS × P / N.
+	// FloorBefore and FloorAfter are the floor's two measurements, before
+	// the runs and after the split; FloorBeforeMSPerItem and
+	// FloorAfterMSPerItem their floors per item (reset + checkout × P / N).
+	FloorBefore          floorCost `json:"floor_before"`
+	FloorAfter           floorCost `json:"floor_after"`
+	FloorBeforeMSPerItem float64   `json:"floor_before_cpu_ms_per_item"`
+	FloorAfterMSPerItem  float64   `json:"floor_after_cpu_ms_per_item"`
+	// FloorCPUMSPerItem is the mean of the two.
 	FloorCPUMSPerItem float64 `json:"floor_cpu_ms_per_item"`
-	// Ratio is EngineOwnCPUMSPerItem / FloorCPUMSPerItem (target ≤ 1.5).
-	Ratio float64 `json:"ratio"`
+	// Ratio is EngineOwnCPUMSPerItem / FloorCPUMSPerItem (target ≤ 1.5);
+	// RatioBefore the same against the floor measured before the runs
+	// alone (what this benchmark reported until round 3, session 10).
+	Ratio       float64 `json:"ratio"`
+	RatioBefore float64 `json:"ratio_before"`
 }
 
 // yardstick computes the yardstick from the engine's CPU split and the
-// checkout cost; nil when either was not measured.
-func (b *bench) yardstick(rep *report) *yardstick {
+// checkout cost, measuring the floor again; nil when either was not
+// measured.
+func (b *bench) yardstick(ctx context.Context, rep *report) (*yardstick, error) {
 	c := rep.Checkout
 	if c == nil || c.FullResetCPUMS <= 0 {
-		return nil
+		return nil, nil
 	}
 	for _, s := range rep.Split {
 		if s.Kind != kindEngine {
@@ -281,13 +299,31 @@ func (b *bench) yardstick(rep *report) *yardstick {
 				own += g.CPUMSPerItem
 			}
 		}
-		floor := c.FullResetCPUMS + c.FullCheckoutCPUMS*float64(s.MaxParallel)/float64(max(s.N, 1))
-		y := &yardstick{Filesystem: fsType(b.work), EngineOwnCPUMSPerItem: round2(own), FloorCPUMSPerItem: round2(floor), Ratio: round2(own / floor)}
-		fmt.Fprintf(b.log, "yardstick (%s): engine's own CPU %.1f ms/item = %.2f× the floor of its strategy (%.1f ms: reset %.1f + checkout %.0f × %d / %d)\n",
-			y.Filesystem, own, y.Ratio, floor, c.FullResetCPUMS, c.FullCheckoutCPUMS, s.MaxParallel, s.N)
-		return y
+		after, err := b.floorAgain(ctx)
+		if err != nil {
+			return nil, err
+		}
+		before := floorCost{CheckoutMS: c.FullCheckoutMS, CheckoutCPUMS: c.FullCheckoutCPUMS, ResetMS: c.FullResetMS, ResetCPUMS: c.FullResetCPUMS}
+		y := &yardstick{
+			Filesystem:            fsType(b.work),
+			EngineOwnCPUMSPerItem: round2(own),
+			FloorBefore:           before,
+			FloorAfter:            after,
+			FloorBeforeMSPerItem:  round2(before.perItem(s.MaxParallel, s.N)),
+			FloorAfterMSPerItem:   round2(after.perItem(s.MaxParallel, s.N)),
+		}
+		floor := (before.perItem(s.MaxParallel, s.N) + after.perItem(s.MaxParallel, s.N)) / 2
+		y.FloorCPUMSPerItem = round2(floor)
+		y.Ratio = round2(own / floor)
+		y.RatioBefore = round2(own / before.perItem(s.MaxParallel, s.N))
+		fmt.Fprintf(b.log, "yardstick (%s): floor before the runs %.1f ms/item (reset %.1f + checkout %.0f × %d / %d), after them %.1f (reset %.1f + checkout %.0f × %d / %d)\n",
+			y.Filesystem, y.FloorBeforeMSPerItem, before.ResetCPUMS, before.CheckoutCPUMS, s.MaxParallel, s.N,
+			y.FloorAfterMSPerItem, after.ResetCPUMS, after.CheckoutCPUMS, s.MaxParallel, s.N)
+		fmt.Fprintf(b.log, "yardstick (%s): engine's own CPU %.1f ms/item = %.2f× the floor of its strategy (mean %.1f ms; %.2f× the floor before the runs)\n",
+			y.Filesystem, own, y.Ratio, floor, y.RatioBefore)
+		return y, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // firstAgent sets the time-to-first-agent ratio when the checkout cost

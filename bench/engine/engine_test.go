@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -249,5 +250,43 @@ func TestMergeGrowth(t *testing.T) {
 	want := []mergeFlatness{{Files: 1000, MinN: 100, MaxN: 1000, MinMS: 8, MaxMS: 10, Ratio: 1.25}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("mergeGrowth = %+v, want %+v", got, want)
+	}
+}
+
+// TestYardstickMeasuresTheFloorTwice runs -split -checkout on a tiny
+// repository: the floor is measured before the runs and again after them,
+// and the ratio is the engine's own CPU over their mean.
+func TestYardstickMeasuresTheFloorTwice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine on a small repository; skipped with -short")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-files", "200", "-size-mb", "0.5", "-n", "4", "-max-parallel", "2", "-json", "-dir", t.TempDir(),
+		"-baselines=false", "-before=false", "-checkout", "-split"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	y := rep.Yardstick
+	if y == nil {
+		t.Fatalf("no yardstick\nstderr:\n%s", stderr.String())
+	}
+	for name, f := range map[string]floorCost{"before": y.FloorBefore, "after": y.FloorAfter} {
+		if f.CheckoutMS <= 0 || f.CheckoutCPUMS <= 0 || f.ResetMS <= 0 || f.ResetCPUMS <= 0 {
+			t.Errorf("floor %s = %+v", name, f)
+		}
+	}
+	if y.FloorBefore != (floorCost{CheckoutMS: rep.Checkout.FullCheckoutMS, CheckoutCPUMS: rep.Checkout.FullCheckoutCPUMS, ResetMS: rep.Checkout.FullResetMS, ResetCPUMS: rep.Checkout.FullResetCPUMS}) {
+		t.Errorf("floor before %+v is not the checkout figures %+v", y.FloorBefore, rep.Checkout)
+	}
+	mean := (y.FloorBeforeMSPerItem + y.FloorAfterMSPerItem) / 2
+	if math.Abs(y.FloorCPUMSPerItem-mean) > 0.02 || y.EngineOwnCPUMSPerItem <= 0 || math.Abs(y.Ratio-y.EngineOwnCPUMSPerItem/y.FloorCPUMSPerItem) > 0.02 {
+		t.Errorf("yardstick = %+v (mean of the floors %.2f)", y, mean)
+	}
+	if !strings.Contains(stderr.String(), "floor before the runs") {
+		t.Errorf("the log does not give both floors:\n%s", stderr.String())
 	}
 }
