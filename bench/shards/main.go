@@ -39,23 +39,29 @@ type shardTime struct {
 }
 
 type report struct {
-	N               int         `json:"n"`
-	Shards          int         `json:"shards"`
-	ConcurrentJobs  int         `json:"concurrent_shard_processes"`
-	MaxParallel     int         `json:"max_parallel_per_shard"`
-	PlanS           float64     `json:"plan_s"`
-	ShardPhaseS     float64     `json:"shard_phase_wall_s"`
-	ShardMeanS      float64     `json:"shard_mean_s"`
-	ShardMaxS       float64     `json:"shard_max_s"`
-	GatherS         float64     `json:"gather_s"`
-	GatherPerShardS float64     `json:"gather_per_shard_s"`
-	RegatherS       float64     `json:"second_gather_s"`
-	Successful      int         `json:"successful"`
-	Failed          int         `json:"failed"`
-	DLQCount        int         `json:"dlq_count"`
-	FilesOnBranch   int         `json:"result_files_on_branch"`
-	AccountedOnce   bool        `json:"every_item_accounted_once"`
-	PerShard        []shardTime `json:"per_shard"`
+	N               int     `json:"n"`
+	Shards          int     `json:"shards"`
+	ConcurrentJobs  int     `json:"concurrent_shard_processes"`
+	MaxParallel     int     `json:"max_parallel_per_shard"`
+	PlanS           float64 `json:"plan_s"`
+	ShardPhaseS     float64 `json:"shard_phase_wall_s"`
+	ShardMeanS      float64 `json:"shard_mean_s"`
+	ShardMaxS       float64 `json:"shard_max_s"`
+	GatherS         float64 `json:"gather_s"`
+	GatherPerShardS float64 `json:"gather_per_shard_s"`
+	// FetchVerifyS and MergeImportS are gather's two phases, as it logs
+	// them: the outputs fetched and verified, then merged and imported in
+	// plan order (issue 26's target: 50 shards gathered in ≤ 2× one
+	// shard's gather plus the merges).
+	FetchVerifyS  float64     `json:"gather_fetch_verify_s"`
+	MergeImportS  float64     `json:"gather_merge_import_s"`
+	RegatherS     float64     `json:"second_gather_s"`
+	Successful    int         `json:"successful"`
+	Failed        int         `json:"failed"`
+	DLQCount      int         `json:"dlq_count"`
+	FilesOnBranch int         `json:"result_files_on_branch"`
+	AccountedOnce bool        `json:"every_item_accounted_once"`
+	PerShard      []shardTime `json:"per_shard"`
 }
 
 func main() {
@@ -88,15 +94,46 @@ func main() {
 func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 
 func sh(dir string, env []string, name string, args ...string) (string, error) {
+	out, _, err := shLog(dir, env, name, args...)
+	return out, err
+}
+
+// shLog is sh that also returns what the command wrote on stderr.
+func shLog(dir string, env []string, name string, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, lastLines(errb.String(), 20))
+		return out.String(), errb.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, lastLines(errb.String(), 20))
 	}
-	return out.String(), nil
+	return out.String(), errb.String(), nil
+}
+
+// gatherPhases reads the durations gather logs for its two phases:
+// fetching and verifying the shard outputs, and merging and importing
+// them in plan order (0 when a line is missing).
+func gatherPhases(log string) (fetch, merge float64) {
+	for _, line := range strings.Split(log, "\n") {
+		if _, rest, ok := strings.Cut(line, "fetched and verified in "); ok {
+			fetch = seconds(rest)
+		}
+		if _, rest, ok := strings.Cut(line, "merged and imported in plan order in "); ok {
+			merge = seconds(rest)
+		}
+	}
+	return fetch, merge
+}
+
+// seconds parses the Go duration that starts s, in seconds (0 if none).
+func seconds(s string) float64 {
+	f, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	d, err := time.ParseDuration(f)
+	if err != nil {
+		return 0
+	}
+	return d.Seconds()
 }
 
 func lastLines(s string, n int) string {
@@ -257,8 +294,9 @@ func run(ctx context.Context, c config) (*report, error) {
 	homeG := filepath.Join(c.dir, "home-gather")
 	logf("gather")
 	t0 = time.Now()
-	out, err := action(homeG, append([]string{"gather", planDir, "--repo", g, "--json"}, outs...)...)
+	out, glog, err := shLog(c.dir, append([]string{"PRODIGY_HOME=" + homeG}, ident...), c.action, append([]string{"gather", planDir, "--repo", g, "--json"}, outs...)...)
 	rep.GatherS = time.Since(t0).Seconds()
+	rep.FetchVerifyS, rep.MergeImportS = gatherPhases(glog)
 	rep.GatherPerShardS = rep.GatherS / float64(len(outs))
 	if err != nil {
 		return rep, err
@@ -313,7 +351,7 @@ func printText(r *report) {
 	fmt.Printf("sharded fan-out: %d items, %d shards, %d shard process(es) at a time, max_parallel %d per shard\n", r.N, r.Shards, r.ConcurrentJobs, r.MaxParallel)
 	fmt.Printf("  plan            %8.1f s\n", r.PlanS)
 	fmt.Printf("  shards (wall)   %8.1f s   mean %.1f s, max %.1f s per shard\n", r.ShardPhaseS, r.ShardMeanS, r.ShardMaxS)
-	fmt.Printf("  gather          %8.1f s   %.2f s per shard\n", r.GatherS, r.GatherPerShardS)
+	fmt.Printf("  gather          %8.1f s   %.2f s per shard (fetch and verify %.2f s, merge and import %.2f s)\n", r.GatherS, r.GatherPerShardS, r.FetchVerifyS, r.MergeImportS)
 	fmt.Printf("  second gather   %8.1f s   (no-op)\n", r.RegatherS)
 	fmt.Printf("  items: %d merged, %d failed (DLQ %d), %d result files; every item accounted for once: %v\n", r.Successful, r.Failed, r.DLQCount, r.FilesOnBranch, r.AccountedOnce)
 	slow := append([]shardTime(nil), r.PerShard...)
