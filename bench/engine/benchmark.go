@@ -274,6 +274,34 @@ type yardstick struct {
 	// alone (what this benchmark reported until round 3, session 10).
 	Ratio       float64 `json:"ratio"`
 	RatioBefore float64 `json:"ratio_before"`
+	// StrongOwnCPUMSPerItem is the strong script's own CPU per item
+	// measured the same way, when it ran beside the engine: its git
+	// processes but the agents' (`git add`, `git commit`) — its slot
+	// resets and checkouts, and its merges (merge-tree, commit-tree,
+	// update-ref, rev-parse), which the floor does not hold. StrongRatio
+	// is it over the same floor: what a git-savvy user's script reaches
+	// against this yardstick.
+	StrongOwnCPUMSPerItem float64 `json:"strong_own_cpu_ms_per_item,omitempty"`
+	StrongRatio           float64 `json:"strong_ratio,omitempty"`
+}
+
+// strongOwn is the strong script's own CPU per item from its split (0
+// when it did not run): every git process it started but the agents'
+// add and commit.
+func strongOwn(splits []cpuSplit) float64 {
+	for _, s := range splits {
+		if s.Kind != kindStrong {
+			continue
+		}
+		var own float64
+		for _, g := range s.Git {
+			if g.Command != "script add" && g.Command != "script commit" {
+				own += g.CPUMSPerItem
+			}
+		}
+		return own
+	}
+	return 0
 }
 
 // yardstick computes the yardstick from the engine's CPU split and the
@@ -316,6 +344,10 @@ func (b *bench) yardstick(ctx context.Context, rep *report) (*yardstick, error) 
 		y.FloorCPUMSPerItem = round2(floor)
 		y.Ratio = round2(own / floor)
 		y.RatioBefore = round2(own / before.perItem(s.MaxParallel, s.N))
+		if so := strongOwn(rep.Split); so > 0 {
+			y.StrongOwnCPUMSPerItem, y.StrongRatio = round2(so), round2(so/floor)
+			fmt.Fprintf(b.log, "yardstick (%s): the strong script's own CPU (its git but the agents' add and commit) %.1f ms/item = %.2f× the same floor\n", y.Filesystem, so, y.StrongRatio)
+		}
 		fmt.Fprintf(b.log, "yardstick (%s): floor before the runs %.1f ms/item (reset %.1f + checkout %.0f × %d / %d), after them %.1f (reset %.1f + checkout %.0f × %d / %d)\n",
 			y.Filesystem, y.FloorBeforeMSPerItem, before.ResetCPUMS, before.CheckoutCPUMS, s.MaxParallel, s.N,
 			y.FloorAfterMSPerItem, after.ResetCPUMS, after.CheckoutCPUMS, s.MaxParallel, s.N)

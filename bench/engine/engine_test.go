@@ -290,3 +290,24 @@ func TestYardstickMeasuresTheFloorTwice(t *testing.T) {
 		t.Errorf("the log does not give both floors:\n%s", stderr.String())
 	}
 }
+
+// TestStrongOwnLeavesOutTheAgentsGit: the strong script's own CPU is its
+// git but the agents' add and commit (commit-tree is the script's merge).
+func TestStrongOwnLeavesOutTheAgentsGit(t *testing.T) {
+	splits := []cpuSplit{
+		{Kind: kindEngine, Git: []gitCPU{{Command: "engine checkout", CPUMSPerItem: 100}}},
+		{Kind: kindStrong, Git: []gitCPU{
+			{Command: "script reset", CPUMSPerItem: 3},
+			{Command: "script commit", CPUMSPerItem: 50},
+			{Command: "script add", CPUMSPerItem: 40},
+			{Command: "script commit-tree", CPUMSPerItem: 1},
+			{Command: "script clean", CPUMSPerItem: 0.5},
+		}},
+	}
+	if got := strongOwn(splits); got != 4.5 {
+		t.Errorf("strongOwn = %v, want 4.5", got)
+	}
+	if got := strongOwn(splits[:1]); got != 0 {
+		t.Errorf("strongOwn without a strong split = %v, want 0", got)
+	}
+}

@@ -105,6 +105,9 @@ func writeText(w io.Writer, rep *report) error {
 	if y := rep.Yardstick; y != nil {
 		fmt.Fprintf(w, "\nyardstick (%s): the engine's own CPU (CLI + its git) %.1f ms per item = %.2fx the process floor of its strategy %.1f ms (slot reset + amortised checkouts; the mean of %.1f before the runs and %.1f after them; %.2fx the floor before)\n",
 			y.Filesystem, y.EngineOwnCPUMSPerItem, y.Ratio, y.FloorCPUMSPerItem, y.FloorBeforeMSPerItem, y.FloorAfterMSPerItem, y.RatioBefore)
+		if y.StrongRatio > 0 {
+			fmt.Fprintf(w, "yardstick (%s): the strong script's own CPU (its git but the agents' add and commit) %.1f ms per item = %.2fx the same floor\n", y.Filesystem, y.StrongOwnCPUMSPerItem, y.StrongRatio)
+		}
 	}
 	for _, p := range rep.Profile {
 		fmt.Fprintf(w, "\ngit processes of %s (N=%d, P=%d, traced wall %.2f s): %.2f per item (%.2f top-level), %.1f ms of git per item\n",
