@@ -15,6 +15,9 @@ func TestMedianAndRange(t *testing.T) {
 	if s := of([]float64{4, 1, 2, 3}); s != (stat{2.5, 1, 4}) {
 		t.Errorf("of(4,1,2,3) = %+v", s)
 	}
+	if thousands(100000) != "100,000" || thousands(1000) != "1,000" || thousands(999) != "999" {
+		t.Error("thousands: wrong")
+	}
 	if met(1.5, 1.5) != "met" || met(1.51, 1.5) == "met" || met(0, 1) == "met" {
 		t.Error("met: wrong verdicts")
 	}
@@ -40,6 +43,10 @@ func TestSummariseReadsEveryRun(t *testing.T) {
 	write("sh-50x200-2.json", `{"gather_s":3.3,"gather_merge_import_s":0.9,"every_item_accounted_once":true}`)
 	write("y-1k-tmpfs-1.json", `{"yardstick":{"engine_own_cpu_ms_per_item":9,"floor_before_cpu_ms_per_item":4,"floor_after_cpu_ms_per_item":6,"floor_cpu_ms_per_item":5,"ratio":1.8}}`)
 	write("y-10k-tmpfs-1.json", `{"cpu_speedup_vs_strong_baseline":1.25,"yardstick":{"engine_own_cpu_ms_per_item":30,"floor_before_cpu_ms_per_item":20,"floor_after_cpu_ms_per_item":20,"floor_cpu_ms_per_item":20,"ratio":1.5,"strong_ratio":1.4}}`)
+	write("sc-commits-1.json", `{"runs":[{"n":1000,"bookkeeping_cpu_ms_per_item":8,"tree_cpu_ms_per_item":20,"merge_ms_per_item":6,"peak_rss_mib":35,"check_ok":true},`+
+		`{"n":10000,"bookkeeping_cpu_ms_per_item":9,"tree_cpu_ms_per_item":22,"merge_ms_per_item":7,"peak_rss_mib":48,"check_ok":true},`+
+		`{"n":1000,"bookkeeping_cpu_ms_per_item":6,"tree_cpu_ms_per_item":18,"merge_ms_per_item":5,"peak_rss_mib":36,"check_ok":true}],`+
+		`"commit_ratios":[{"n":10000,"runner_cpu":1.29,"tree_cpu":1.16,"merge":1.27}]}`)
 	var out bytes.Buffer
 	if err := summarise(&out, dir); err != nil {
 		t.Fatal(err)
@@ -55,6 +62,9 @@ func TestSummariseReadsEveryRun(t *testing.T) {
 		"1.50 (1.50–1.50): met | 1.40 (1.40–1.40) | 0.80 (0.80–0.80): met |",
 		"load 1.0–3.0",
 		"Item 2 (the DLQ artifact): no runs in this directory.",
+		"| 1,000 | 0 | 7.00 (6.00–8.00) |",
+		"runner CPU 1.29 (1.29–1.29), tree CPU 1.16 (1.16–1.16), merge 1.27 (1.27–1.27); target ≤ 1.2×: **not met**",
+		"at most 48.0 MiB",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
