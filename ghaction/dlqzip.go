@@ -104,17 +104,22 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // entries, dlq.json carries the items directory's time and holds the
 // records in directory order (a redrive sorts them by item id anyway).
 //
-// Memory does not grow with the number of records: records are read one
-// at a time into one buffer, twice up to ItemEntriesMax (once for items/,
-// once for dlq.json, names sorted in memory), once beyond it (names
-// streamed from the directory), and compressed as they are written
-// (deflate, fastest level: the zip is written once and read once).
+// Memory does not grow with the number of records: records are read a
+// window at a time (eachRecord: a few goroutines read, redact, check and
+// format them ahead of the writer, which takes them in order), twice up to
+// ItemEntriesMax (once for items/, once for dlq.json, names sorted in
+// memory), once beyond it (names streamed from the directory; counting
+// them stops at the first beyond ItemEntriesMax), and compressed as they
+// are written (deflate, fastest level: the zip is written once and read
+// once).
 func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...ExtraFile) (int, error) {
 	if redact == nil {
 		redact = func(b []byte) []byte { return b }
 	}
 	itemsDir := filepath.Join(dir, "items")
-	total, err := eachRecordName(itemsDir, nil, func(string) error { return nil })
+	// Whether there are more than ItemEntriesMax records: the listing
+	// stops at the first beyond.
+	total, err := countRecords(itemsDir, ItemEntriesMax+1)
 	if err != nil {
 		return 0, err
 	}
@@ -129,46 +134,13 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 	zw.RegisterCompressor(zip.Deflate, fastDeflate)
 	var newest time.Time
 	count := 0
-	var rbuf bytes.Buffer
-	// read returns a record's redacted bytes (valid until the next read);
-	// ok is false for an entry that is not a regular file (skipped, as
-	// before).
-	read := func(n string) (data []byte, mt time.Time, ok bool, err error) {
-		p := filepath.Join(itemsDir, n)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, time.Time{}, false, nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
-		}
-		rbuf.Reset()
-		_, err = rbuf.ReadFrom(f)
-		f.Close()
-		if err != nil {
-			return nil, time.Time{}, false, fmt.Errorf("read DLQ record %s: %w", n, err)
-		}
-		data = redact(rbuf.Bytes())
-		if !json.Valid(data) {
-			return nil, time.Time{}, false, fmt.Errorf("DLQ record %s is not valid JSON", n)
-		}
-		return data, fi.ModTime(), true, nil
-	}
 	if entries {
-		if _, err := eachRecordName(itemsDir, names, func(n string) error {
-			data, mt, ok, err := read(n)
-			if err != nil || !ok {
-				return err
-			}
+		if err := eachRecord(itemsDir, names, redact, nil, func(r *dlqRecord) error {
 			count++
-			if mt.After(newest) {
-				newest = mt
+			if r.mtime.After(newest) {
+				newest = r.mtime
 			}
-			return addZipFile(zw, path.Join("items", n), data, mt)
+			return addZipFile(zw, path.Join("items", r.name), r.data, r.mtime)
 		}); err != nil {
 			return 0, err
 		}
@@ -207,13 +179,11 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		return 0, fmt.Errorf("add %s to zip: %w", DLQArrayFile, err)
 	}
 	bw := bufio.NewWriterSize(aw, 64<<10)
-	var el bytes.Buffer
 	first := true
-	if _, err := eachRecordName(itemsDir, names, func(n string) error {
-		data, _, ok, err := read(n)
-		if err != nil || !ok {
-			return err
-		}
+	indent := func(out *bytes.Buffer, data []byte) error {
+		return json.Indent(out, bytes.TrimSpace(data), "  ", "  ")
+	}
+	if err := eachRecord(itemsDir, names, redact, indent, func(r *dlqRecord) error {
 		if !entries {
 			count++
 		}
@@ -221,12 +191,8 @@ func WriteDLQZip(w io.Writer, dir string, redact func([]byte) []byte, extra ...E
 		if first {
 			sep, first = "[\n  ", false
 		}
-		el.Reset()
-		if err := json.Indent(&el, bytes.TrimSpace(data), "  ", "  "); err != nil {
-			return fmt.Errorf("encode %s: %w", DLQArrayFile, err)
-		}
 		bw.WriteString(sep)
-		_, err = bw.Write(el.Bytes())
+		_, err := bw.Write(r.data)
 		return err
 	}); err != nil {
 		return 0, err
@@ -289,6 +255,21 @@ func (l *nameList) bytes(i int) []byte {
 		start = l.end[i-1]
 	}
 	return l.buf[start:l.end[i]]
+}
+
+// countRecords counts the *.json names of dir, up to upTo: the listing
+// stops there.
+func countRecords(dir string, upTo int) (int, error) {
+	n, err := eachRecordName(dir, nil, func(string) error {
+		if upTo--; upTo <= 0 {
+			return errStopRecords
+		}
+		return nil
+	})
+	if errors.Is(err, errStopRecords) {
+		err = nil
+	}
+	return n, err
 }
 
 // eachRecordName calls fn with every *.json name of dir: those of names
