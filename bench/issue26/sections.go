@@ -180,6 +180,13 @@ func dlqSection(w io.Writer, dir string, loads loadLog) error {
 // engineReport is what bench/engine -json prints (the fields used here).
 type engineReport struct {
 	CPUStrongOverEngine float64 `json:"cpu_speedup_vs_strong_baseline"`
+	Split               []struct {
+		Kind string `json:"kind"`
+		Git  []struct {
+			Command string  `json:"command"`
+			CPUMS   float64 `json:"cpu_ms_per_item"`
+		} `json:"git"`
+	} `json:"cpu_split"`
 	Yardstick           *struct {
 		Own         float64 `json:"engine_own_cpu_ms_per_item"`
 		Before      float64 `json:"floor_before_cpu_ms_per_item"`
@@ -204,8 +211,8 @@ func yardstickSection(w io.Writer, dir string, loads loadLog) error {
 		for _, r := range rs {
 			if y := r.Yardstick; y != nil {
 				own, before, after, ratio = append(own, y.Own), append(before, y.Before), append(after, y.After), append(ratio, y.Ratio)
-				if y.StrongRatio > 0 {
-					strongRatio = append(strongRatio, y.StrongRatio)
+				if sr := r.strongRatio(); sr > 0 {
+					strongRatio = append(strongRatio, sr)
 				}
 			}
 			if r.CPUStrongOverEngine > 0 {
@@ -280,4 +287,31 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// strongRatio is the strong script's own CPU over the yardstick's floor:
+// as bench/engine reports it, or, from a report written before it did,
+// computed the same way from the strong script's split (its git but the
+// agents' add and commit); 0 when the strong script did not run.
+func (r engineReport) strongRatio() float64 {
+	y := r.Yardstick
+	if y == nil || y.Floor <= 0 {
+		return 0
+	}
+	if y.StrongRatio > 0 {
+		return y.StrongRatio
+	}
+	for _, s := range r.Split {
+		if s.Kind != "strong" {
+			continue
+		}
+		var own float64
+		for _, g := range s.Git {
+			if g.Command != "script add" && g.Command != "script commit" {
+				own += g.CPUMS
+			}
+		}
+		return own / y.Floor
+	}
+	return 0
 }
