@@ -187,7 +187,7 @@ type engineReport struct {
 			CPUMS   float64 `json:"cpu_ms_per_item"`
 		} `json:"git"`
 	} `json:"cpu_split"`
-	Yardstick           *struct {
+	Yardstick *struct {
 		Own         float64 `json:"engine_own_cpu_ms_per_item"`
 		Before      float64 `json:"floor_before_cpu_ms_per_item"`
 		After       float64 `json:"floor_after_cpu_ms_per_item"`
