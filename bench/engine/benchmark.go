@@ -332,18 +332,19 @@ func (b *bench) yardstick(ctx context.Context, rep *report) (*yardstick, error) 
 			return nil, err
 		}
 		before := floorCost{CheckoutMS: c.FullCheckoutMS, CheckoutCPUMS: c.FullCheckoutCPUMS, ResetMS: c.FullResetMS, ResetCPUMS: c.FullResetCPUMS}
+		fb, fa := before.perItem(s.MaxParallel, s.N), after.perItem(s.MaxParallel, s.N)
+		floor := (fb + fa) / 2
 		y := &yardstick{
 			Filesystem:            fsType(b.work),
 			EngineOwnCPUMSPerItem: round2(own),
 			FloorBefore:           before,
 			FloorAfter:            after,
-			FloorBeforeMSPerItem:  round2(before.perItem(s.MaxParallel, s.N)),
-			FloorAfterMSPerItem:   round2(after.perItem(s.MaxParallel, s.N)),
+			FloorBeforeMSPerItem:  round2(fb),
+			FloorAfterMSPerItem:   round2(fa),
+			FloorCPUMSPerItem:     round2(floor),
+			Ratio:                 round2(own / floor),
+			RatioBefore:           round2(own / fb),
 		}
-		floor := (before.perItem(s.MaxParallel, s.N) + after.perItem(s.MaxParallel, s.N)) / 2
-		y.FloorCPUMSPerItem = round2(floor)
-		y.Ratio = round2(own / floor)
-		y.RatioBefore = round2(own / before.perItem(s.MaxParallel, s.N))
 		if so := strongOwn(rep.Split); so > 0 {
 			y.StrongOwnCPUMSPerItem, y.StrongRatio = round2(so), round2(so/floor)
 			fmt.Fprintf(b.log, "yardstick (%s): the strong script's own CPU (its git but the agents' add and commit) %.1f ms/item = %.2f× the same floor\n", y.Filesystem, so, y.StrongRatio)
