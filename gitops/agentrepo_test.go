@@ -276,3 +276,48 @@ func TestWorktreesAreClosedFromTheStart(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOutLinksTheIndexGitReplaces: an agent of the engine's own user
+// gets the engine's index as a hard link (no copy), and its git — add,
+// commit, a tag, gc — replaces that index rather than writing into it: the
+// engine's index is the same file with the same bytes afterwards, and the
+// agent's commit is taken back.
+func TestHandOutLinksTheIndexGitReplaces(t *testing.T) {
+	t.Parallel()
+	repo, c := newRepo(t, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"}, true)
+	a, base := handedOutSlot(t, c, repo)
+	admin := filepath.Join(repo, ".git", "worktrees", "slot", "index")
+	before, err := os.ReadFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminFI, err := os.Stat(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentFI, err := os.Stat(filepath.Join(a.Dir(), ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(adminFI, agentFI) {
+		t.Errorf("the agent's index is a copy, not a link of the engine's")
+	}
+	agentShell(t, a.Dir(), `set -e
+echo new > new.txt && echo changed > a.txt
+git add -A && git -c user.name=A -c user.email=a@example.com commit -qm agent
+git tag v1 && git gc -q`)
+	after, err := os.ReadFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("the engine's index changed under the agent's git")
+	}
+	theirs, err := a.Reclaim(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs == base || git(t, repo, "show", theirs+":new.txt") != "new" {
+		t.Errorf("agent's commit %s not taken back (base %s)", theirs, base)
+	}
+}

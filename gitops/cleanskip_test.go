@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestCleanWorktreeRunsGitOnlyWhenNeeded: after a commit that left nothing
-// behind, CleanWorktree starts no git process; anything git clean -ffdx
-// would delete (untracked, ignored, an empty directory, a nested
-// repository) makes it run git, and the path is gone afterwards. An index
-// go-git cannot read in full (a sparse index) also runs git.
-func TestCleanWorktreeRunsGitOnlyWhenNeeded(t *testing.T) {
+// TestCleanWorktreeRunsGitOnlyWhenItCannotTell: CleanWorktree deletes what
+// git clean -ffdx would — untracked, ignored, an empty directory, a nested
+// repository — without starting git, and leaves a worktree with nothing to
+// delete as it is; an index this reader does not vouch for (a sparse
+// index) or a tracked file that became a directory makes it run git.
+func TestCleanWorktreeRunsGitOnlyWhenItCannotTell(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{"a/x.txt": "x\n", "a/deep/y.txt": "y\n", "b.txt": "b\n", ".gitignore": "*.log\n"}
 	for _, tc := range []struct {
@@ -30,18 +29,25 @@ func TestCleanWorktreeRunsGitOnlyWhenNeeded(t *testing.T) {
 			git(t, dir, "update-index", "--untracked-cache", "--index-version", "4")
 			commitFiles(t, dir, "agent", map[string]string{"out/1.txt": "1\n"})
 		}},
-		{name: "untracked file", gone: "a/deep/new.txt", runGit: true},
-		{name: "ignored file", gone: "a/z.log", runGit: true},
-		{name: "empty directory", gone: "empty", runGit: true, setup: func(t *testing.T, dir string) {
+		{name: "untracked file", gone: "a/deep/new.txt"},
+		{name: "ignored file", gone: "a/z.log"},
+		{name: "untracked directory", gone: "new/deeper/f.txt"},
+		{name: "empty directory", gone: "empty", setup: func(t *testing.T, dir string) {
 			if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "nested repository", gone: "nested", runGit: true, setup: func(t *testing.T, dir string) {
+		{name: "nested repository", gone: "nested", setup: func(t *testing.T, dir string) {
 			git(t, dir, "init", "-q", "nested")
 		}},
 		{name: "sparse index", runGit: true, setup: func(t *testing.T, dir string) {
 			git(t, dir, "sparse-checkout", "set", "--cone", "--sparse-index", "a")
+		}},
+		{name: "tracked file became a directory", runGit: true, setup: func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, dir, map[string]string{"b.txt/inside": "i\n"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,17 +71,18 @@ func TestCleanWorktreeRunsGitOnlyWhenNeeded(t *testing.T) {
 					t.Errorf("%s is still there (%v)", tc.gone, err)
 				}
 			}
-			if st := git(t, dir, "status", "--porcelain", "--ignored", "--untracked-files=all"); st != "" {
+			if st := git(t, dir, "status", "--porcelain", "--ignored", "--untracked-files=all"); st != "" && tc.name != "tracked file became a directory" {
 				t.Errorf("worktree not clean:\n%s", st)
 			}
 		})
 	}
 }
 
-// TestIndexPathsMatchesLsFiles: the small index reader lists exactly what
-// `git ls-files` lists, in index versions 2, 3 (an intent-to-add entry sets
-// extended flags) and 4 (prefix-compressed names), gitlinks included.
-func TestIndexPathsMatchesLsFiles(t *testing.T) {
+// TestIndexEntriesMatchLsFiles: the small index reader lists exactly what
+// `git ls-files` lists, in its order, in index versions 2, 3 (an
+// intent-to-add entry sets extended flags) and 4 (prefix-compressed
+// names), gitlinks included.
+func TestIndexEntriesMatchLsFiles(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{"a/x.txt": "x\n", "a/deep/y.txt": "y\n", "a/deep/yy.txt": "yy\n", "b.txt": "b\n", "z/long-name-" + strings.Repeat("n", 40) + ".txt": "n\n"}
 	dir, _ := newRepo(t, files, true)
@@ -94,14 +101,19 @@ func TestIndexPathsMatchesLsFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := indexPaths(data)
+		got, ok := indexEntries(data)
 		if !ok {
 			t.Fatalf("index version %s not read", git(t, dir, "update-index", "--show-index-version"))
 		}
 		want := strings.Split(git(t, dir, "ls-files"), "\n")
-		keys := slices.Sorted(maps.Keys(got))
-		if !slices.Equal(keys, want) || !got["sub"] || got["b.txt"] {
-			t.Errorf("indexPaths = %v, ls-files = %q", got, want)
+		var names []string
+		gitlinks := map[string]bool{}
+		for _, e := range got {
+			names = append(names, e.name)
+			gitlinks[e.name] = e.gitlink
+		}
+		if !slices.Equal(names, want) || !gitlinks["sub"] || gitlinks["b.txt"] {
+			t.Errorf("indexEntries = %v, ls-files = %q", got, want)
 		}
 	}
 }

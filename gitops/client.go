@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options configures a [Client]: every git process the Client starts gets
@@ -293,6 +294,21 @@ type Client struct {
 	// beforeSwap, when set (tests), runs right before each ref update of
 	// MergeTree.
 	beforeSwap func()
+
+	// cleaned is what CleanWorktree remembers of the worktrees it cleaned
+	// (cleanskip.go), made on first use under cleanMu.
+	cleanMu sync.Mutex
+	cleaned *cleanMemo
+	// clock is the time of day (tests set it; nil is time.Now).
+	clock func() time.Time
+}
+
+// now is the Client's time of day.
+func (c *Client) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
 }
 
 // New opens the repository containing repoDir (any directory inside its work

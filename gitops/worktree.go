@@ -100,6 +100,7 @@ func (c *Client) WorktreeRemove(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, err)
 	}
+	c.forgetClean(abs)
 	c.admin.Lock()
 	defer c.admin.Unlock()
 	_, gitErr := c.run(ctx, c.top, nil, nil, "worktree", "remove", "--force", "--force", "--", abs)
@@ -322,14 +323,15 @@ func (c *Client) detachedAt(dir, commit string) bool {
 }
 
 // CleanWorktree deletes every untracked and ignored file in the worktree
-// dir, nested repositories included (`git clean -ffdx`). git only runs when
-// an in-process look at the index and the directories finds something it
-// would delete (or cannot tell, see nothingToClean).
+// dir, nested repositories included, as `git clean -ffdx` does. It does so
+// in-process, listing only the directories that changed since its last
+// clean of dir; git runs only when that cannot vouch for the result (see
+// cleanskip.go).
 func (c *Client) CleanWorktree(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("clean worktree %s: %w", dir, err)
 	}
-	if nothingToClean(dir) {
+	if c.cleanInProcess(dir) {
 		return nil
 	}
 	if _, err := c.run(ctx, dir, nil, nil, "clean", "-ffdxq"); err != nil {

@@ -34,8 +34,9 @@ type checkoutCost struct {
 	// SparseCheckoutMS is one gitops.WorktreeCreate with the -sparse dirs.
 	SparseCheckoutMS float64 `json:"sparse_checkout_ms,omitempty"`
 	// FullResetMS and SparseResetMS are the mean per-item reset of a pool
-	// slot (gitops.CleanWorktree + ResetWorktree to the new results tip,
-	// as the engine does between items) after an agent-like commit.
+	// slot after an agent-like commit: `git clean -ffdx`, then `git
+	// checkout --force -B` of a new branch at the base, the git a pool
+	// strategy runs between items (the engine itself cleans in-process).
 	FullResetMS   float64 `json:"full_reset_ms"`
 	SparseResetMS float64 `json:"sparse_reset_ms,omitempty"`
 	// FullCheckoutCPUMS and FullResetCPUMS are the CPU time of the git
@@ -102,7 +103,7 @@ func (b *bench) measureCheckout(ctx context.Context) (*checkoutCost, error) {
 		return nil, err
 	}
 	cc.SparseDiskRatio = round3(float64(cc.SparseDiskKB) / float64(cc.FullDiskKB))
-	if cc.SparseResetMS, _, err = resetCost(ctx, c, sparse, "sparse"); err != nil {
+	if cc.SparseResetMS, _, err = resetCost(ctx, sparse, "sparse"); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(b.log, "checkout: sparse %v %.0f ms, %s (%.3f of full), per-item reset %.1f ms\n",
@@ -163,7 +164,7 @@ func (b *bench) measureFloor(ctx context.Context, c *gitops.Client, repo, dir, h
 		return f, err
 	}
 	var err error
-	if f.ResetMS, f.ResetCPUMS, err = resetCost(ctx, c, slot, "full"); err != nil {
+	if f.ResetMS, f.ResetCPUMS, err = resetCost(ctx, slot, "full"); err != nil {
 		return f, err
 	}
 	return f, c.WorktreeDiscard(ctx, slot)
@@ -199,10 +200,11 @@ func (b *bench) floorAgain(ctx context.Context) (floorCost, error) {
 }
 
 // resetCost runs resetRounds agent-like items in the worktree dir — write
-// out/item-N.txt, commit — each followed by the engine's per-item reset
-// (clean, then checkout -B of a new branch at the base), and returns the
-// mean reset time and the CPU time of its git processes, in ms.
-func resetCost(ctx context.Context, c *gitops.Client, dir, tag string) (wallMS, cpuMS float64, err error) {
+// out/item-N.txt, commit — each followed by a pool slot's per-item reset
+// in git (`clean -ffdx`, then `checkout --force -B` of a new branch at the
+// base), and returns the mean reset time and the CPU time of its git
+// processes, in ms.
+func resetCost(ctx context.Context, dir, tag string) (wallMS, cpuMS float64, err error) {
 	base, err := gitOut(ctx, dir, nil, "rev-parse", "HEAD")
 	if err != nil {
 		return 0, 0, err
@@ -228,11 +230,14 @@ func resetCost(ctx context.Context, c *gitops.Client, dir, tag string) (wallMS, 
 		if err := os.WriteFile(filepath.Join(dir, "scratch.tmp"), []byte("x"), 0o644); err != nil {
 			return 0, 0, err
 		}
+		// git's own clean and checkout, not the engine's gitops (which
+		// cleans in-process since round 3, session 11): the floor is what
+		// the strategy costs in git, whatever the engine does instead.
 		start, cpu0 := time.Now(), cpuUsed()
-		if err := c.CleanWorktree(ctx, dir); err != nil {
+		if err := gitRun(ctx, dir, nil, "clean", "-ffdxq"); err != nil {
 			return 0, 0, err
 		}
-		if err := c.ResetWorktree(ctx, dir, fmt.Sprintf("bench-%s-%d", tag, i), base); err != nil {
+		if err := gitRun(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-track", "-B", fmt.Sprintf("bench-%s-%d", tag, i), base, "--"); err != nil {
 			return 0, 0, err
 		}
 		if i > 0 {
