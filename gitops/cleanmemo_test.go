@@ -314,3 +314,19 @@ func TestCleanWorktreeDeepTree(t *testing.T) {
 		t.Errorf("the tracked file: %q", got)
 	}
 }
+
+// TestCleanMemoIsBounded: the memory of cleaned worktrees holds at most
+// maxCleanMemo of them, whatever number were cleaned.
+func TestCleanMemoIsBounded(t *testing.T) {
+	t.Parallel()
+	m := &cleanMemo{dirs: map[string]map[string]cleanDir{}}
+	for i := range 3 * maxCleanMemo {
+		m.put(fmt.Sprintf("/wt/%d", i), map[string]cleanDir{"": {}})
+	}
+	if len(m.dirs) != maxCleanMemo {
+		t.Errorf("%d worktrees remembered, want %d", len(m.dirs), maxCleanMemo)
+	}
+	if m.dirs[fmt.Sprintf("/wt/%d", 3*maxCleanMemo-1)] == nil {
+		t.Errorf("the last worktree cleaned is not remembered")
+	}
+}

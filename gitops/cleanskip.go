@@ -337,13 +337,25 @@ func (m *cleanMemo) take(dir string) map[string]cleanDir {
 	return old
 }
 
+// maxCleanMemo is how many worktrees a Client remembers at most: a pool
+// has a slot per agent running at once; worktrees made per item and
+// deleted other than through WorktreeRemove must not add up.
+const maxCleanMemo = 256
+
 // put remembers the directories of dir found clean.
 func (m *cleanMemo) put(dir string, found map[string]cleanDir) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(found) > 0 {
-		m.dirs[dir] = found
+	if len(found) == 0 {
+		return
 	}
+	for other := range m.dirs {
+		if len(m.dirs) < maxCleanMemo {
+			break
+		}
+		delete(m.dirs, other)
+	}
+	m.dirs[dir] = found
 }
 
 // forgetClean drops what is remembered of the worktree dir (removed).
