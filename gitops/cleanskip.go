@@ -19,7 +19,8 @@ import (
 // every path of a worktree that its index does not hold — untracked,
 // ignored, an empty directory, a nested repository — is found by reading
 // the index and the directories, and deleted (issue 14: clean in
-// proportion to what an attempt left, not to the repository). Anything it
+// proportion to what an attempt left, not to the repository; outside
+// Linux git deletes it, see deletesInProcess). Anything it
 // does not vouch for — an index git may have changed in a way this small
 // reader does not read (a sparse index, skip-worktree or conflicted
 // entries, a future version), a tracked file that became a directory or a
@@ -123,6 +124,9 @@ func (c *Client) cleanInProcess(dir string) bool {
 		stack:  make([]child, len(entries)+64),
 	}
 	if !w.walk("", 0, len(entries)) {
+		return false
+	}
+	if len(w.remove) > 0 && !deletesInProcess {
 		return false
 	}
 	if len(w.remove) > 0 {

@@ -5,6 +5,11 @@ import (
 	"syscall"
 )
 
+// deletesInProcess: on Linux the clean deletes what it found itself (see
+// cleanskip.go; elsewhere, where file systems commonly fold case or
+// normalise names, git deletes it).
+const deletesInProcess = true
+
 // dirStampOf is a directory's stamp (see cleanskip.go) from its lstat.
 func dirStampOf(fi fs.FileInfo) (dirStamp, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
