@@ -249,8 +249,9 @@ func (b *bench) extras(ctx context.Context, rep *report) error {
 // yardstick is the engine's own CPU per item — the CLI and the git it
 // starts, not the agents' steps (their bash and their git add/commit) —
 // against the process floor of its pool strategy: one slot reset per item
-// (clean + reset to the new tip, measured by -checkout) plus the slots'
-// full checkouts amortised over the items (max_parallel of them for N).
+// in git (`git clean -ffdx` + `git checkout --force -B` to the new tip,
+// measured by -checkout) plus the slots' full checkouts amortised over the
+// items (max_parallel of them for N).
 // The floor is measured before the runs and again after them, and the
 // yardstick takes the mean: creating files costs more CPU on a disk that
 // has just had files created and removed than on one at rest.
