@@ -31,6 +31,40 @@ func cleanRepo(t *testing.T) (string, *Client, func(string) int) {
 	return dir, c, count
 }
 
+// waitTick returns once a change made now would get a later change time
+// than any made before the call, on the file system of dir: the kernel
+// stamps changes with a coarse clock (one tick, up to 10 ms), so a
+// directory changed twice within a tick keeps one change time. The clean
+// guards against that with racyStamp; tests whose clock runs an hour ahead
+// to trust every directory wait here instead (at most one tick; no wait
+// where the kernel stamps a change after a look with a fine clock).
+func waitTick(t *testing.T, dir string) {
+	t.Helper()
+	probe := filepath.Join(filepath.Dir(dir), "tick-probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctime := func() dirStamp {
+		fi, err := os.Lstat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := dirStampOf(fi)
+		return st
+	}
+	first := ctime()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		now := time.Now()
+		if err := os.Chtimes(probe, now, now); err != nil { // sets the change time to now
+			t.Fatal(err)
+		}
+		if ctime() != first {
+			return
+		}
+	}
+	t.Fatal("the file system's change times did not move in a second")
+}
+
 // listTree lists every path under dir (but .git) with its kind and, for
 // files, content.
 func listTree(t *testing.T, dir string) []string {
@@ -139,6 +173,7 @@ func TestCleanWorktreeMatchesGitClean(t *testing.T) {
 			t.Fatal(err)
 		}
 		fewest = min(fewest, memo.reads.Load()-reads)
+		waitTick(t, dir)
 		var want []string
 		for _, p := range before {
 			if !slices.ContainsFunc(gone, func(g string) bool {
@@ -183,6 +218,7 @@ func TestCleanWorktreeListsOnlyWhatChanged(t *testing.T) {
 		if err := c.CleanWorktree(bg(), dir); err != nil {
 			t.Fatal(err)
 		}
+		waitTick(t, dir)
 		return memo.reads.Load() - before
 	}
 	if n := clean(); n != 17 { // the top, src, 3 × m, 12 × m/p
@@ -227,7 +263,29 @@ func TestCleanWorktreeDoesNotTrustRecentChanges(t *testing.T) {
 	t.Parallel()
 	dir, c, _ := cleanRepo(t)
 	memo := c.cleanMemo()
-	c.clock = time.Now // the repository was just written: every directory is recent
+	// The clock stops at the oldest change of any directory: every one is
+	// recent, however long the machine takes to get here.
+	oldest := time.Now()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if st, ok := dirStampOf(fi); ok && time.Unix(st.sec, st.nsec).Before(oldest) {
+			oldest = time.Unix(st.sec, st.nsec)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.clock = func() time.Time { return oldest }
 	for range 2 {
 		before := memo.reads.Load()
 		if err := c.CleanWorktree(bg(), dir); err != nil {
