@@ -125,7 +125,7 @@ func TestCleanWorktreeMatchesGitClean(t *testing.T) {
 	writeFiles(t, outside, map[string]string{"keep.txt": "outside\n"})
 	rng := rand.New(rand.NewPCG(26, 3))
 	old := time.Now().Add(-48 * time.Hour)
-	memo, fewest := c.cleanMemo(), int64(1<<62)
+	memo, fewest := c.cleaned, int64(1<<62)
 	for round := range 40 {
 		dirs := []string{"", "src", "src/m0", "src/m1/p1", "src/m2/p2", "new", "new/deeper"}
 		pick := func() string { return dirs[rng.IntN(len(dirs))] }
@@ -177,7 +177,10 @@ func TestCleanWorktreeMatchesGitClean(t *testing.T) {
 		var want []string
 		for _, p := range before {
 			if !slices.ContainsFunc(gone, func(g string) bool {
-				return p == strings.TrimSuffix(g, "/")+"/" || strings.HasPrefix(p, g) || strings.HasPrefix(p, g+" ")
+				if strings.HasSuffix(g, "/") {
+					return strings.HasPrefix(p, g) // the directory and all under it
+				}
+				return strings.HasPrefix(p, g+" ") // "name = content" or "name -> target"
 			}) {
 				want = append(want, p)
 			}
@@ -211,7 +214,7 @@ func TestCleanWorktreeMatchesGitClean(t *testing.T) {
 func TestCleanWorktreeListsOnlyWhatChanged(t *testing.T) {
 	t.Parallel()
 	dir, c, count := cleanRepo(t)
-	memo := c.cleanMemo()
+	memo := c.cleaned
 	clean := func() int64 {
 		t.Helper()
 		before := memo.reads.Load()
@@ -262,7 +265,7 @@ func TestCleanWorktreeListsOnlyWhatChanged(t *testing.T) {
 func TestCleanWorktreeDoesNotTrustRecentChanges(t *testing.T) {
 	t.Parallel()
 	dir, c, _ := cleanRepo(t)
-	memo := c.cleanMemo()
+	memo := c.cleaned
 	// The clock stops at the oldest change of any directory: every one is
 	// recent, however long the machine takes to get here.
 	oldest := time.Now()
@@ -377,7 +380,7 @@ func TestCleanWorktreeDeepTree(t *testing.T) {
 // maxCleanMemo of them, whatever number were cleaned.
 func TestCleanMemoIsBounded(t *testing.T) {
 	t.Parallel()
-	m := &cleanMemo{dirs: map[string]map[string]cleanDir{}}
+	m := newCleanMemo()
 	for i := range 3 * maxCleanMemo {
 		m.put(fmt.Sprintf("/wt/%d", i), map[string]cleanDir{"": {}})
 	}

@@ -111,7 +111,7 @@ func (c *Client) cleanInProcess(dir string) bool {
 		return false
 	}
 	entries, ok := indexEntries(data)
-	memo := c.cleanMemo()
+	memo := c.cleaned
 	old := memo.take(dir)
 	if !ok {
 		return false
@@ -320,15 +320,9 @@ func (w *cleanWalk) settled(s dirStamp) bool {
 	return !time.Unix(s.sec, s.nsec).After(w.now.Add(-margin))
 }
 
-// cleanMemo returns the Client's memo of cleaned worktrees, made on first
-// use.
-func (c *Client) cleanMemo() *cleanMemo {
-	c.cleanMu.Lock()
-	defer c.cleanMu.Unlock()
-	if c.cleaned == nil {
-		c.cleaned = &cleanMemo{seed: maphash.MakeSeed(), dirs: map[string]map[string]cleanDir{}}
-	}
-	return c.cleaned
+// newCleanMemo returns an empty memo with a new random hash key.
+func newCleanMemo() *cleanMemo {
+	return &cleanMemo{seed: maphash.MakeSeed(), dirs: map[string]map[string]cleanDir{}}
 }
 
 // take removes and returns what is remembered of the worktree dir: a clean
@@ -365,7 +359,7 @@ func (m *cleanMemo) put(dir string, found map[string]cleanDir) {
 // forgetClean drops what is remembered of the worktree dir (removed).
 func (c *Client) forgetClean(dir string) {
 	if abs, err := filepath.Abs(dir); err == nil {
-		c.cleanMemo().take(abs)
+		c.cleaned.take(abs)
 	}
 }
 

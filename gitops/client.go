@@ -296,8 +296,7 @@ type Client struct {
 	beforeSwap func()
 
 	// cleaned is what CleanWorktree remembers of the worktrees it cleaned
-	// (cleanskip.go), made on first use under cleanMu.
-	cleanMu sync.Mutex
+	// (cleanskip.go).
 	cleaned *cleanMemo
 	// clock is the time of day (tests set it; nil is time.Now).
 	clock func() time.Time
@@ -326,7 +325,7 @@ func New(repoDir string, o Options) (*Client, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", repoDir, err)
 	}
-	c := &Client{runner: newRunner(o), identity: DefaultIdentity, merged: map[string]*mergedSet{}}
+	c := &Client{runner: newRunner(o), identity: DefaultIdentity, merged: map[string]*mergedSet{}, cleaned: newCleanMemo()}
 	if o.Identity != nil {
 		c.identity = *o.Identity
 	}
