@@ -12,14 +12,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
 // OpenState opens a job's checkpoint as a State that holds its items out
 // of memory (EvictRows): the returned checkpoint has every job-level
-// field, journal entries applied, and Items of nil entries, one per item;
-// the State reads each item from checkpoint.json or checkpoint.journal
-// when it is needed. Nothing is written until the State's first write,
+// field, journal entries applied, and no Items (nil: the State has them,
+// Len, Scan, Hold); the State reads each item from checkpoint.json or
+// checkpoint.journal when it is needed. Nothing is written until the State's first write,
 // which is a snapshot. A reader that races a compaction reads both files
 // again; a checkpoint of an older version (no counts) is loaded whole
 // (LoadCheckpoint) and then evicted. Close the State when done.
@@ -49,7 +50,7 @@ func openState(p Paths, now func() time.Time, strict bool) (_ *State, err error)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: read checkpoint: %w", p.JobID, err)
 	}
-	s := &State{paths: p, now: now, dirty: map[int]struct{}{}, evict: true}
+	s := &State{paths: p, now: now, dirty: map[int]struct{}{}, evict: true, tab: &itemTable{}, locs: newLocTable(filepath.Dir(p.Checkpoint()))}
 	s.rows.snap = f
 	defer func() {
 		if err != nil {
@@ -93,8 +94,10 @@ func openState(p Paths, now func() time.Time, strict bool) (_ *State, err error)
 				return nil, bad(err)
 			}
 			end := dec.InputOffset()
-			s.cp.Items = append(s.cp.Items, nil)
-			s.locs = append(s.locs, rowLoc{off: end - int64(len(raw)), n: uint32(len(raw)), src: rowSnapshot})
+			s.pushItem(nil)
+			if err := s.locs.push(rowLoc{off: end - int64(len(raw)), n: uint32(len(raw)), src: rowSnapshot}); err != nil {
+				return nil, bad(err)
+			}
 		}
 		if _, err := dec.Token(); err != nil {
 			return nil, bad(err)
@@ -109,9 +112,6 @@ func openState(p Paths, now func() time.Time, strict bool) (_ *State, err error)
 		return nil, errNoCounts
 	}
 	s.counts = *s.cp.ItemCounts
-	if s.cp.Items == nil {
-		s.cp.Items = []*CheckpointItem{}
-	}
 	if err := s.openJournal(strict); err != nil {
 		return nil, err
 	}
@@ -131,7 +131,13 @@ func (s *State) lineItems(at int64) (bool, error) {
 		return false, nil
 	}
 	off := at + int64(len(start))
-	var locs []rowLoc
+	ok := false
+	defer func() {
+		if !ok {
+			s.locs.resize(0)
+			s.tab.resize(0)
+		}
+	}()
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
@@ -148,11 +154,13 @@ func (s *State) lineItems(at int64) (bool, error) {
 		if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || !json.Valid(body) {
 			return false, nil
 		}
-		locs = append(locs, rowLoc{off: off, n: uint32(len(body)), src: rowSnapshot})
+		if err := s.locs.push(rowLoc{off: off, n: uint32(len(body)), src: rowSnapshot}); err != nil {
+			return false, err
+		}
+		s.pushItem(nil)
 		off += int64(len(line))
 	}
-	s.locs = locs
-	s.cp.Items = make([]*CheckpointItem, len(locs))
+	ok = true
 	return true, nil
 }
 
@@ -202,18 +210,22 @@ func (s *State) openJournal(strict bool) error {
 		if e.Counts == nil {
 			return errNoCounts
 		}
-		if e.Pos == len(s.cp.Items) {
-			s.cp.Items = append(s.cp.Items, nil)
-			s.locs = append(s.locs, rowLoc{})
+		if e.Pos == s.itemCount() {
+			s.pushItem(nil)
+			s.growLocs()
 		}
-		if e.Pos < 0 || e.Pos >= len(s.cp.Items) {
+		if e.Pos < 0 || e.Pos >= s.itemCount() {
 			return nil
 		}
 		s.cp.CheckpointVersion = e.V
 		s.cp.UpdatedAt = e.UpdatedAt
 		s.cp.NextAgent = max(s.cp.NextAgent, e.NextAgent)
 		s.counts = *e.Counts
-		if e.Item.DataLen == 0 && s.locs[e.Pos].src != rowNone {
+		loc, err := s.locs.get(e.Pos)
+		if err != nil {
+			return err
+		}
+		if e.Item.DataLen == 0 && loc.src != rowNone {
 			// The entry keeps the data of the row before it (replayJournal):
 			// it stays in memory with it until the next snapshot.
 			old, err := s.materialize(e.Pos)
@@ -222,21 +234,18 @@ func (s *State) openJournal(strict bool) error {
 			}
 			e.Item.Data, e.Item.DataOff, e.Item.DataLen = old.Data, old.DataOff, old.DataLen
 			e.Item.pos = e.Pos
-			s.cp.Items[e.Pos] = e.Item
-			s.locs[e.Pos] = rowLoc{}
+			s.setItem(e.Pos, e.Item)
 			s.dirty[e.Pos] = struct{}{}
-			return nil
+			return s.locs.set(e.Pos, rowLoc{})
 		}
 		if o, n, ok := journalItem(line[:len(line)-1]); ok {
-			s.cp.Items[e.Pos] = nil
-			s.locs[e.Pos] = rowLoc{off: at + int64(o), n: uint32(n), src: rowJournal}
-		} else {
-			e.Item.pos = e.Pos
-			s.cp.Items[e.Pos] = e.Item
-			s.locs[e.Pos] = rowLoc{}
-			s.dirty[e.Pos] = struct{}{}
+			s.setItem(e.Pos, nil)
+			return s.locs.set(e.Pos, rowLoc{off: at + int64(o), n: uint32(n), src: rowJournal})
 		}
-		return nil
+		e.Item.pos = e.Pos
+		s.setItem(e.Pos, e.Item)
+		s.dirty[e.Pos] = struct{}{}
+		return s.locs.set(e.Pos, rowLoc{})
 	})
 	if err != nil && !errors.Is(err, errJournalGap) && !errors.Is(err, errNoCounts) {
 		return fmt.Errorf("job %s: read checkpoint journal: %w", s.paths.JobID, err)
@@ -255,7 +264,8 @@ func (s *State) Rewrite(maybe func(row []byte) bool, fn func(it *CheckpointItem)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := false
-	for i, it := range s.cp.Items {
+	for i := range s.itemCount() {
+		it := s.itemAt(i)
 		if it == nil {
 			var err error
 			if it, err = s.rowItem(i, maybe); err != nil {
@@ -272,7 +282,7 @@ func (s *State) Rewrite(maybe func(row []byte) bool, fn func(it *CheckpointItem)
 		s.counts.add(&before, -1)
 		s.counts.add(it, 1)
 		it.pos = i
-		s.cp.Items[i] = it
+		s.setItem(i, it)
 		s.dirty[i] = struct{}{}
 		changed = true
 	}

@@ -4,7 +4,8 @@ package jobstore
 // engine does not hold is kept only where its newest durable row is (its
 // line of checkpoint.json, or of checkpoint.journal) and read back from
 // there when it is needed, so a running job's memory does not grow with
-// its items (16 bytes and a nil pointer each).
+// its items: the items in memory are in an itemTable, the rows' places
+// in a locTable that keeps most of its pages in a file.
 
 import (
 	"bufio"
@@ -80,15 +81,35 @@ func (s *State) EvictRows() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.evict = true
+	if s.tab == nil {
+		s.toTable()
+	}
 	s.evictLocked()
 }
 
-// growLocs keeps len(s.locs) == len(s.cp.Items).
+// growLocs keeps the locations' length the number of items.
 func (s *State) growLocs() {
-	for len(s.locs) < len(s.cp.Items) {
-		s.locs = append(s.locs, rowLoc{})
+	if n := s.itemCount(); s.locs.len() != n {
+		s.locs.resize(n)
 	}
-	s.locs = s.locs[:len(s.cp.Items)]
+}
+
+// locOf is where item i's newest durable row is; rowNone when that
+// cannot be read (the item is then kept in memory).
+func (s *State) locOf(i int) rowLoc {
+	l, err := s.locs.get(i)
+	if err != nil {
+		return rowLoc{}
+	}
+	return l
+}
+
+// setLoc records where item i's newest durable row is. When that cannot
+// be recorded, the item stays in memory as changed, to be written again.
+func (s *State) setLoc(i int, l rowLoc) {
+	if err := s.locs.set(i, l); err != nil {
+		s.dirty[i] = struct{}{}
+	}
 }
 
 // evictLocked drops every item that is not held, not dirty and has a
@@ -98,22 +119,20 @@ func (s *State) evictLocked() {
 		return
 	}
 	s.growLocs()
-	for i, it := range s.cp.Items {
-		if it != nil && s.held[i] == 0 && s.locs[i].src != rowNone && it.Data == nil {
-			if !s.unwritten(i) {
-				s.cp.Items[i] = nil
-			}
+	s.eachInMemory(func(i int, it *CheckpointItem) {
+		if s.held[i] == 0 && it.Data == nil && !s.unwritten(i) && s.locOf(i).src != rowNone {
+			s.setItem(i, nil)
 		}
-	}
+	})
 }
 
 // evictOne drops item i if nothing keeps it in memory.
 func (s *State) evictOne(i int) {
-	if !s.evict || s.pinAll || i >= len(s.locs) || s.held[i] > 0 || s.locs[i].src == rowNone || s.unwritten(i) {
+	if !s.evict || s.pinAll || i >= s.locs.len() || i >= s.itemCount() || s.held[i] > 0 || s.unwritten(i) {
 		return
 	}
-	if it := s.cp.Items[i]; it != nil && it.Data == nil {
-		s.cp.Items[i] = nil
+	if it := s.itemAt(i); it != nil && it.Data == nil && s.locOf(i).src != rowNone {
+		s.setItem(i, nil)
 	}
 }
 
@@ -128,9 +147,11 @@ func (s *State) unwritten(i int) bool {
 // rowBytes reads the durable row of item i. The bytes are valid until
 // the next read of a row (they may be the read window's).
 func (s *State) rowBytes(i int) ([]byte, error) {
-	loc := s.locs[i]
+	loc, err := s.locs.get(i)
+	if err != nil {
+		return nil, err
+	}
 	var f *os.File
-	var err error
 	switch loc.src {
 	case rowSnapshot:
 		if s.rows.snap == nil {
@@ -222,36 +243,47 @@ func (s *State) rowItem(i int, maybe func(row []byte) bool) (*CheckpointItem, er
 
 // materialize returns item i, reading it back if it was evicted.
 func (s *State) materialize(i int) (*CheckpointItem, error) {
-	if it := s.cp.Items[i]; it != nil {
+	if it := s.itemAt(i); it != nil {
 		return it, nil
 	}
 	it, err := s.decodeRow(i)
 	if err != nil {
 		return nil, err
 	}
-	s.cp.Items[i] = it
+	s.setItem(i, it)
 	return it, nil
 }
 
-// materializeAll reads every evicted item back (full access: Read,
-// Update, UpdateItems). A row that cannot be read (an I/O failure of the
-// job's own fsynced files) is an error; the items read stay in memory.
-func (s *State) materializeAll() error {
-	for i, it := range s.cp.Items {
-		if it == nil {
-			if _, err := s.materialize(i); err != nil {
-				return fmt.Errorf("job %s: %w", s.paths.JobID, err)
-			}
-		}
+// unpack reads every item out of memory back and hands them all to
+// cp.Items (full access: Read, Update, UpdateItems); pack takes them
+// back. A row that cannot be read (an I/O failure of the job's own
+// fsynced files) is an error, cp.Items is left alone and the items read
+// stay in memory.
+func (s *State) unpack() error {
+	if s.tab == nil {
+		return nil
 	}
+	items, err := s.allItems()
+	if err != nil {
+		return err
+	}
+	s.cp.Items = items
 	return nil
+}
+
+// pack takes the items of cp.Items (unpack; fn may have appended to it or
+// cut it short) back into the state's itemTable.
+func (s *State) pack() {
+	if s.tab != nil {
+		s.toTable()
+	}
 }
 
 // Len is the number of the job's items.
 func (s *State) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.cp.Items)
+	return s.itemCount()
 }
 
 // Scan calls fn with each item and its position, in position order, under the state's lock,
@@ -261,7 +293,8 @@ func (s *State) Len() int {
 func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, it := range s.cp.Items {
+	for i := range s.itemCount() {
+		it := s.itemAt(i)
 		if it == nil {
 			var err error
 			if it, err = s.decodeRow(i); err != nil {
@@ -283,8 +316,8 @@ func (s *State) Scan(fn func(pos int, it *CheckpointItem) bool) error {
 func (s *State) Next(from int, maybe func(row []byte) bool, want func(it *CheckpointItem) bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := max(from, 0); i < len(s.cp.Items); i++ {
-		it := s.cp.Items[i]
+	for i := max(from, 0); i < s.itemCount(); i++ {
+		it := s.itemAt(i)
 		if it == nil {
 			var err error
 			if it, err = s.rowItem(i, maybe); err != nil {
@@ -306,10 +339,10 @@ func (s *State) Next(from int, maybe func(row []byte) bool, want func(it *Checkp
 func (s *State) Check(pos int, want func(it *CheckpointItem) bool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pos < 0 || pos >= len(s.cp.Items) {
+	if pos < 0 || pos >= s.itemCount() {
 		return false, fmt.Errorf("jobstore: no item at position %d", pos)
 	}
-	it := s.cp.Items[pos]
+	it := s.itemAt(pos)
 	if it == nil {
 		var err error
 		if it, err = s.decodeRow(pos); err != nil {
@@ -324,7 +357,7 @@ func (s *State) Check(pos int, want func(it *CheckpointItem) bool) (bool, error)
 func (s *State) Hold(pos int) (*CheckpointItem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pos < 0 || pos >= len(s.cp.Items) {
+	if pos < 0 || pos >= s.itemCount() {
 		return nil, fmt.Errorf("jobstore: no item at position %d", pos)
 	}
 	it, err := s.materialize(pos)
@@ -399,15 +432,17 @@ func (s *State) BulkAppend(items []*CheckpointItem) error {
 		if _, err := s.rows.bulkW.Write(line); err != nil {
 			return fmt.Errorf("write checkpoint items: %w", err)
 		}
-		it.pos = len(s.cp.Items)
-		s.cp.Items = append(s.cp.Items, it)
+		it.pos = s.itemCount()
+		s.pushItem(it)
 		s.growLocs()
-		s.locs[it.pos] = rowLoc{off: s.rows.bulkSize, n: uint32(len(line)), src: rowBulk}
 		s.rows.bulkSize += int64(len(line))
 		s.counts.add(it, 1)
 		s.counts.Total++
+		if err := s.locs.set(it.pos, rowLoc{off: s.rows.bulkSize - int64(len(line)), n: uint32(len(line)), src: rowBulk}); err != nil {
+			continue // kept in memory; the snapshot writes it
+		}
 		if s.evict && !s.pinAll {
-			s.cp.Items[it.pos] = nil
+			s.setItem(it.pos, nil)
 		}
 	}
 	s.version++
@@ -442,4 +477,5 @@ func (s *State) reopenSnapshot() error {
 // closeRows releases the read handles.
 func (s *State) closeRows() {
 	s.rows.close()
+	s.locs.close()
 }

@@ -12,19 +12,8 @@ import (
 	"github.com/prodigy-action/prodigy-action/jobstore"
 )
 
-// inMemory counts the non-nil entries of cp.Items (the checkpoint the
-// state wraps), read under the state's lock.
-func inMemory(s *jobstore.State, cp *jobstore.Checkpoint) int {
-	var n int
-	s.ReadHead(func(*jobstore.CheckpointHead) {
-		for _, it := range cp.Items {
-			if it != nil {
-				n++
-			}
-		}
-	})
-	return n
-}
+// inMemory counts the state's items in memory.
+func inMemory(s *jobstore.State, _ *jobstore.Checkpoint) int { return s.InMemory() }
 
 // TestEvictedRowsAreReadBack drops every item not held from memory and
 // checks that each change, the items' order and every field come back
@@ -586,5 +575,99 @@ func TestUpdateItemTakesBackAPointerKeptPastItsCall(t *testing.T) {
 	}
 	if got := s.Counts(); got.Merged != 1 || got.Pending != 9 {
 		t.Fatalf("counts %+v", got)
+	}
+}
+
+// TestEvictingStateHoldsNothingPerItem runs a job of 2,000 items the way
+// the engine does (every item held, changed through the journal and
+// released; snapshots in between; BulkAppend; a redrive page through
+// UpdateItemsAt), with pages of 8 row locations and 3 of them in memory
+// (TestMain): once items are released the state holds no item and no
+// chunk for them, and never more than 3 pages of locations, however many
+// items; a reopened state (OpenState, then EvictRows as the engine calls
+// it) has every item, as LoadCheckpoint reads them.
+func TestEvictingStateHoldsNothingPerItem(t *testing.T) {
+	const n = 2000
+	p, s, _, _ := journalJob(t, n)
+	s.EvictRows()
+	check := func(when string) {
+		t.Helper()
+		chunks, pages := s.Footprint()
+		if s.InMemory() != 0 || chunks != 0 || pages > 3 {
+			t.Fatalf("%s: %d items, %d chunks, %d pages of locations in memory", when, s.InMemory(), chunks, pages)
+		}
+	}
+	check("after EvictRows")
+	for i := range n {
+		it, err := s.Hold(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpdateItem(it, func(*jobstore.Checkpoint) { it.State, it.Attempts = jobstore.ItemMerged, 1 }); err != nil {
+			t.Fatal(err)
+		}
+		s.Release(it)
+		if i%700 == 0 {
+			if err := s.UpdateHead(func(h *jobstore.CheckpointHead) { h.NextAgent = i }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check("after every item ran")
+	var late []*jobstore.CheckpointItem
+	for i := range 50 {
+		late = append(late, &jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: fmt.Sprintf("late-%d", i), State: jobstore.ItemPending}, Index: n + i})
+	}
+	if err := s.BulkAppend(late); err != nil {
+		t.Fatal(err)
+	}
+	err := s.UpdateItemsAt([]int{5, 1500}, func(items jobstore.ItemsAt, touch func(*jobstore.CheckpointItem)) {
+		if items.At(6) != nil || items.At(-1) != nil || items.At(items.Len()) != nil {
+			t.Error("ItemsAt gave an item it was not asked for")
+		}
+		for _, pos := range []int{5, 1500} {
+			it := items.At(pos)
+			touch(it)
+			it.State = jobstore.ItemDLQ
+		}
+		items.Append(&jobstore.CheckpointItem{ItemOutcome: jobstore.ItemOutcome{ItemID: "redriven", State: jobstore.ItemPending}, Index: items.Len()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateHead(func(*jobstore.CheckpointHead) {}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a bulk append, a redrive page and a snapshot")
+	want, err := jobstore.LoadCheckpoint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Items) != n+51 || want.Items[5].State != jobstore.ItemDLQ || want.Items[6].State != jobstore.ItemMerged || want.Items[n+50].ItemID != "redriven" {
+		t.Fatalf("the checkpoint holds %d items", len(want.Items))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, cp2, err := jobstore.OpenState(p, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	s2.EvictRows()
+	if cp2.Items != nil || s2.Len() != n+51 {
+		t.Fatalf("reopened: %d items in the checkpoint, Len %d", len(cp2.Items), s2.Len())
+	}
+	var got []jobstore.CheckpointItem
+	if err := s2.Scan(func(_ int, it *jobstore.CheckpointItem) bool { got = append(got, *it); return true }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if mustJSON(t, got[i]) != mustJSON(t, *want.Items[i]) {
+			t.Fatalf("item %d reopened %s, want %s", i, mustJSON(t, got[i]), mustJSON(t, *want.Items[i]))
+		}
+	}
+	if chunks, pages := s2.Footprint(); s2.InMemory() != 0 || chunks != 0 || pages > 3 {
+		t.Fatalf("reopened: %d items, %d chunks, %d pages in memory", s2.InMemory(), chunks, pages)
 	}
 }

@@ -49,10 +49,12 @@ type State struct {
 	dirty   map[int]struct{} // items changed since the last write
 	spool   *spool           // items.jsonl, opened on first use
 
-	// Items out of memory (rows.go): when evict is set, cp.Items[i] is nil
-	// for an item dropped from memory, whose row is at locs[i].
+	// Items out of memory (rows.go): once evict is set the items are in
+	// tab (cp.Items is nil outside Read, Update and UpdateItems), nil for
+	// an item dropped from memory, whose row is at locs' entry.
 	evict   bool
-	locs    []rowLoc
+	tab     *itemTable
+	locs    *locTable
 	held    map[int]int      // Hold counts by position
 	writing map[int]struct{} // positions of the journal append under way
 	pinAll  bool             // a snapshot is being written: evict nothing
@@ -76,7 +78,7 @@ const minCompact = 1 << 20
 // NewState wraps cp; now stamps updated_at. Nothing is written until the
 // first Update (which writes the snapshot).
 func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
-	s := &State{paths: p, now: now, cp: cp, dirty: map[int]struct{}{}}
+	s := &State{paths: p, now: now, cp: cp, dirty: map[int]struct{}{}, locs: newLocTable(filepath.Dir(p.Checkpoint()))}
 	s.reindex()
 	return s
 }
@@ -84,16 +86,14 @@ func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 // reindex numbers the items and recounts them (O(items): only with a
 // snapshot).
 func (s *State) reindex() {
-	all := true
-	for i, it := range s.cp.Items {
-		if it == nil {
-			all = false
-			continue
-		}
+	var n Counts
+	s.eachInMemory(func(i int, it *CheckpointItem) {
 		it.pos = i
-	}
-	if all {
-		s.counts = s.cp.Counts()
+		n.add(it, 1)
+	})
+	if s.inMemory() == s.itemCount() {
+		n.Total = s.itemCount()
+		s.counts = n
 	}
 }
 
@@ -115,11 +115,12 @@ func (s *State) RedactWith(fn func([]byte) []byte) { s.redact = fn }
 // for job-level changes; UpdateItem for changes of one item.
 func (s *State) Update(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
-	if err := s.materializeAll(); err != nil {
+	if err := s.unpack(); err != nil {
 		s.mu.Unlock()
 		return err
 	}
 	fn(s.cp)
+	s.pack()
 	s.version++
 	s.full = s.version
 	v := s.version
@@ -134,15 +135,15 @@ func (s *State) Update(fn func(cp *Checkpoint)) error {
 // UpdateItem applies fn, which may change it (an item of the checkpoint)
 // and cp.NextAgent, and makes the change durable by appending it to the
 // journal. Other changes fn makes are only written by the next Update;
-// cp.Items may hold nil for items out of memory (EvictRows).
+// fn must not look at cp.Items (nil once the state evicts rows).
 func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	i, ok := s.pos(it)
-	if !ok && s.evict && it.pos >= 0 && it.pos < len(s.cp.Items) && s.cp.Items[it.pos] == nil {
+	if !ok && s.evict && it.pos >= 0 && it.pos < s.itemCount() && s.itemAt(it.pos) == nil {
 		// A pointer kept past the call that gave it (only Hold's are
 		// valid after it), to an item dropped since without a change:
 		// its row is what it holds.
-		s.cp.Items[it.pos] = it
+		s.setItem(it.pos, it)
 		i, ok = it.pos, true
 	}
 	if ok {
@@ -168,27 +169,49 @@ func (s *State) UpdateItem(it *CheckpointItem, fn func(cp *Checkpoint)) error {
 // appended, not of the checkpoint. Other changes fn makes are only written
 // by the next Update.
 func (s *State) UpdateItems(fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
-	err := s.updateItems(s.materializeAll, fn)
+	err := s.updateItems(s.unpack, func(touch func(*CheckpointItem)) {
+		fn(s.cp, touch)
+		s.pack()
+	})
 	s.mu.Lock()
 	s.evictLocked()
 	s.mu.Unlock()
 	return err
 }
 
+// ItemsAt is what UpdateItemsAt's fn sees of the job's items: the items
+// at the positions it was given, and appends. Valid only during the call.
+type ItemsAt struct{ s *State }
+
+// Len is the number of the job's items, those appended included.
+func (v ItemsAt) Len() int { return v.s.itemCount() }
+
+// At is the item at pos when it is one of the positions given (or an item
+// appended); nil for any other position, and for one out of range.
+func (v ItemsAt) At(pos int) *CheckpointItem {
+	if pos < 0 || pos >= v.s.itemCount() {
+		return nil
+	}
+	return v.s.itemAt(pos)
+}
+
+// Append adds it at the end (position Len before the call).
+func (v ItemsAt) Append(it *CheckpointItem) { v.s.pushItem(it) }
+
 // UpdateItemsAt is UpdateItems for a change of the items at positions
 // (and items appended): only those are read back into memory first, so
-// fn may look at cp.Items at those positions only.
-func (s *State) UpdateItemsAt(positions []int, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+// its cost does not grow with the job; fn sees them through ItemsAt.
+func (s *State) UpdateItemsAt(positions []int, fn func(items ItemsAt, touch func(*CheckpointItem))) error {
 	err := s.updateItems(func() error {
 		for _, i := range positions {
-			if i >= 0 && i < len(s.cp.Items) {
+			if i >= 0 && i < s.itemCount() {
 				if _, err := s.materialize(i); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	}, fn)
+	}, func(touch func(*CheckpointItem)) { fn(ItemsAt{s}, touch) })
 	s.mu.Lock()
 	for _, i := range positions {
 		s.evictOne(i)
@@ -198,8 +221,8 @@ func (s *State) UpdateItemsAt(positions []int, fn func(cp *Checkpoint, touch fun
 }
 
 // updateItems is UpdateItems after read (items read back, under the
-// lock; nil: none).
-func (s *State) updateItems(read func() error, fn func(cp *Checkpoint, touch func(*CheckpointItem))) error {
+// lock; nil: none); fn changes and appends items under the lock.
+func (s *State) updateItems(read func() error, fn func(touch func(*CheckpointItem))) error {
 	s.mu.Lock()
 	if read != nil {
 		if err := read(); err != nil {
@@ -207,10 +230,10 @@ func (s *State) updateItems(read func() error, fn func(cp *Checkpoint, touch fun
 			return err
 		}
 	}
-	n0 := len(s.cp.Items)
+	n0 := s.itemCount()
 	var touched []*CheckpointItem
 	seen := map[*CheckpointItem]bool{}
-	fn(s.cp, func(it *CheckpointItem) {
+	fn(func(it *CheckpointItem) {
 		if i, ok := s.pos(it); ok && i < n0 && !seen[it] {
 			seen[it] = true
 			s.counts.add(it, -1)
@@ -222,8 +245,8 @@ func (s *State) updateItems(read func() error, fn func(cp *Checkpoint, touch fun
 	for _, it := range touched {
 		s.counts.add(it, 1)
 	}
-	for i := n0; i < len(s.cp.Items); i++ {
-		it := s.cp.Items[i]
+	for i := n0; i < s.itemCount(); i++ {
+		it := s.itemAt(i)
 		it.pos = i
 		s.counts.add(it, 1)
 		s.counts.Total++
@@ -240,7 +263,7 @@ func (s *State) updateItems(read func() error, fn func(cp *Checkpoint, touch fun
 // pos is it's index in the checkpoint, if it is one of its items.
 func (s *State) pos(it *CheckpointItem) (int, bool) {
 	i := it.pos
-	if i >= 0 && i < len(s.cp.Items) && s.cp.Items[i] == it {
+	if i >= 0 && i < s.itemCount() && s.itemAt(i) == it {
 		return i, true
 	}
 	return 0, false
@@ -253,10 +276,11 @@ func (s *State) pos(it *CheckpointItem) (int, bool) {
 func (s *State) Read(fn func(cp *Checkpoint)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.materializeAll(); err != nil {
+	if err := s.unpack(); err != nil {
 		return err
 	}
 	fn(s.cp)
+	s.pack()
 	return nil
 }
 
@@ -413,7 +437,7 @@ func (s *State) flush(v uint64) error {
 	slices.Sort(order)
 	locs := make([]rowLoc, len(order))
 	for k, i := range order {
-		it := *s.cp.Items[i]
+		it := *s.itemAt(i)
 		it.Data = nil
 		line, err := json.Marshal(journalEntry{V: s.cp.CheckpointVersion, UpdatedAt: s.cp.UpdatedAt, NextAgent: s.cp.NextAgent, Pos: i, Counts: &counts, Item: &it})
 		if err != nil {
@@ -456,11 +480,7 @@ func (s *State) flush(v uint64) error {
 	s.growLocs()
 	for k, i := range order {
 		delete(s.writing, i)
-		if locs[k].src != rowNone {
-			s.locs[i] = locs[k]
-		} else {
-			s.locs[i] = rowLoc{}
-		}
+		s.setLoc(i, locs[k])
 		s.evictOne(i)
 	}
 	s.mu.Unlock()
@@ -492,14 +512,15 @@ func (s *State) writeSnapshotLocked() error {
 	}
 	defer unlock()
 	s.cp.FormatVersion = CheckpointFormat
-	for _, it := range s.cp.Items {
-		if it == nil {
-			continue
+	var spoolErr error
+	s.eachInMemory(func(_ int, it *CheckpointItem) {
+		if spoolErr == nil {
+			spoolErr = s.spoolLocked(it)
 		}
-		if err := s.spoolLocked(it); err != nil {
-			s.full = s.version
-			return err
-		}
+	})
+	if spoolErr != nil {
+		s.full = s.version
+		return spoolErr
 	}
 	if s.spool != nil {
 		if err := s.spool.sync(); err != nil {
@@ -546,21 +567,22 @@ func (s *State) writeSnapshotLocked() error {
 		s.mu.Lock()
 		s.full = s.version
 		s.pinAll = false
+		if locs != nil {
+			locs.close()
+		}
 		s.mu.Unlock()
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	s.mu.Lock()
 	rerr := s.reopenSnapshot()
 	if rerr == nil {
-		s.growLocs()
-		copy(s.locs, locs)
-		if !slices.ContainsFunc(s.locs, func(l rowLoc) bool { return l.src == rowBulk }) {
-			s.rows.closeBulk()
-		}
-	} else {
+		rerr = s.takeLocs(locs)
+	}
+	if rerr != nil {
+		locs.close()
 		// The new snapshot cannot be read: read every item back from
 		// the old files (the journal is emptied next) and keep them.
-		if err := s.materializeAll(); err != nil {
+		if err := s.fromTable(); err != nil {
 			s.pinAll = false
 			s.mu.Unlock()
 			return fmt.Errorf("write checkpoint: read the items back: %w", err)
@@ -586,20 +608,55 @@ func (s *State) writeSnapshotLocked() error {
 	return nil
 }
 
+// takeLocs makes locs, the rows' places in the snapshot just written
+// (of its first locs.len() items), the state's: the places of items
+// appended since it was encoded are carried over, and the bulk file is
+// closed when no row is left in it.
+func (s *State) takeLocs(locs *locTable) error {
+	s.growLocs()
+	n0 := min(locs.len(), s.itemCount())
+	locs.resize(n0)
+	for i := n0; i < s.itemCount(); i++ {
+		l, err := s.locs.get(i)
+		if err == nil {
+			err = locs.push(l)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	bulk, err := locs.anyFrom(n0, rowBulk)
+	if err != nil {
+		return err
+	}
+	s.locs.close()
+	s.locs = locs
+	if !bulk {
+		s.rows.closeBulk()
+	}
+	return nil
+}
+
 // encodeSnapshotLocked writes the checkpoint as JSON to w: the job's
 // fields, then "items" last, one item per line (each redacted on its own).
 // It returns the bytes written.
-func (s *State) encodeSnapshotLocked(w io.Writer) (int64, []rowLoc, error) {
+func (s *State) encodeSnapshotLocked(w io.Writer) (_ int64, _ *locTable, err error) {
 	hb, err := json.Marshal(&s.cp.CheckpointHead) // an object with fields: {…}
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode checkpoint: %w", err)
 	}
+	locs := newLocTable(s.locs.dir)
+	defer func() {
+		if err != nil {
+			locs.close()
+		}
+	}()
 	cw := &countWriter{w: bufio.NewWriterSize(w, 256<<10)}
 	cw.Write(s.redactJSON(hb[:len(hb)-1]))
 	cw.Write([]byte(",\"items\":[\n"))
 	var line, row []byte
-	locs := make([]rowLoc, len(s.cp.Items))
-	for i, it := range s.cp.Items {
+	for i := range s.itemCount() {
+		it := s.itemAt(i)
 		line = line[:0]
 		if i > 0 {
 			line = append(line, ",\n"...)
@@ -614,7 +671,9 @@ func (s *State) encodeSnapshotLocked(w io.Writer) (int64, []rowLoc, error) {
 		} else if line, err = s.appendItem(line, it); err != nil {
 			return 0, nil, fmt.Errorf("encode checkpoint item %s: %w", it.ItemID, err)
 		}
-		locs[i] = rowLoc{off: cw.n + int64(start), n: uint32(len(line) - start), src: rowSnapshot}
+		if err := locs.push(rowLoc{off: cw.n + int64(start), n: uint32(len(line) - start), src: rowSnapshot}); err != nil {
+			return 0, nil, fmt.Errorf("encode checkpoint item %d: %w", i, err)
+		}
 		cw.Write(line)
 	}
 	cw.Write([]byte("\n]}\n"))

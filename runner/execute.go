@@ -103,8 +103,8 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 			for _, e := range page {
 				at = append(at, byID.candidates(e.ItemID)...)
 			}
-			err := j.state.UpdateItemsAt(at, func(cp *jobstore.Checkpoint, touch func(*jobstore.CheckpointItem)) {
-				added := mergeItems(cp, page, byID, touch)
+			err := j.state.UpdateItemsAt(at, func(items jobstore.ItemsAt, touch func(*jobstore.CheckpointItem)) {
+				added := mergeItems(items, page, byID, touch)
 				if pages > 0 {
 					cands = added
 				}

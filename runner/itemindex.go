@@ -52,11 +52,11 @@ func (x *itemIndex) candidates(id string) []int {
 	return append([]int{pos}, x.more[h]...)
 }
 
-// find returns id's position in cp, whose items at its candidates are in
-// memory.
-func (x *itemIndex) find(cp *jobstore.Checkpoint, id string) (int, bool) {
+// find returns id's position among items, whose items at its candidates
+// are in memory.
+func (x *itemIndex) find(items jobstore.ItemsAt, id string) (int, bool) {
 	for _, pos := range x.candidates(id) {
-		if it := cp.Items[pos]; it != nil && it.ItemID == id {
+		if it := items.At(pos); it != nil && it.ItemID == id {
 			return pos, true
 		}
 	}

@@ -160,11 +160,11 @@ func (j *job) resolveInput(in string) string {
 // current), replacing existing entries with the same id; touch is called
 // before an existing item changes. It returns the positions of the
 // checkpoint items that are now pending because of extra.
-func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID *itemIndex, touch func(*jobstore.CheckpointItem)) []int {
+func mergeItems(items jobstore.ItemsAt, extra []*jobstore.CheckpointItem, byID *itemIndex, touch func(*jobstore.CheckpointItem)) []int {
 	var added []int
 	for _, e := range extra {
-		if pos, ok := byID.find(cp, e.ItemID); ok {
-			cur := cp.Items[pos]
+		if pos, ok := byID.find(items, e.ItemID); ok {
+			cur := items.At(pos)
 			if cur.PendingRecord != nil {
 				// Its newest failures are still not in the DLQ: it stays
 				// failed-unrecorded (the job reports it) rather than lose them.
@@ -176,10 +176,10 @@ func mergeItems(cp *jobstore.Checkpoint, extra []*jobstore.CheckpointItem, byID 
 			continue
 		}
 		e.BudgetBase = e.Attempts
-		e.Index = len(cp.Items)
-		byID.add(e.ItemID, len(cp.Items))
-		added = append(added, len(cp.Items))
-		cp.Items = append(cp.Items, e)
+		e.Index = items.Len()
+		byID.add(e.ItemID, items.Len())
+		added = append(added, items.Len())
+		items.Append(e)
 	}
 	return added
 }
