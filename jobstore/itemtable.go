@@ -16,7 +16,8 @@ const itemChunkLen = 1024
 type itemTable struct {
 	n      int
 	chunks []*itemChunk
-	live   int // items in memory
+	live   int        // items in memory
+	spare  *itemChunk // the last chunk emptied, made again without an allocation
 }
 
 type itemChunk struct {
@@ -44,7 +45,10 @@ func (t *itemTable) set(i int, it *CheckpointItem) {
 		if it == nil {
 			return
 		}
-		c = &itemChunk{}
+		c, t.spare = t.spare, nil
+		if c == nil {
+			c = &itemChunk{}
+		}
 		t.chunks[k] = c
 	}
 	old := c.items[i%itemChunkLen]
@@ -58,7 +62,7 @@ func (t *itemTable) set(i int, it *CheckpointItem) {
 	}
 	c.items[i%itemChunkLen] = it
 	if c.live == 0 {
-		t.chunks[k] = nil
+		t.chunks[k], t.spare = nil, c // every entry is nil
 	}
 }
 

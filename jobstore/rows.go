@@ -433,16 +433,14 @@ func (s *State) BulkAppend(items []*CheckpointItem) error {
 			return fmt.Errorf("write checkpoint items: %w", err)
 		}
 		it.pos = s.itemCount()
-		s.pushItem(it)
+		s.pushItem(nil)
 		s.growLocs()
 		s.rows.bulkSize += int64(len(line))
 		s.counts.add(it, 1)
 		s.counts.Total++
-		if err := s.locs.set(it.pos, rowLoc{off: s.rows.bulkSize - int64(len(line)), n: uint32(len(line)), src: rowBulk}); err != nil {
-			continue // kept in memory; the snapshot writes it
-		}
-		if s.evict && !s.pinAll {
-			s.setItem(it.pos, nil)
+		err := s.locs.set(it.pos, rowLoc{off: s.rows.bulkSize - int64(len(line)), n: uint32(len(line)), src: rowBulk})
+		if err != nil || !s.evict || s.pinAll {
+			s.setItem(it.pos, it) // kept in memory (the snapshot writes it)
 		}
 	}
 	s.version++
