@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/prodigy-action/prodigy-action/internal/memlimit"
@@ -95,15 +96,20 @@ func (j *job) executePaged(ctx context.Context, next func() ([]*jobstore.Checkpo
 		var cands []int // nil: every item (the first page)
 		if len(page) > 0 {
 			if byID == nil {
-				if byID, err = newItemIndex(j.state); err != nil {
+				if byID, err = newItemIndex(j.state, filepath.Dir(j.paths.Checkpoint())); err != nil {
 					return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
 				}
+				defer byID.close()
 			}
-			var at []int
-			for _, e := range page {
-				at = append(at, byID.candidates(e.ItemID)...)
+			ids := make([]string, len(page))
+			for k, e := range page {
+				ids[k] = e.ItemID
 			}
-			err := j.state.UpdateItemsAt(at, func(items jobstore.ItemsAt, touch func(*jobstore.CheckpointItem)) {
+			at, err := byID.lookup(ids)
+			if err != nil {
+				return j.end(fmt.Errorf("%w: %w", ErrJobFailed, err))
+			}
+			err = j.state.UpdateItemsAt(at, func(items jobstore.ItemsAt, touch func(*jobstore.CheckpointItem)) {
 				added := mergeItems(items, page, byID, touch)
 				if pages > 0 {
 					cands = added
