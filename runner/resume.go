@@ -99,8 +99,8 @@ var beforeLock func()
 
 // reopen opens a job's state (its items stay on disk until needed,
 // jobstore.OpenState) and workflow and locks the job; the job's state is
-// that state. The checkpoint returned is the state's: its Items are nil
-// entries, read through j.state. The function returned unlocks the job
+// that state. The checkpoint returned is the state's: it has no Items
+// (nil); they are read through j.state. The function returned unlocks the job
 // and closes the state.
 func reopen(ctx context.Context, o *options, jobID string) (_ *job, _ *jobstore.Checkpoint, _ func(), err error) {
 	p, err := findJob(o.Home, "", jobID)
