@@ -9,7 +9,6 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
-	"slices"
 	"strings"
 )
 
@@ -18,7 +17,7 @@ import (
 // holding a JSON array and the pipeline only pages it (no json_path,
 // filter, sort_by or distinct), the file is decoded one element at a time
 // as it is read, so memory holds one decoded item (plus the ids, with
-// id_field) where Load holds the file and every item decoded at once; the
+// id_field, in a file beyond half a million) where Load holds the file and every item decoded at once; the
 // items are the same (same ids, indexes and data bytes). Any other input
 // goes through Load. When Each returns an error, the items fn already
 // received are void; the error is the one Load gives, or fn's.
@@ -136,10 +135,12 @@ func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, erro
 		return 0, errStream
 	}
 	// Ids are checked for duplicates by their 64-bit hashes, so a large
-	// input's ids are not all held: two equal hashes (a duplicate, or
-	// once in ~10^7 inputs of a million items a collision) send the input
-	// to Load, which words the error or, for a collision, loads it whole.
-	var ids []uint64
+	// input's ids are not all held (idHashes: a large input's hashes go
+	// to a file): two equal hashes (a duplicate, or once in ~10^7 inputs
+	// of a million items a collision) send the input to Load, which words
+	// the error or, for a collision, loads it whole.
+	var ids idHashes
+	defer ids.close()
 	seed := maphash.MakeSeed()
 	sel, n := 0, 0
 	for dec.More() {
@@ -164,7 +165,7 @@ func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, erro
 				return 0, errStream
 			}
 			it.ID = id
-			ids = append(ids, maphash.String(seed, id))
+			ids.add(maphash.String(seed, id))
 		} else {
 			it.ID = DefaultID(n)
 		}
@@ -179,11 +180,8 @@ func (c compiled) stream(o Options, r io.Reader, fn func(Item) error) (int, erro
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return 0, errStream
 	}
-	slices.Sort(ids)
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			return 0, errStream
-		}
+	if dup, err := ids.duplicate(); dup || err != nil {
+		return 0, errStream
 	}
 	return n, nil
 }

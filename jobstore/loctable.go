@@ -26,7 +26,7 @@ var (
 // locTable keeps the location of every item's newest durable row (rowLoc)
 // by position, in pages of locPageLen: at most maxLocPages of them in
 // memory, the least recently used of the others written to an unlinked
-// temporary file in dir, so its memory is about 2 MiB plus 32 bytes per
+// temporary file in dir, so its memory is about 2 MiB plus 40 bytes per
 // page whatever the job's size. A page that cannot be written out stays
 // in memory (the table then grows, and loses nothing); one that cannot
 // be read back is an error of the rows it locates. The zero value with

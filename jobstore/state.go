@@ -574,14 +574,23 @@ func (s *State) writeSnapshotLocked() error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	s.mu.Lock()
-	rerr := s.reopenSnapshot()
+	// The new snapshot's places are completed first: until its file is
+	// opened for reading, rows are read through the old places and file.
+	bulk, rerr := s.completeLocs(locs)
 	if rerr == nil {
-		rerr = s.takeLocs(locs)
+		rerr = s.reopenSnapshot()
 	}
-	if rerr != nil {
+	if rerr == nil {
+		s.locs.close()
+		s.locs = locs
+		if !bulk {
+			s.rows.closeBulk()
+		}
+	} else {
 		locs.close()
-		// The new snapshot cannot be read: read every item back from
-		// the old files (the journal is emptied next) and keep them.
+		// The new snapshot cannot be read, or its places completed: read
+		// every item back from the old files (the journal is emptied
+		// next) and keep them.
 		if err := s.fromTable(); err != nil {
 			s.pinAll = false
 			s.mu.Unlock()
@@ -608,11 +617,11 @@ func (s *State) writeSnapshotLocked() error {
 	return nil
 }
 
-// takeLocs makes locs, the rows' places in the snapshot just written
-// (of its first locs.len() items), the state's: the places of items
-// appended since it was encoded are carried over, and the bulk file is
-// closed when no row is left in it.
-func (s *State) takeLocs(locs *locTable) error {
+// completeLocs makes locs, the rows' places in the snapshot just written
+// (of its first locs.len() items), the places of every item: those of
+// items appended since it was encoded are carried over. It reports
+// whether a row is still in the bulk file (BulkAppend).
+func (s *State) completeLocs(locs *locTable) (bulk bool, err error) {
 	s.growLocs()
 	n0 := min(locs.len(), s.itemCount())
 	locs.resize(n0)
@@ -622,19 +631,10 @@ func (s *State) takeLocs(locs *locTable) error {
 			err = locs.push(l)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
-	bulk, err := locs.anyFrom(n0, rowBulk)
-	if err != nil {
-		return err
-	}
-	s.locs.close()
-	s.locs = locs
-	if !bulk {
-		s.rows.closeBulk()
-	}
-	return nil
+	return locs.anyFrom(n0, rowBulk)
 }
 
 // encodeSnapshotLocked writes the checkpoint as JSON to w: the job's
