@@ -205,14 +205,10 @@ func (s *State) toTable() {
 // every one read back into memory: the state holds its items there from
 // here on (it no longer evicts them).
 func (s *State) fromTable() error {
-	if s.tab == nil {
-		return nil
-	}
-	items, err := s.allItems()
-	if err != nil {
+	if err := s.unpack(); err != nil {
 		return err
 	}
-	s.cp.Items, s.tab = items, nil
+	s.tab = nil
 	return nil
 }
 
