@@ -1,6 +1,7 @@
 package items
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -108,5 +109,38 @@ func TestEachFindsDuplicateIDsFarApart(t *testing.T) {
 	n, err := Each(context.Background(), o, func(Item) error { return nil })
 	if err != nil || n != 5000 {
 		t.Fatalf("distinct ids: %d items, %v", n, err)
+	}
+}
+
+// TestIDHashesOnceWritesFail: runs went out, then the file stops taking
+// writes (opened read-only, as a full disk refuses them): the hashes from
+// there on stay in memory and a duplicate between a run on file and
+// them is still found.
+func TestIDHashesOnceWritesFail(t *testing.T) {
+	defer func(n int) { idRunLen = n }(idRunLen)
+	idRunLen = 64
+	for _, dup := range []bool{false, true} {
+		var h idHashes
+		for i := range 500 {
+			h.add(uint64(i) * 7919)
+		}
+		ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", h.f.Fd()))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		_ = h.f.Close()
+		h.f, h.w = ro, bufio.NewWriterSize(ro, 64<<10)
+		for i := 500; i < 1000; i++ {
+			x := uint64(i) * 7919
+			if dup && i == 900 {
+				x = 17 * 7919
+			}
+			h.add(x)
+		}
+		got, err := h.duplicate()
+		if err != nil || got != dup || !h.noFile || len(h.runs) != 7 || len(h.buf) < 500 {
+			t.Fatalf("dup %v: duplicate %v, %v; noFile %v, %d runs, %d in memory", dup, got, err, h.noFile, len(h.runs), len(h.buf))
+		}
+		h.close()
 	}
 }

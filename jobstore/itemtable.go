@@ -163,20 +163,6 @@ func (s *State) eachInMemory(fn func(i int, it *CheckpointItem)) {
 	}
 }
 
-// inMemory is the number of items in memory.
-func (s *State) inMemory() int {
-	if s.tab != nil {
-		return s.tab.live
-	}
-	n := 0
-	for _, it := range s.cp.Items {
-		if it != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // toTable moves the items of cp.Items into the state's itemTable (from
 // here on cp.Items is nil outside the calls that hand fn every item).
 func (s *State) toTable() {
@@ -186,7 +172,6 @@ func (s *State) toTable() {
 	// An item put in another's place (not one the table held there) has
 	// no durable row yet.
 	n := len(s.cp.Items)
-	s.locs.resize(min(s.locs.len(), n))
 	s.locs.resize(n)
 	for i, it := range s.cp.Items {
 		if i < s.tab.len() && s.tab.get(i) != it && it != nil {

@@ -1,7 +1,9 @@
 package jobstore
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -91,6 +93,40 @@ func TestLocTableKeepsPagesItCannotWriteOut(t *testing.T) {
 	_ = tab.file.Close()
 	if _, err := tab.get(0); err == nil {
 		t.Fatal("a page that cannot be read back gave no error")
+	}
+}
+
+// TestLocTableKeepsPagesOnceWritesFail: pages went out, then the file
+// stops taking writes (here: opened read-only, as a full disk refuses
+// them): the pages out are still read back, every later page stays in
+// memory, and nothing is lost.
+func TestLocTableKeepsPagesOnceWritesFail(t *testing.T) {
+	tab := newLocTable(t.TempDir())
+	defer tab.close()
+	for i := range 10 * locPageLen {
+		if err := tab.push(rowLoc{off: int64(i), n: 1, src: rowJournal}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", tab.file.Fd()))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	_ = tab.file.Close()
+	tab.file = ro
+	for i := range 10 * locPageLen {
+		if err := tab.push(rowLoc{off: int64(10*locPageLen + i), n: 2, src: rowSnapshot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !tab.noFile || tab.resident <= maxLocPages {
+		t.Fatalf("writes failed but noFile %v, %d pages in memory", tab.noFile, tab.resident)
+	}
+	for i := range 20 * locPageLen {
+		l, err := tab.get(i)
+		if err != nil || l.off != int64(i) {
+			t.Fatalf("get(%d) = %+v, %v", i, l, err)
+		}
 	}
 }
 

@@ -87,11 +87,13 @@ func NewState(p Paths, cp *Checkpoint, now func() time.Time) *State {
 // snapshot).
 func (s *State) reindex() {
 	var n Counts
+	held := 0
 	s.eachInMemory(func(i int, it *CheckpointItem) {
 		it.pos = i
 		n.add(it, 1)
+		held++
 	})
-	if s.inMemory() == s.itemCount() {
+	if held == s.itemCount() {
 		n.Total = s.itemCount()
 		s.counts = n
 	}
@@ -186,8 +188,9 @@ type ItemsAt struct{ s *State }
 // Len is the number of the job's items, those appended included.
 func (v ItemsAt) Len() int { return v.s.itemCount() }
 
-// At is the item at pos when it is one of the positions given (or an item
-// appended); nil for any other position, and for one out of range.
+// At is the item at pos when it is in memory, which the positions given
+// and the items appended are; another position may be nil (out of
+// memory), and one out of range is.
 func (v ItemsAt) At(pos int) *CheckpointItem {
 	if pos < 0 || pos >= v.s.itemCount() {
 		return nil
